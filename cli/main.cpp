@@ -1,0 +1,22 @@
+// The `dblock` program: argument parsing and subcommand dispatch only.
+#include <CLI/CLI.hpp>
+
+#include "common.hpp"
+#include "migrate_command.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"dblock: locks kept in the SQL database a service already owns"};
+  app.require_subcommand(1);
+  app.footer(
+      "Exit codes: 0 ok, 1 failure, 64 bad input, 69 database unreachable, 75 busy (try later), "
+      "77 access denied, 78 schema missing or changed.");
+  int exit_code = dblock::cli::kExitOk;
+  dblock::cli::add_migrate_command(app, &exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : dblock::cli::kExitUsage;
+  }
+  return exit_code;
+}

@@ -1,0 +1,72 @@
+// dblock::Error: the one exception type dblock throws for faults.
+//
+// Expected outcomes (a lock not acquired, a wait that timed out, an optimistic conflict) are
+// returned as values, never thrown. Everything thrown is a dblock::Error whose code() tells the
+// caller what to do next. Messages never contain a password.
+//
+// Thread-safety: Error is an immutable value; copies may be used from any thread.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace dblock {
+
+// What went wrong, grouped by what the caller should do next.
+enum class ErrorCode {
+  // A unique or primary-key constraint rejected a write. Inside dblock this usually means
+  // "someone else got there first"; callers rarely see it.
+  kUniqueViolation,
+  // A NOWAIT lock request found the row locked. Retry later or report "busy".
+  kLockNotAvailable,
+  // A lock wait exceeded the server's lock timeout. Retry later or report "busy".
+  kLockWaitTimeout,
+  // The server chose this transaction as a deadlock victim and rolled it back. Retry.
+  kDeadlock,
+  // A serializable/repeatable-read transaction could not be serialised. Retry.
+  kSerializationFailure,
+  // The connection broke during a call. The outcome of that call is unknown; reconnect and
+  // retry only idempotent work.
+  kConnectionLost,
+  // Could not open a connection: server unreachable or refused. Fix the URL or start the server.
+  kConnectFailed,
+  // The server rejected the credentials or lacks a privilege. Fix the user, password or grants.
+  kAccessDenied,
+  // A table dblock needs does not exist. Run `dblock migrate up`.
+  kUndefinedTable,
+  // The caller passed something invalid (URL, identifier, key, option). Fix the input.
+  kInvalidArgument,
+  // The database is not in the state dblock needs (e.g. an applied migration was edited).
+  // Needs an operator; retrying will not help.
+  kFailedPrecondition,
+  // Anything else the server or driver reported.
+  kOther,
+};
+
+// A stable lower-case name for a code, e.g. "lock_wait_timeout".
+std::string_view to_string(ErrorCode code) noexcept;
+
+// True for codes where retrying the same (idempotent) operation may succeed:
+// deadlock, serialization failure, lock-not-available, lock-wait-timeout, connection lost.
+bool is_retryable(ErrorCode code) noexcept;
+
+class Error : public std::runtime_error {
+ public:
+  // `message` must already be free of secrets. `sqlstate` is the five-character SQLSTATE when
+  // the server reported one; `server_errno` the native error number (MySQL) or 0.
+  Error(ErrorCode code, const std::string& message, std::string sqlstate = {},
+        int server_errno = 0);
+
+  ErrorCode code() const noexcept { return code_; }
+  const std::string& sqlstate() const noexcept { return sqlstate_; }
+  int server_errno() const noexcept { return server_errno_; }
+  bool retryable() const noexcept { return is_retryable(code_); }
+
+ private:
+  ErrorCode code_;
+  std::string sqlstate_;
+  int server_errno_;
+};
+
+}  // namespace dblock

@@ -1,0 +1,28 @@
+// MySQL and MariaDB through the libmysqlclient API (target dblock::mysql).
+//
+// wrap_mysql() adapts a MYSQL* the service already owns; connect_mysql() opens one from a URL,
+// with CLIENT_FOUND_ROWS (so an UPDATE that matches a row counts it even when nothing changed)
+// and the session time zone set to UTC.
+//
+// Thread-safety: as for dblock::Connection (one thread at a time). A wrapped MYSQL* must
+// outlive the returned object and must have been opened with CLIENT_FOUND_ROWS; wrap_mysql()
+// throws Error(kInvalidArgument) otherwise, because dblock reads "matched rows" to decide whether
+// a lease is still held.
+#pragma once
+
+#include <mysql.h>
+
+#include <memory>
+
+#include "dblock/connection.hpp"
+#include "dblock/url.hpp"
+
+namespace dblock {
+
+std::unique_ptr<Connection> wrap_mysql(MYSQL* conn);
+
+// Opens a connection from a mysql:// or mariadb:// URL. Throws Error(kConnectFailed,
+// kAccessDenied, kInvalidArgument) with a redacted, one-line message.
+std::unique_ptr<Connection> connect_mysql(const DatabaseUrl& url);
+
+}  // namespace dblock

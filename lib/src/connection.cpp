@@ -1,0 +1,59 @@
+#include "dblock/connection.hpp"
+
+#include <charconv>
+#include <cstdio>
+
+#include "dblock/error.hpp"
+
+namespace dblock {
+
+std::string_view to_string(Dialect dialect) noexcept {
+  return dialect == Dialect::kPostgreSQL ? "postgresql" : "mysql";
+}
+
+std::optional<std::string> Value::to_text() const {
+  struct Visitor {
+    std::optional<std::string> operator()(std::monostate) const { return std::nullopt; }
+    std::optional<std::string> operator()(std::int64_t v) const { return std::to_string(v); }
+    std::optional<std::string> operator()(double v) const {
+      char buf[32];
+      auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);  // shortest exact form
+      return std::string(buf, end);
+    }
+    std::optional<std::string> operator()(const std::string& v) const { return v; }
+  };
+  return std::visit(Visitor{}, v_);
+}
+
+std::size_t Result::column(std::string_view name) const {
+  for (std::size_t i = 0; i < columns_.size(); ++i) {
+    if (columns_[i] == name) return i;
+  }
+  throw Error(ErrorCode::kOther, "result has no column named '" + std::string(name) + "'");
+}
+
+const std::optional<std::string>& Result::at(std::size_t row, std::size_t col) const {
+  if (row >= rows_.size() || col >= columns_.size() || col >= rows_[row].size()) {
+    throw Error(ErrorCode::kOther, "result cell (" + std::to_string(row) + ", " +
+                                       std::to_string(col) + ") is out of range");
+  }
+  return rows_[row][col];
+}
+
+std::int64_t Result::int64_at(std::size_t row, std::size_t col) const {
+  const auto& cell = at(row, col);
+  if (!cell) {
+    throw Error(ErrorCode::kOther, "column '" + columns_[col] + "' is NULL, expected an integer");
+  }
+  std::int64_t v = 0;
+  const char* first = cell->data();
+  const char* last = first + cell->size();
+  auto [ptr, ec] = std::from_chars(first, last, v);
+  if (ec != std::errc() || ptr != last) {
+    throw Error(ErrorCode::kOther,
+                "column '" + columns_[col] + "' holds '" + *cell + "', expected an integer");
+  }
+  return v;
+}
+
+}  // namespace dblock

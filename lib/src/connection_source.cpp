@@ -1,0 +1,158 @@
+#include "dblock/connection_source.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "dblock/error.hpp"
+
+namespace dblock {
+
+PooledConnection::PooledConnection(PooledConnection&& other) noexcept
+    : source_(std::exchange(other.source_, nullptr)), conn_(std::exchange(other.conn_, nullptr)) {}
+
+PooledConnection& PooledConnection::operator=(PooledConnection&& other) noexcept {
+  if (this != &other) {
+    reset();
+    source_ = std::exchange(other.source_, nullptr);
+    conn_ = std::exchange(other.conn_, nullptr);
+  }
+  return *this;
+}
+
+PooledConnection::~PooledConnection() { reset(); }
+
+void PooledConnection::reset() noexcept {
+  if (source_ != nullptr && conn_ != nullptr) {
+    if (conn_->in_transaction()) conn_->rollback();  // never hand back an open transaction
+    source_->give_back(conn_);
+  }
+  source_ = nullptr;
+  conn_ = nullptr;
+}
+
+namespace {
+
+// One connection shared by turns. Owns it when constructed with `owned`.
+class SingleSource final : public ConnectionSource {
+ public:
+  SingleSource(Connection& conn, std::unique_ptr<Connection> owned)
+      : conn_(conn), owned_(std::move(owned)) {}
+
+  Dialect dialect() const noexcept override { return conn_.dialect(); }
+
+  PooledConnection acquire() override {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return !lent_; });
+    if (conn_.broken()) {
+      throw Error(ErrorCode::kConnectionLost,
+                  conn_.describe() + ": the connection is broken; open a new one");
+    }
+    lent_ = true;
+    return PooledConnection(this, &conn_);
+  }
+
+  std::string describe() const override { return conn_.describe(); }
+
+ protected:
+  void give_back(Connection*) noexcept override {
+    {
+      std::lock_guard lock(mu_);
+      lent_ = false;
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  Connection& conn_;
+  std::unique_ptr<Connection> owned_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool lent_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<ConnectionSource> borrow(Connection& conn) {
+  return std::make_unique<SingleSource>(conn, nullptr);
+}
+
+std::unique_ptr<ConnectionSource> single(std::unique_ptr<Connection> conn) {
+  if (!conn) throw Error(ErrorCode::kInvalidArgument, "single(): the connection is null");
+  Connection& ref = *conn;
+  return std::make_unique<SingleSource>(ref, std::move(conn));
+}
+
+Pool::Pool(Dialect dialect, ConnectionFactory factory, PoolOptions options)
+    : dialect_(dialect), factory_(std::move(factory)), options_(options) {
+  if (options_.max_size == 0) {
+    throw Error(ErrorCode::kInvalidArgument, "pool max_size must be at least 1");
+  }
+  if (!factory_) throw Error(ErrorCode::kInvalidArgument, "pool needs a connection factory");
+}
+
+Pool::~Pool() = default;
+
+PooledConnection Pool::acquire() {
+  std::unique_lock lock(mu_);
+  auto deadline = std::chrono::steady_clock::now() + options_.acquire_timeout;
+  for (;;) {
+    if (!idle_.empty()) {
+      lent_.push_back(std::move(idle_.back()));
+      idle_.pop_back();
+      return PooledConnection(this, lent_.back().get());
+    }
+    if (idle_.size() + lent_.size() + opening_ < options_.max_size) break;
+    if (!cv_.wait_until(lock, deadline, [&] {
+          return !idle_.empty() || idle_.size() + lent_.size() + opening_ < options_.max_size;
+        })) {
+      throw Error(ErrorCode::kOther, "no free connection in the pool after " +
+                                         std::to_string(options_.acquire_timeout.count()) +
+                                         " ms; raise the pool size or release leases sooner");
+    }
+  }
+  ++opening_;
+  lock.unlock();
+  std::unique_ptr<Connection> conn;
+  try {
+    conn = factory_();
+  } catch (...) {
+    lock.lock();
+    --opening_;
+    cv_.notify_one();
+    throw;
+  }
+  lock.lock();
+  --opening_;
+  if (!conn) {
+    cv_.notify_one();
+    throw Error(ErrorCode::kOther, "the pool's connection factory returned null");
+  }
+  if (description_.empty()) description_ = conn->describe();
+  lent_.push_back(std::move(conn));
+  return PooledConnection(this, lent_.back().get());
+}
+
+void Pool::give_back(Connection* conn) noexcept {
+  {
+    std::lock_guard lock(mu_);
+    auto it = std::find_if(lent_.begin(), lent_.end(),
+                           [&](const std::unique_ptr<Connection>& c) { return c.get() == conn; });
+    if (it != lent_.end()) {
+      if (!(*it)->broken()) idle_.push_back(std::move(*it));
+      lent_.erase(it);  // a broken connection is closed here
+    }
+  }
+  cv_.notify_one();
+}
+
+std::string Pool::describe() const {
+  std::lock_guard lock(mu_);
+  return description_.empty() ? std::string("pool (no connection opened yet)") : description_;
+}
+
+std::size_t Pool::open_count() const {
+  std::lock_guard lock(mu_);
+  return idle_.size() + lent_.size();
+}
+
+}  // namespace dblock

@@ -1,0 +1,148 @@
+#include "driver_support.hpp"
+
+#include <cctype>
+
+#include "dblock/url.hpp"
+#include "sql_scanner.hpp"
+
+namespace dblock::detail {
+
+ErrorCode code_from_sqlstate(std::string_view s) noexcept {
+  if (s == "23505") return ErrorCode::kUniqueViolation;
+  if (s == "55P03")
+    return ErrorCode::kLockNotAvailable;  // lock_not_available (NOWAIT, lock_timeout)
+  if (s == "40P01") return ErrorCode::kDeadlock;
+  if (s == "40001") return ErrorCode::kSerializationFailure;
+  if (s == "42P01" || s == "3F000") return ErrorCode::kUndefinedTable;  // table, schema
+  if (s == "28P01" || s == "28000" || s == "42501") return ErrorCode::kAccessDenied;
+  if (s == "3D000") return ErrorCode::kConnectFailed;  // database does not exist
+  if (s.starts_with("08") || s == "57P01" || s == "57P02" || s == "57P03") {
+    return ErrorCode::kConnectionLost;  // connection exceptions, admin/crash shutdown
+  }
+  if (s == "57014") return ErrorCode::kLockWaitTimeout;  // query_canceled (statement_timeout)
+  if (s.starts_with("22") || s == "42601") return ErrorCode::kInvalidArgument;
+  return ErrorCode::kOther;
+}
+
+ErrorCode code_from_mysql_errno(unsigned int e) noexcept {
+  switch (e) {
+    case 1062:  // ER_DUP_ENTRY
+    case 1586:  // ER_DUP_ENTRY_WITH_KEY_NAME
+      return ErrorCode::kUniqueViolation;
+    case 3572:  // ER_LOCK_NOWAIT (MySQL 8)
+      return ErrorCode::kLockNotAvailable;
+    case 1205:  // ER_LOCK_WAIT_TIMEOUT (MariaDB also for NOWAIT / WAIT n)
+      return ErrorCode::kLockWaitTimeout;
+    case 1213:  // ER_LOCK_DEADLOCK
+      return ErrorCode::kDeadlock;
+    case 1146:  // ER_NO_SUCH_TABLE
+    case 1049:  // ER_BAD_DB_ERROR
+      return e == 1049 ? ErrorCode::kConnectFailed : ErrorCode::kUndefinedTable;
+    case 1045:  // ER_ACCESS_DENIED_ERROR
+    case 1044:  // ER_DBACCESS_DENIED_ERROR
+    case 1142:  // ER_TABLEACCESS_DENIED_ERROR
+    case 1227:  // ER_SPECIFIC_ACCESS_DENIED_ERROR
+      return ErrorCode::kAccessDenied;
+    case 2002:  // CR_CONNECTION_ERROR
+    case 2003:  // CR_CONN_HOST_ERROR
+    case 2005:  // CR_UNKNOWN_HOST
+    case 1040:  // ER_CON_COUNT_ERROR
+      return ErrorCode::kConnectFailed;
+    case 2006:  // CR_SERVER_GONE_ERROR
+    case 2013:  // CR_SERVER_LOST
+    case 2055:  // CR_SERVER_LOST_EXTENDED
+    case 1927:  // ER_CONNECTION_KILLED (MariaDB)
+    case 1053:  // ER_SERVER_SHUTDOWN
+    case 4031:  // ER_CLIENT_INTERACTION_TIMEOUT (MySQL 8)
+      return ErrorCode::kConnectionLost;
+    case 1064:  // ER_PARSE_ERROR
+    case 1406:  // ER_DATA_TOO_LONG
+    case 1366:  // ER_TRUNCATED_WRONG_VALUE_FOR_FIELD
+    case 1300:  // ER_INVALID_CHARACTER_STRING
+      return ErrorCode::kInvalidArgument;
+    default:
+      return ErrorCode::kOther;
+  }
+}
+
+namespace {
+
+std::string one_line(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  bool space = false;
+  for (char c : text) {
+    if (c == '\n' || c == '\r' || c == '\t' || c == ' ') {
+      space = !out.empty();
+      continue;
+    }
+    if (space) out += ' ';
+    space = false;
+    out += c;
+  }
+  return out;
+}
+
+std::string_view advice(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kUndefinedTable:
+      return "run `dblock migrate up` to create dblock's tables";
+    case ErrorCode::kAccessDenied:
+      return "check the user name and password (in the URL, DBLOCK_PASSWORD or "
+             "DBLOCK_PASSWORD_FILE) and the user's privileges";
+    case ErrorCode::kConnectFailed:
+      return "check that the server is running and that the URL's host, port and database are "
+             "right";
+    case ErrorCode::kConnectionLost:
+      return "the connection to the server was lost; open a new connection (a pool does this) "
+             "and retry only idempotent work";
+    default:
+      return {};
+  }
+}
+
+}  // namespace
+
+Error driver_error(ErrorCode code, std::string_view where, std::string_view message,
+                   std::string_view secret, std::string sqlstate, int server_errno) {
+  std::string text(where);
+  text += ": ";
+  text += one_line(scrub(message, secret));
+  if (!sqlstate.empty() || server_errno != 0) {
+    text += " (";
+    if (!sqlstate.empty()) text += "SQLSTATE " + sqlstate;
+    if (!sqlstate.empty() && server_errno != 0) text += ", ";
+    if (server_errno != 0) text += "error " + std::to_string(server_errno);
+    text += ")";
+  }
+  if (auto a = advice(code); !a.empty()) {
+    text += "; ";
+    text += a;
+  }
+  return Error(code, text, std::move(sqlstate), server_errno);
+}
+
+std::string to_named_placeholders(std::string_view sql, Dialect dialect) {
+  std::string out;
+  out.reserve(sql.size() + 16);
+  int next = 1;
+  for_each_code_char(sql, dialect, [&](std::size_t& i, bool in_code) {
+    char c = sql[i];
+    if (in_code && dialect == Dialect::kMySQL && c == '?') {
+      out += ":p" + std::to_string(next++);
+      return;
+    }
+    if (in_code && dialect == Dialect::kPostgreSQL && c == '$' && i + 1 < sql.size() &&
+        std::isdigit(static_cast<unsigned char>(sql[i + 1]))) {
+      out += ":p";
+      while (i + 1 < sql.size() && std::isdigit(static_cast<unsigned char>(sql[i + 1]))) {
+        out += sql[++i];
+      }
+      return;
+    }
+    out += c;
+  });
+  return out;
+}
+
+}  // namespace dblock::detail

@@ -1,0 +1,32 @@
+// Shared pieces for driver implementations: SQLSTATE and MySQL errno classification, and the
+// one way a driver builds the Error it throws. Internal; not installed.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "dblock/connection.hpp"
+#include "dblock/error.hpp"
+
+namespace dblock::detail {
+
+// Classifies a PostgreSQL SQLSTATE (e.g. "23505" -> kUniqueViolation).
+ErrorCode code_from_sqlstate(std::string_view sqlstate) noexcept;
+
+// Classifies a MySQL/MariaDB server or client error number (e.g. 1213 -> kDeadlock).
+ErrorCode code_from_mysql_errno(unsigned int err) noexcept;
+
+// The Error a driver throws: "<where>: <message> (SQLSTATE s | error n); <advice>".
+// `where` says which server ("PostgreSQL 127.0.0.1:5432/app"); `message` is the native text,
+// trimmed to one line, with `secret` (the password) scrubbed out. Advice depends on the code
+// (e.g. kUndefinedTable: "run `dblock migrate up`").
+Error driver_error(ErrorCode code, std::string_view where, std::string_view message,
+                   std::string_view secret, std::string sqlstate = {}, int server_errno = 0);
+
+// Rewrites $1.. (PostgreSQL) or ? (MySQL) placeholders to :p1.. for drivers with named
+// placeholders, leaving quoted strings, quoted identifiers and comments untouched.
+std::string to_named_placeholders(std::string_view sql, Dialect dialect);
+
+}  // namespace dblock::detail

@@ -1,0 +1,106 @@
+// Classification of libpqxx / libpq failures for the PostgreSQL driver (see errors.hpp).
+//
+// Thread-safety: pure functions.
+#include "drivers/libpqxx/errors.hpp"
+
+#include <pqxx/except>
+#include <string>
+
+#include "driver_support.hpp"
+
+namespace dblock::pqxx_driver {
+namespace {
+
+bool contains(std::string_view text, std::string_view part) {
+  return text.find(part) != std::string_view::npos;
+}
+
+// libpq's multi-line error text without the "ERROR:" tag, the "LINE n: <sql>" echo and its
+// caret line; DETAIL and HINT stay.
+std::string tidy(std::string_view text) {
+  std::string out;
+  while (!text.empty()) {
+    std::size_t end = text.find('\n');
+    std::string_view line = text.substr(0, end);
+    text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
+    if (line.starts_with("LINE ") || line.find_first_not_of(" ^\t\r") == std::string_view::npos) {
+      continue;
+    }
+    if (line.starts_with("ERROR:")) line.remove_prefix(6);
+    if (!out.empty()) out += ' ';
+    out += line;
+  }
+  return out;
+}
+
+ErrorCode connect_code(std::string_view message) {
+  if (contains(message, "authentication failed") || contains(message, "no pg_hba.conf entry") ||
+      contains(message, "no password supplied") || contains(message, "permission denied") ||
+      (contains(message, "role \"") && contains(message, "does not exist"))) {
+    return ErrorCode::kAccessDenied;
+  }
+  if (contains(message, "invalid connection option") ||
+      contains(message, "for connection option") || contains(message, "invalid port number") ||
+      (contains(message, "invalid ") && contains(message, " value: ")) ||
+      contains(message, "missing \"=\" after") || contains(message, "unterminated quoted string")) {
+    return ErrorCode::kInvalidArgument;
+  }
+  // Refused, unreachable, unknown host, timeout, unknown database, too many connections,
+  // server starting up or shutting down.
+  return ErrorCode::kConnectFailed;
+}
+
+}  // namespace
+
+Error statement_error(const std::exception& e, bool still_open, std::string_view where,
+                      std::string_view secret) {
+  std::string sqlstate;
+  ErrorCode code = ErrorCode::kOther;
+  if (const auto* sql = dynamic_cast<const pqxx::sql_error*>(&e)) {
+    sqlstate = sql->sqlstate();
+    if (!sqlstate.empty()) code = detail::code_from_sqlstate(sqlstate);
+  } else if (still_open && contains(e.what(), "bind message supplies")) {
+    // libpqxx 6 throws broken_connection for every SQLSTATE of class 08, including this
+    // protocol_violation (08P01: wrong number of parameters), which leaves the connection open.
+    code = ErrorCode::kInvalidArgument;
+  }
+  // Whatever libpqxx threw (broken_connection, in_doubt_error, a bare failure), the connection
+  // is lost exactly when libpq no longer reports it open.
+  std::string message = tidy(e.what());
+  if (!still_open) {
+    code = ErrorCode::kConnectionLost;
+    // libpqxx's own text here is often unhelpful ("Could not obtain client encoding").
+    if (sqlstate.empty()) message = "the connection broke during the statement (" + message + ")";
+  }
+  return detail::driver_error(code, where, message, secret, std::move(sqlstate));
+}
+
+Error connect_error(const std::exception& e, std::string_view where, std::string_view secret) {
+  std::string message = tidy(e.what());
+  std::string sqlstate;
+  ErrorCode code = connect_code(message);
+  if (const auto* sql = dynamic_cast<const pqxx::sql_error*>(&e);
+      sql != nullptr && !sql->sqlstate().empty()) {
+    sqlstate = sql->sqlstate();
+    code = detail::code_from_sqlstate(sqlstate);
+    if (code == ErrorCode::kConnectionLost || code == ErrorCode::kOther) {
+      code = ErrorCode::kConnectFailed;
+    }
+  }
+  return detail::driver_error(code, where, message, secret, std::move(sqlstate));
+}
+
+Error lost_error(std::string_view where) {
+  return detail::driver_error(ErrorCode::kConnectionLost, where,
+                              "the connection is closed or was lost earlier", {});
+}
+
+Error misuse_error(std::string_view where, std::string_view message) {
+  return detail::driver_error(ErrorCode::kOther, where, message, {});
+}
+
+Error invalid_url_error(std::string_view where, std::string_view message) {
+  return detail::driver_error(ErrorCode::kInvalidArgument, where, message, {});
+}
+
+}  // namespace dblock::pqxx_driver

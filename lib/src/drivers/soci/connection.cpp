@@ -1,0 +1,430 @@
+// dblock::Connection over SOCI 4.0 (PostgreSQL and MySQL backends): wrap_soci() adapts a session
+// the service owns, connect_soci() opens one from a URL.
+//
+// Statements: SOCI binds by name, so the dialect's placeholders ($1.. or ?) become :p1, :p2 ..
+// and each parameter is bound with soci::use under that name (NULL with soci::i_null). SOCI
+// scans the SQL for :name itself, skipping only '...' (and "..." on PostgreSQL), so comments are
+// removed first: a ':' or an apostrophe in a comment would otherwise be read as a parameter or a
+// string (on MySQL, a statement without parameters would be cut at such a ':'). SQL handed to
+// this driver must not contain ':' inside MySQL "..." strings or `...` names, nor inside
+// PostgreSQL dollar-quoted bodies other than as '::' or ':='.
+// Each statement runs once (st_one_time_query: PQexecParams or mysql_real_query, no named
+// prepared statement) into a dynamic soci::row; every column is turned into text.
+//
+// Affected rows on MySQL: dblock counts MATCHED rows. SOCI 4.0's MySQL backend opens every
+// session with CLIENT_FOUND_ROWS | CLIENT_MULTI_RESULTS (see mysql_real_connect in its
+// session.cpp; verified against the Debian 4.0.3 binary, which passes 0x20002), so
+// mysql_affected_rows(), and hence statement::get_affected_rows(), already counts matched rows,
+// for sessions opened here and for the service's own sessions alike.
+//
+// BEGIN, COMMIT and ROLLBACK are plain statements and this class tracks whether a transaction is
+// open. A connection found lost stays broken: nothing here reopens it. Failures are classified in
+// errors.cpp.
+//
+// Thread-safety: one thread at a time (see dblock/connection.hpp).
+#include <soci/mysql/soci-mysql.h>
+#include <soci/postgresql/soci-postgresql.h>
+#include <soci/soci.h>
+
+#include <charconv>
+#include <cstdio>
+#include <ctime>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dblock/soci.hpp"
+#include "driver_support.hpp"
+#include "drivers/soci/errors.hpp"
+#include "drivers/soci/session_info.hpp"
+#include "sql_scanner.hpp"
+
+namespace dblock {
+namespace {
+
+// "PostgreSQL host:port/database" or "MySQL host:port/database"; IPv6 hosts in brackets.
+std::string location(Dialect dialect, std::string_view host, std::string_view port,
+                     std::string_view database) {
+  std::string out = dialect == Dialect::kPostgreSQL ? "PostgreSQL " : "MySQL ";
+  if (host.find(':') != std::string_view::npos) {
+    out.append("[").append(host).append("]");
+  } else {
+    out.append(host.empty() ? std::string_view("(default socket)") : host);
+  }
+  out.append(":").append(port).append("/").append(database);
+  return out;
+}
+
+std::string_view or_empty(const char* s) { return s == nullptr ? std::string_view() : s; }
+
+PGconn* pg_conn(soci::session& session) {
+  auto* backend = static_cast<soci::postgresql_session_backend*>(session.get_backend());
+  return backend == nullptr ? nullptr : backend->conn_;
+}
+
+MYSQL* mysql_conn(soci::session& session) {
+  auto* backend = static_cast<soci::mysql_session_backend*>(session.get_backend());
+  return backend == nullptr ? nullptr : backend->conn_;
+}
+
+// The SQL as SOCI wants it: :pN placeholders and no comments (MySQL's /*! ... */ and /*+ ... */
+// stay, as they are not plain comments).
+std::string to_soci_sql(std::string_view sql, Dialect dialect) {
+  std::string named = detail::to_named_placeholders(sql, dialect);
+  std::vector<bool> code(named.size(), false);
+  detail::for_each_code_char(named, dialect, [&](std::size_t& i, bool in_code) {
+    code[i] = in_code;
+  });
+  std::string out;
+  out.reserve(named.size());
+  std::string_view text = named;
+  for (std::size_t i = 0; i < text.size();) {
+    bool region_start = !code[i] && (i == 0 || code[i - 1]);
+    std::string_view rest = text.substr(i);
+    std::size_t end = std::string_view::npos;
+    if (region_start && (rest.starts_with("--") || (dialect == Dialect::kMySQL && rest[0] == '#'))) {
+      end = text.find('\n', i);  // the newline stays
+      if (end == std::string_view::npos) end = text.size();
+    } else if (region_start && rest.starts_with("/*") &&
+               !(dialect == Dialect::kMySQL && (rest.starts_with("/*!") || rest.starts_with("/*+")))) {
+      end = text.find("*/", i + 2);
+      end = end == std::string_view::npos ? text.size() : end + 2;
+    }
+    if (end == std::string_view::npos) {
+      out += text[i++];
+    } else {
+      out += ' ';
+      i = end;
+    }
+  }
+  return out;
+}
+
+std::string format_double(double value) {
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
+  return ec == std::errc() ? std::string(buf, end) : std::to_string(value);
+}
+
+// One column of the current row as text. Timestamps come back as "YYYY-MM-DD HH:MM:SS" (dblock's
+// SQL formats the timestamps it reads as text itself); numbers in their shortest exact form.
+std::string cell_text(const soci::row& row, std::size_t col) {
+  switch (row.get_properties(col).get_data_type()) {
+    case soci::dt_integer:
+      return std::to_string(row.get<int>(col));
+    case soci::dt_long_long:
+      return std::to_string(row.get<long long>(col));
+    case soci::dt_unsigned_long_long:
+      return std::to_string(row.get<unsigned long long>(col));
+    case soci::dt_double:
+      return format_double(row.get<double>(col));
+    case soci::dt_date: {
+      std::tm t = row.get<std::tm>(col);
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%04d-%02d-%02d %02d:%02d:%02d", t.tm_year + 1900,
+                    t.tm_mon + 1, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec);
+      return buf;
+    }
+    default:  // dt_string and anything SOCI holds as a string
+      return row.get<std::string>(col);
+  }
+}
+
+class SociConnection final : public Connection {
+ public:
+  SociConnection(soci::session& session, std::unique_ptr<soci::session> owned, Dialect dialect,
+                 std::string where, std::string secret)
+      : owned_(std::move(owned)),
+        session_(session),
+        dialect_(dialect),
+        where_(std::move(where)),
+        secret_(std::move(secret)) {}
+
+  Dialect dialect() const noexcept override { return dialect_; }
+
+  using Connection::execute;
+  Result execute(std::string_view sql, std::span<const Value> params) override {
+    return run(sql, params);
+  }
+
+  void begin() override {
+    if (broken()) throw soci_driver::lost_error(where_);
+    if (in_transaction_) {
+      throw soci_driver::misuse_error(where_, "begin() called while a transaction is open");
+    }
+    run("BEGIN", {});
+    in_transaction_ = true;
+  }
+
+  void commit() override {
+    if (broken()) throw soci_driver::lost_error(where_);
+    if (!in_transaction_) {
+      throw soci_driver::misuse_error(where_, "commit() called without an open transaction");
+    }
+    // PostgreSQL answers COMMIT of a transaction that already failed with ROLLBACK.
+    PGconn* pg = dialect_ == Dialect::kPostgreSQL ? pg_conn(session_) : nullptr;
+    bool failed = pg != nullptr && PQtransactionStatus(pg) == PQTRANS_INERROR;
+    in_transaction_ = false;  // COMMIT ends the transaction whether or not it succeeds
+    run("COMMIT", {});
+    if (failed) {
+      throw soci_driver::misuse_error(
+          where_, "COMMIT rolled back: a statement in the transaction had failed");
+    }
+  }
+
+  void rollback() noexcept override {
+    if (!in_transaction_) return;
+    in_transaction_ = false;
+    if (broken()) return;
+    try {
+      run("ROLLBACK", {});
+    } catch (...) {
+      // The session is in an unknown state; make sure no pool hands it out again.
+      broken_ = true;
+    }
+  }
+
+  bool in_transaction() const noexcept override { return in_transaction_; }
+
+  bool broken() const noexcept override {
+    if (broken_ || session_.get_backend() == nullptr) return true;
+    PGconn* pg = dialect_ == Dialect::kPostgreSQL ? pg_conn(session_) : nullptr;
+    return pg != nullptr && PQstatus(pg) == CONNECTION_BAD;
+  }
+
+  std::string describe() const override { return where_ + " (soci)"; }
+
+ private:
+  // What the driver can tell about the connection after a failure without asking the server.
+  bool still_open() const noexcept {
+    if (session_.get_backend() == nullptr) return false;
+    PGconn* pg = dialect_ == Dialect::kPostgreSQL ? pg_conn(session_) : nullptr;
+    return dialect_ != Dialect::kPostgreSQL || (pg != nullptr && PQstatus(pg) == CONNECTION_OK);
+  }
+
+  Result run(std::string_view sql, std::span<const Value> params) {
+    if (broken()) {
+      broken_ = true;
+      in_transaction_ = false;
+      throw soci_driver::lost_error(where_);
+    }
+    std::string query = to_soci_sql(sql, dialect_);
+    // Storage the use elements point into; sized up front so nothing moves while bound.
+    const std::size_t n = params.size();
+    std::vector<std::string> names(n);
+    std::vector<soci::indicator> indicators(n, soci::i_ok);
+    std::vector<long long> integers(n);
+    std::vector<double> doubles(n);
+    std::vector<std::string> texts(n);
+    try {
+      soci::row row;
+      soci::statement st(session_);
+      st.exchange(soci::into(row));
+      for (std::size_t i = 0; i < n; ++i) {
+        names[i] = "p" + std::to_string(i + 1);
+        const Value::Storage& v = params[i].storage();
+        if (const auto* integer = std::get_if<std::int64_t>(&v)) {
+          integers[i] = *integer;
+          st.exchange(soci::use(integers[i], indicators[i], names[i]));
+        } else if (const auto* d = std::get_if<double>(&v); d && dialect_ == Dialect::kMySQL) {
+          // MySQL reads SOCI's "%.20g" as an exact DECIMAL literal of the double's value.
+          doubles[i] = *d;
+          st.exchange(soci::use(doubles[i], indicators[i], names[i]));
+        } else if (const auto* s = std::get_if<std::string>(&v)) {
+          st.exchange(soci::use(*s, indicators[i], names[i]));
+        } else {
+          // NULL, or a double on PostgreSQL: untyped text there, as libpq sends it, so the
+          // server reads the same shortest exact form the other drivers send.
+          std::optional<std::string> text = params[i].to_text();
+          if (text) {
+            texts[i] = std::move(*text);
+          } else {
+            indicators[i] = soci::i_null;
+          }
+          st.exchange(soci::use(texts[i], indicators[i], names[i]));
+        }
+      }
+      st.alloc();
+      st.prepare(query, soci::details::st_one_time_query);
+      st.define_and_bind();
+      bool got = st.execute(true);
+
+      std::vector<std::string> columns;
+      columns.reserve(row.size());
+      for (std::size_t c = 0; c < row.size(); ++c) {
+        columns.push_back(row.get_properties(c).get_name());
+      }
+      std::vector<Result::Row> rows;
+      for (; got; got = st.fetch()) {
+        Result::Row& out = rows.emplace_back();
+        out.reserve(row.size());
+        for (std::size_t c = 0; c < row.size(); ++c) {
+          if (row.get_indicator(c) == soci::i_null) {
+            out.emplace_back();
+          } else {
+            out.emplace_back(cell_text(row, c));
+          }
+        }
+      }
+      std::uint64_t affected = rows.size();
+      if (columns.empty()) {
+        long long count = st.get_affected_rows();
+        affected = count > 0 ? static_cast<std::uint64_t>(count) : 0;
+      }
+      return Result(std::move(columns), std::move(rows), affected);
+    } catch (const std::exception& e) {
+      Error err = soci_driver::statement_error(e, dialect_, still_open(), where_, secret_);
+      if (err.code() == ErrorCode::kConnectionLost) {
+        broken_ = true;
+        in_transaction_ = false;
+      }
+      throw err;
+    }
+  }
+
+  std::unique_ptr<soci::session> owned_;  // null for a wrapped session
+  soci::session& session_;
+  Dialect dialect_;
+  std::string where_;
+  std::string secret_;
+  bool in_transaction_ = false;
+  bool broken_ = false;
+};
+
+// Appends `key='value'` in the syntax both libpq and SOCI's MySQL backend read: single quotes,
+// with ' and \ escaped by a backslash.
+void append_option(std::string& out, std::string_view key, std::string_view value) {
+  out.append(key).append("='");
+  for (char c : value) {
+    if (c == '\'' || c == '\\') out += '\\';
+    out += c;
+  }
+  out.append("' ");
+}
+
+bool is_keyword(std::string_view key) {
+  if (key.empty()) return false;
+  for (char c : key) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  }
+  return true;
+}
+
+// libpq keywords; URL parameters pass through as keywords.
+std::string postgresql_connect_string(const DatabaseUrl& url, std::string_view where) {
+  std::string out;
+  if (!url.host.empty()) append_option(out, "host", url.host);
+  append_option(out, "port", std::to_string(url.effective_port()));
+  if (!url.user.empty()) append_option(out, "user", url.user);
+  if (!url.password.empty()) append_option(out, "password", url.password);
+  if (!url.database.empty()) append_option(out, "dbname", url.database);
+  if (!url.param("connect_timeout")) append_option(out, "connect_timeout", "10");
+  append_option(out, "fallback_application_name", "dblock");
+  for (const auto& [key, value] : url.params) {
+    if (!is_keyword(key)) {
+      throw soci_driver::invalid_argument_error(
+          where, "URL parameter \"" + key + "\" is not a libpq connection keyword");
+    }
+    append_option(out, key, value);
+  }
+  return out;
+}
+
+// SOCI's MySQL keys. SOCI rejects unknown keys and repeated ones, so only a documented set of
+// URL parameters is accepted.
+std::string mysql_connect_string(const DatabaseUrl& url, std::string_view where) {
+  std::string out;
+  if (!url.host.empty()) append_option(out, "host", url.host);
+  append_option(out, "port", std::to_string(url.effective_port()));
+  if (!url.user.empty()) append_option(out, "user", url.user);
+  if (!url.password.empty()) append_option(out, "password", url.password);
+  if (!url.database.empty()) append_option(out, "db", url.database);
+  append_option(out, "charset", "utf8mb4");
+  if (!url.param("connect_timeout")) append_option(out, "connect_timeout", "10");
+  for (const auto& [key, value] : url.params) {
+    if (key == "connect_timeout" || key == "read_timeout" || key == "write_timeout") {
+      bool valid = !value.empty() && value.size() <= 9 &&
+                   value.find_first_not_of("0123456789") == std::string::npos &&
+                   std::stoul(value) > 0;
+      if (!valid) {
+        throw soci_driver::invalid_argument_error(
+            where, "URL parameter \"" + key + "\" must be a positive number of seconds");
+      }
+      append_option(out, key, value);
+    } else if (key == "socket" || key == "unix_socket") {
+      append_option(out, "unix_socket", value);
+    } else {
+      throw soci_driver::invalid_argument_error(
+          where, "URL parameter \"" + key +
+                     "\" is not supported by the SOCI MySQL driver (supported: connect_timeout, "
+                     "read_timeout, write_timeout, socket)");
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+namespace soci_driver {
+
+Dialect dialect_of(soci::session& session) {
+  if (session.get_backend() == nullptr) {
+    throw invalid_argument_error("SOCI session", "the session is not open");
+  }
+  std::string name = session.get_backend_name();
+  if (name == "postgresql") return Dialect::kPostgreSQL;
+  if (name == "mysql") return Dialect::kMySQL;
+  throw invalid_argument_error("SOCI session", "backend \"" + name +
+                                                   "\" is not supported (use postgresql or "
+                                                   "mysql)");
+}
+
+std::string location_of(soci::session& session, Dialect dialect) {
+  if (dialect == Dialect::kPostgreSQL) {
+    PGconn* conn = pg_conn(session);
+    if (conn == nullptr) return location(dialect, {}, {}, {});
+    return location(dialect, or_empty(PQhost(conn)), or_empty(PQport(conn)),
+                    or_empty(PQdb(conn)));
+  }
+  MYSQL* conn = mysql_conn(session);
+  if (conn == nullptr) return location(dialect, {}, {}, {});
+  return location(dialect, or_empty(conn->host), std::to_string(conn->port), or_empty(conn->db));
+}
+
+}  // namespace soci_driver
+
+std::unique_ptr<Connection> wrap_soci(soci::session& session) {
+  Dialect dialect = soci_driver::dialect_of(session);
+  return std::make_unique<SociConnection>(session, nullptr, dialect,
+                                          soci_driver::location_of(session, dialect),
+                                          std::string());
+}
+
+std::unique_ptr<Connection> connect_soci(const DatabaseUrl& url) {
+  Dialect dialect = url.dialect;
+  std::string where =
+      location(dialect, url.host, std::to_string(url.effective_port()), url.database);
+  std::string connect_string = dialect == Dialect::kPostgreSQL
+                                   ? postgresql_connect_string(url, where)
+                                   : mysql_connect_string(url, where);
+  std::unique_ptr<soci::session> session;
+  try {
+    if (dialect == Dialect::kPostgreSQL) {
+      session = std::make_unique<soci::session>(soci::postgresql, connect_string);
+    } else {
+      session = std::make_unique<soci::session>(soci::mysql, connect_string);
+    }
+  } catch (const std::exception& e) {
+    throw soci_driver::connect_error(e, dialect, where, url.password);
+  }
+  soci::session& ref = *session;
+  auto conn = std::make_unique<SociConnection>(ref, std::move(session), dialect, where,
+                                               url.password);
+  // dblock's MySQL SQL works in UTC; sessions the service opens keep their own time zone.
+  if (dialect == Dialect::kMySQL) conn->execute("SET time_zone = '+00:00'");
+  return conn;
+}
+
+}  // namespace dblock

@@ -1,0 +1,213 @@
+#include "dblock/migrator.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "dblock/error.hpp"
+#include "migrations.hpp"
+#include "sha256.hpp"
+#include "sql/dialect_sql.hpp"
+#include "sql_scanner.hpp"
+
+namespace dblock {
+
+namespace {
+
+constexpr int kMySQLLockTimeoutSeconds = 600;
+
+// A key for the run's lock that is the same for every process migrating the same tables.
+std::string lock_key(Dialect dialect, const std::string& qualified_table) {
+  std::string digest = detail::sha256_hex("dblock migrate " + qualified_table);
+  if (dialect == Dialect::kMySQL) return "dblock_migrate_" + digest.substr(0, 40);
+  // A signed 64-bit integer from the digest's first 15 hex digits (always positive).
+  return std::to_string(std::stoll(digest.substr(0, 15), nullptr, 16));
+}
+
+}  // namespace
+
+std::string MigrationState::id() const { return Migration{version, name, {}}.id(); }
+
+std::string_view to_string(MigrationState::Status status) noexcept {
+  switch (status) {
+    case MigrationState::Status::kPending:
+      return "pending";
+    case MigrationState::Status::kApplied:
+      return "applied";
+    case MigrationState::Status::kModified:
+      return "modified";
+    case MigrationState::Status::kUnknown:
+      return "unknown";
+  }
+  return "unknown";
+}
+
+Migrator::Migrator(Connection& conn, TableNames names,
+                   std::optional<std::vector<Migration>> migrations)
+    : conn_(conn),
+      names_(std::move(names)),
+      migrations_(migrations ? std::move(*migrations) : builtin_migrations(conn.dialect())) {
+  detail::sort_and_check(migrations_);
+}
+
+bool Migrator::migrations_table_exists() {
+  const auto& sql = detail::dialect_sql(conn_.dialect());
+  Result r;
+  if (conn_.dialect() == Dialect::kPostgreSQL) {
+    r = conn_.execute(sql.migrations_table_exists,
+                      {Value(names_.qualified(conn_.dialect(), "schema_migrations"))});
+  } else {
+    Value schema = names_.schema().empty() ? Value() : Value(names_.schema());
+    r = conn_.execute(sql.migrations_table_exists,
+                      {schema, Value(names_.name("schema_migrations"))});
+  }
+  return r.int64_at(0, "present") != 0;
+}
+
+std::vector<MigrationState> Migrator::read_states(bool table_known_present) {
+  std::map<int, MigrationState> states;
+  for (const auto& m : migrations_) {
+    states[m.version] =
+        MigrationState{m.version, m.name, MigrationState::Status::kPending, m.checksum(), {}, {}};
+  }
+  if (table_known_present || migrations_table_exists()) {
+    const auto& sql = detail::dialect_sql(conn_.dialect());
+    Result r = conn_.execute(detail::render_sql(sql.select_migrations, conn_.dialect(), names_));
+    for (std::size_t i = 0; i < r.size(); ++i) {
+      int version = static_cast<int>(r.int64_at(i, "version"));
+      auto& s = states[version];
+      std::string recorded = r.at(i, "checksum").value_or("");
+      if (s.checksum.empty()) {  // not among the migrations here
+        s.version = version;
+        s.name = r.at(i, "name").value_or("");
+        s.status = MigrationState::Status::kUnknown;
+      } else {
+        s.status = recorded == s.checksum ? MigrationState::Status::kApplied
+                                          : MigrationState::Status::kModified;
+      }
+      s.applied_checksum = recorded;
+      s.applied_at = r.at(i, "applied_at").value_or("");
+    }
+  }
+  std::vector<MigrationState> out;
+  for (auto& [v, s] : states) out.push_back(std::move(s));
+  return out;
+}
+
+std::vector<MigrationState> Migrator::status() { return read_states(false); }
+
+void Migrator::apply(const Migration& migration) {
+  const Dialect d = conn_.dialect();
+  std::string script = detail::render_sql(migration.sql, d, names_);
+  auto statements = detail::split_statements(script, d);
+  for (std::size_t i = 0; i < statements.size(); ++i) {
+    try {
+      conn_.execute(statements[i]);
+    } catch (const Error& e) {
+      std::string undo = detail::dialect_sql(d).migrations_in_one_transaction
+                             ? "nothing of this run was kept"
+                             : "statements before it stay applied (MySQL DDL is not "
+                               "transactional); fix the cause and run `dblock migrate up` again";
+      throw Error(e.code(),
+                  "migration " + migration.id() + " failed at statement " + std::to_string(i + 1) +
+                      " of " + std::to_string(statements.size()) + ": " + e.what() + "; " + undo,
+                  e.sqlstate(), e.server_errno());
+    }
+  }
+  conn_.execute(detail::render_sql(detail::dialect_sql(d).insert_migration, d, names_),
+                {Value(migration.version), Value(migration.name), Value(migration.checksum())});
+}
+
+std::vector<MigrationState> Migrator::up_locked() {
+  const Dialect d = conn_.dialect();
+  const auto& sql = detail::dialect_sql(d);
+  if (!names_.schema().empty()) conn_.execute(detail::render_sql(sql.create_schema, d, names_));
+  conn_.execute(detail::render_sql(sql.create_migrations_table, d, names_));
+  auto states = read_states(true);
+  for (const auto& s : states) {
+    if (s.status == MigrationState::Status::kModified) {
+      throw Error(ErrorCode::kFailedPrecondition,
+                  "migration " + s.id() + " was changed after it was applied (checksum " +
+                      s.applied_checksum.substr(0, 12) + "... in the database, " +
+                      s.checksum.substr(0, 12) +
+                      "... here); restore its original text and add a new migration instead");
+    }
+  }
+  std::vector<MigrationState> applied;
+  for (const auto& m : migrations_) {
+    auto it = std::find_if(states.begin(), states.end(),
+                           [&](const MigrationState& s) { return s.version == m.version; });
+    if (it == states.end() || it->status != MigrationState::Status::kPending) continue;
+    apply(m);
+    applied.push_back(*it);
+    applied.back().status = MigrationState::Status::kApplied;
+  }
+  return applied;
+}
+
+std::vector<MigrationState> Migrator::up() {
+  const Dialect d = conn_.dialect();
+  const auto& sql = detail::dialect_sql(d);
+  const std::string key = lock_key(d, names_.qualified(d, "schema_migrations"));
+  if (sql.migrations_in_one_transaction) {
+    conn_.begin();
+    try {
+      conn_.execute(sql.migrator_lock, {Value(key)});
+      auto applied = up_locked();
+      conn_.commit();
+      return applied;
+    } catch (...) {
+      conn_.rollback();
+      throw;
+    }
+  }
+  Result got = conn_.execute(sql.migrator_lock, {Value(key), Value(kMySQLLockTimeoutSeconds)});
+  if (!got.at(0, "got") || *got.at(0, "got") != "1") {
+    throw Error(ErrorCode::kLockWaitTimeout, "another migrator held the migration lock for " +
+                                                 std::to_string(kMySQLLockTimeoutSeconds) +
+                                                 " s; check for a stuck `dblock "
+                                                 "migrate up` and try again");
+  }
+  try {
+    auto applied = up_locked();
+    conn_.execute(sql.migrator_unlock, {Value(key)});
+    return applied;
+  } catch (...) {
+    if (!conn_.broken()) {
+      try {
+        conn_.execute(sql.migrator_unlock, {Value(key)});
+      } catch (const Error&) {
+        // The server drops the lock with the session anyway.
+      }
+    }
+    throw;
+  }
+}
+
+void Migrator::verify() {
+  if (!migrations_table_exists()) {
+    throw Error(
+        ErrorCode::kUndefinedTable,
+        "table " + names_.qualified(conn_.dialect(), "schema_migrations") +
+            " is missing: dblock's schema was never migrated here; run `dblock migrate up`");
+  }
+  for (const auto& s : read_states(true)) {
+    switch (s.status) {
+      case MigrationState::Status::kApplied:
+        break;
+      case MigrationState::Status::kPending:
+        throw Error(ErrorCode::kFailedPrecondition,
+                    "migration " + s.id() + " is not applied; run `dblock migrate up`");
+      case MigrationState::Status::kModified:
+        throw Error(ErrorCode::kFailedPrecondition,
+                    "migration " + s.id() +
+                        " differs from the one applied (checksum mismatch); restore its "
+                        "original text and add a new migration instead");
+      case MigrationState::Status::kUnknown:
+        throw Error(ErrorCode::kFailedPrecondition,
+                    "the database has migration " + s.id() +
+                        ", which this dblock does not know; upgrade dblock");
+    }
+  }
+}
+
+}  // namespace dblock

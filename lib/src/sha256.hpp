@@ -1,0 +1,14 @@
+// SHA-256 of a byte string, as 64 lower-case hex digits (FIPS 180-4). Used for migration
+// checksums. Internal.
+//
+// Thread-safety: a pure function.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace dblock::detail {
+
+std::string sha256_hex(std::string_view data);
+
+}  // namespace dblock::detail

@@ -1,0 +1,41 @@
+#include "dblock/error.hpp"
+#include "sql/dialect_sql.hpp"
+
+namespace dblock::detail {
+
+const DialectSql& postgresql_sql();
+const DialectSql& mysql_sql();
+
+const DialectSql& dialect_sql(Dialect dialect) {
+  return dialect == Dialect::kPostgreSQL ? postgresql_sql() : mysql_sql();
+}
+
+std::string render_sql(std::string_view templ, Dialect dialect, const TableNames& names) {
+  std::string out;
+  out.reserve(templ.size() + 64);
+  std::size_t pos = 0;
+  for (;;) {
+    std::size_t open = templ.find("{{", pos);
+    out.append(templ.substr(pos, open == std::string_view::npos ? open : open - pos));
+    if (open == std::string_view::npos) break;
+    std::size_t close = templ.find("}}", open + 2);
+    if (close == std::string_view::npos) {
+      throw Error(ErrorCode::kInvalidArgument, "unterminated '{{' in an SQL template");
+    }
+    std::string_view token = templ.substr(open + 2, close - open - 2);
+    if (token.starts_with("table:")) {
+      out += names.qualified(dialect, token.substr(6));
+    } else if (token.starts_with("name:")) {
+      out += quote_identifier(dialect, names.name(token.substr(5)));
+    } else if (token == "schema" && !names.schema().empty()) {
+      out += quote_identifier(dialect, names.schema());
+    } else {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "unknown placeholder '{{" + std::string(token) + "}}' in an SQL template");
+    }
+    pos = close + 2;
+  }
+  return out;
+}
+
+}  // namespace dblock::detail

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Install the Debian packages needed to build, test and run dblock.
+#
+# Idempotent: when every package is already installed it returns at once
+# without touching apt. Otherwise it runs `apt-get update` followed by a
+# non-interactive `apt-get install` (through sudo when not run as root).
+#
+# The postgresql and mariadb-server packages may start their own system
+# services on install; dblock never uses them (scripts/dev-db.sh runs private
+# servers on free ports), so they are left alone.
+set -euo pipefail
+
+packages=(
+  build-essential
+  cmake
+  pkg-config
+  clang-format
+  libpqxx-dev
+  default-libmysqlclient-dev
+  libsoci-dev
+  libboost-dev
+  nlohmann-json3-dev
+  libgtest-dev
+  libgmock-dev
+  libcli11-dev
+  postgresql
+  postgresql-client
+  mariadb-server
+  mariadb-client
+)
+
+# Collect the packages that are not fully installed.
+missing=()
+for pkg in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
+  if [[ "$status" != "install ok installed" ]]; then
+    missing+=("$pkg")
+  fi
+done
+
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}" >&2
+
+# Use sudo only when we are not already root.
+sudo=()
+if ((EUID != 0)); then
+  if ! command -v sudo >/dev/null 2>&1; then
+    echo "install-deps: not root and sudo is not available; install as root: ${missing[*]}" >&2
+    exit 1
+  fi
+  sudo=(sudo)
+fi
+
+"${sudo[@]}" apt-get update
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+  apt-get install -y --no-install-recommends "${missing[@]}"

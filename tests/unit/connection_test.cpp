@@ -1,0 +1,34 @@
+#include "dblock/connection.hpp"
+
+#include <gtest/gtest.h>
+
+#include "dblock/error.hpp"
+
+namespace dblock {
+namespace {
+
+TEST(Value, ToTextIsExact) {
+  EXPECT_FALSE(Value().to_text().has_value());
+  EXPECT_FALSE(Value(nullptr).to_text().has_value());
+  EXPECT_EQ(Value(-42).to_text(), "-42");
+  EXPECT_EQ(Value(9223372036854775807LL).to_text(), "9223372036854775807");
+  EXPECT_EQ(Value(0.1).to_text(), "0.1");
+  EXPECT_EQ(Value("it's").to_text(), "it's");
+  EXPECT_EQ(Value(std::string_view("a\0b", 3)).to_text()->size(), 3u);
+}
+
+TEST(Result, CellAccessByIndexAndName) {
+  Result r({"id", "name"}, {{"7", "x"}, {"8", std::nullopt}}, 2);
+  EXPECT_EQ(r.size(), 2u);
+  EXPECT_EQ(r.affected_rows(), 2u);
+  EXPECT_EQ(r.int64_at(1, "id"), 8);
+  EXPECT_EQ(r.at(0, "name"), "x");
+  EXPECT_FALSE(r.at(1, "name").has_value());
+  EXPECT_THROW(r.column("missing"), Error);
+  EXPECT_THROW(r.at(2, 0), Error);
+  EXPECT_THROW(r.int64_at(1, "name"), Error);  // NULL
+  EXPECT_THROW(r.int64_at(0, "name"), Error);  // not a number
+}
+
+}  // namespace
+}  // namespace dblock

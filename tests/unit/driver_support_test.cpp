@@ -1,0 +1,55 @@
+#include "driver_support.hpp"
+
+#include <gtest/gtest.h>
+
+namespace dblock::detail {
+namespace {
+
+TEST(Classify, Sqlstates) {
+  EXPECT_EQ(code_from_sqlstate("23505"), ErrorCode::kUniqueViolation);
+  EXPECT_EQ(code_from_sqlstate("55P03"), ErrorCode::kLockNotAvailable);
+  EXPECT_EQ(code_from_sqlstate("40P01"), ErrorCode::kDeadlock);
+  EXPECT_EQ(code_from_sqlstate("40001"), ErrorCode::kSerializationFailure);
+  EXPECT_EQ(code_from_sqlstate("42P01"), ErrorCode::kUndefinedTable);
+  EXPECT_EQ(code_from_sqlstate("28P01"), ErrorCode::kAccessDenied);
+  EXPECT_EQ(code_from_sqlstate("08006"), ErrorCode::kConnectionLost);
+  EXPECT_EQ(code_from_sqlstate("57P01"), ErrorCode::kConnectionLost);
+  EXPECT_EQ(code_from_sqlstate("XX000"), ErrorCode::kOther);
+}
+
+TEST(Classify, MysqlErrnos) {
+  EXPECT_EQ(code_from_mysql_errno(1062), ErrorCode::kUniqueViolation);
+  EXPECT_EQ(code_from_mysql_errno(1213), ErrorCode::kDeadlock);
+  EXPECT_EQ(code_from_mysql_errno(1205), ErrorCode::kLockWaitTimeout);
+  EXPECT_EQ(code_from_mysql_errno(3572), ErrorCode::kLockNotAvailable);
+  EXPECT_EQ(code_from_mysql_errno(1146), ErrorCode::kUndefinedTable);
+  EXPECT_EQ(code_from_mysql_errno(1045), ErrorCode::kAccessDenied);
+  EXPECT_EQ(code_from_mysql_errno(2003), ErrorCode::kConnectFailed);
+  EXPECT_EQ(code_from_mysql_errno(2013), ErrorCode::kConnectionLost);
+  EXPECT_EQ(code_from_mysql_errno(1927), ErrorCode::kConnectionLost);
+  EXPECT_EQ(code_from_mysql_errno(9999), ErrorCode::kOther);
+}
+
+TEST(DriverError, OneLineScrubbedWithAdvice) {
+  Error e =
+      driver_error(ErrorCode::kUndefinedTable, "PostgreSQL h:1/db",
+                   "relation \"x\" does not exist\nLINE 1: SELECT pw=hunter2", "hunter2", "42P01");
+  std::string what = e.what();
+  EXPECT_EQ(what.find('\n'), std::string::npos);
+  EXPECT_EQ(what.find("hunter2"), std::string::npos);
+  EXPECT_NE(what.find("SQLSTATE 42P01"), std::string::npos);
+  EXPECT_NE(what.find("dblock migrate up"), std::string::npos);
+  EXPECT_EQ(e.sqlstate(), "42P01");
+  EXPECT_EQ(e.code(), ErrorCode::kUndefinedTable);
+}
+
+TEST(ErrorCodes, RetryableOnlyForTransientCodes) {
+  EXPECT_TRUE(is_retryable(ErrorCode::kDeadlock));
+  EXPECT_TRUE(is_retryable(ErrorCode::kConnectionLost));
+  EXPECT_FALSE(is_retryable(ErrorCode::kAccessDenied));
+  EXPECT_FALSE(is_retryable(ErrorCode::kUndefinedTable));
+  EXPECT_EQ(to_string(ErrorCode::kLockWaitTimeout), "lock_wait_timeout");
+}
+
+}  // namespace
+}  // namespace dblock::detail

@@ -1,0 +1,40 @@
+#include <gtest/gtest.h>
+
+#include "dblock/error.hpp"
+#include "sql/dialect_sql.hpp"
+
+namespace dblock::detail {
+namespace {
+
+TEST(RenderSql, ExpandsTableNameAndSchemaPlaceholders) {
+  TableNames names("app_", "infra");
+  EXPECT_EQ(render_sql("CREATE INDEX {{name:locks_idx}} ON {{table:locks}} (x)",
+                       Dialect::kPostgreSQL, names),
+            "CREATE INDEX \"app_locks_idx\" ON \"infra\".\"app_locks\" (x)");
+  EXPECT_EQ(render_sql("CREATE DATABASE IF NOT EXISTS {{schema}}", Dialect::kMySQL, names),
+            "CREATE DATABASE IF NOT EXISTS `infra`");
+}
+
+TEST(RenderSql, RejectsUnknownOrBrokenPlaceholders) {
+  TableNames names;
+  EXPECT_THROW(render_sql("SELECT {{oops}}", Dialect::kMySQL, names), Error);
+  EXPECT_THROW(render_sql("SELECT {{table:x", Dialect::kMySQL, names), Error);
+  EXPECT_THROW(render_sql("{{schema}}", Dialect::kMySQL, names), Error);  // no schema set
+  EXPECT_THROW(render_sql("{{table:bad-name}}", Dialect::kMySQL, names), Error);
+}
+
+TEST(DialectSql, EveryTemplateRendersForBothDialects) {
+  TableNames names("p_", "s");
+  for (Dialect d : {Dialect::kPostgreSQL, Dialect::kMySQL}) {
+    const DialectSql& sql = dialect_sql(d);
+    for (std::string_view t :
+         {sql.create_schema, sql.migrator_lock, sql.migrator_unlock, sql.migrations_table_exists,
+          sql.create_migrations_table, sql.select_migrations, sql.insert_migration}) {
+      std::string out = render_sql(t, d, names);
+      EXPECT_EQ(out.find("{{"), std::string::npos) << out;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace dblock::detail

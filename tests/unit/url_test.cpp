@@ -1,0 +1,131 @@
+#include "dblock/url.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "dblock/error.hpp"
+
+namespace dblock {
+namespace {
+
+TEST(Url, ParsesFullPostgresqlUrl) {
+  auto u = DatabaseUrl::parse("postgresql://alice:s%40cr%3At@db.example:6432/app?sslmode=require");
+  EXPECT_EQ(u.dialect, Dialect::kPostgreSQL);
+  EXPECT_EQ(u.user, "alice");
+  EXPECT_EQ(u.password, "s@cr:t");
+  EXPECT_EQ(u.host, "db.example");
+  EXPECT_EQ(u.port, 6432);
+  EXPECT_EQ(u.database, "app");
+  ASSERT_EQ(u.params.size(), 1u);
+  EXPECT_EQ(u.param("sslmode"), "require");
+}
+
+TEST(Url, AcceptsAliasesAndDefaults) {
+  auto m = DatabaseUrl::parse("mariadb://bob@localhost/shop");
+  EXPECT_EQ(m.dialect, Dialect::kMySQL);
+  EXPECT_EQ(m.effective_port(), 3306);
+  EXPECT_TRUE(m.password.empty());
+  auto p = DatabaseUrl::parse("postgres:///app");
+  EXPECT_EQ(p.dialect, Dialect::kPostgreSQL);
+  EXPECT_TRUE(p.host.empty());
+  EXPECT_EQ(p.effective_port(), 5432);
+  EXPECT_EQ(p.database, "app");
+}
+
+TEST(Url, ParsesIpv6HostAndDriverParameter) {
+  auto u = DatabaseUrl::parse("mysql://u:p@[::1]:3307/db?driver=soci&connect_timeout=3");
+  EXPECT_EQ(u.host, "::1");
+  EXPECT_EQ(u.port, 3307);
+  EXPECT_EQ(u.driver, "soci");
+  ASSERT_EQ(u.params.size(), 1u);
+  EXPECT_EQ(u.params[0].first, "connect_timeout");
+}
+
+TEST(Url, PasswordMayContainAtSign) {
+  auto u = DatabaseUrl::parse("postgresql://u:p@ss@h/db");
+  EXPECT_EQ(u.password, "p@ss");
+  EXPECT_EQ(u.host, "h");
+}
+
+void expect_invalid(const std::string& url, const std::string& fragment,
+                    const std::string& secret = "hunter2") {
+  try {
+    DatabaseUrl::parse(url);
+    FAIL() << "parsed: " << url;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    std::string what = e.what();
+    EXPECT_NE(what.find(fragment), std::string::npos) << what;
+    EXPECT_EQ(what.find(secret), std::string::npos) << "password leaked: " << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << "not one line: " << what;
+  }
+}
+
+TEST(Url, RejectsMalformedUrlsWithoutLeakingThePassword) {
+  expect_invalid("", "empty");
+  expect_invalid("localhost:5432", "missing '://'");
+  expect_invalid("http://u:hunter2@h/db", "unsupported scheme 'http'");
+  expect_invalid("postgresql://u:hunter2@h:99999/db", "not a number from 1 to 65535");
+  expect_invalid("postgresql://u:hunter2@h:abc/db", "not a number");
+  expect_invalid("postgresql://u:hunter2@h:/db", "empty port");
+  expect_invalid("postgresql://u:hunter2@h:0/db", "not a number from 1 to 65535");
+  expect_invalid("postgresql://u:hunter2@[::1/db", "unterminated '['");
+  expect_invalid("postgresql://u:hunter2@h/db?x", "name=value");
+  expect_invalid("postgresql://u:hunter2@h/db?password=hunter2", "DBLOCK_PASSWORD");
+  expect_invalid("postgresql://u:hunter2%zz@h/db", "percent-escape");
+  expect_invalid("postgresql://u:%00hunter2@h/db", "NUL");
+  expect_invalid("postgresql://:hunter2@h/db", "user name");
+  expect_invalid("postgresql://u:hunter2@h/a/b", "contains '/'");
+}
+
+TEST(Url, RedactedHidesThePassword) {
+  auto u = DatabaseUrl::parse("mysql://root:hunter2@127.0.0.1:3306/app?driver=soci");
+  EXPECT_EQ(u.redacted(), "mysql://root:***@127.0.0.1:3306/app?driver=soci");
+}
+
+TEST(Url, PasswordFromEnvironmentWhenUrlHasNone) {
+  ::setenv("DBLOCK_PASSWORD", "from-env", 1);
+  auto u = DatabaseUrl::resolve(std::string("postgresql://u@h/db"));
+  EXPECT_EQ(u.password, "from-env");
+  auto v = DatabaseUrl::resolve(std::string("postgresql://u:inline@h/db"));
+  EXPECT_EQ(v.password, "inline");
+  ::unsetenv("DBLOCK_PASSWORD");
+}
+
+TEST(Url, PasswordFromFile) {
+  std::string path = ::testing::TempDir() + "/dblock_pw_file";
+  {
+    FILE* f = std::fopen(path.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs("filepw\n", f);
+    std::fclose(f);
+  }
+  ::setenv("DBLOCK_PASSWORD_FILE", path.c_str(), 1);
+  auto u = DatabaseUrl::resolve(std::string("mysql://u@h/db"));
+  EXPECT_EQ(u.password, "filepw");
+  ::setenv("DBLOCK_PASSWORD_FILE", "/nonexistent/dblock", 1);
+  EXPECT_THROW(DatabaseUrl::resolve(std::string("mysql://u@h/db")), Error);
+  ::unsetenv("DBLOCK_PASSWORD_FILE");
+}
+
+TEST(Url, FromEnvRequiresDblockUrl) {
+  ::unsetenv("DBLOCK_URL");
+  try {
+    DatabaseUrl::from_env();
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("DBLOCK_URL"), std::string::npos);
+  }
+  ::setenv("DBLOCK_URL", "mysql://u@h:1234/x", 1);
+  EXPECT_EQ(DatabaseUrl::from_env().port, 1234);
+  ::unsetenv("DBLOCK_URL");
+}
+
+TEST(Scrub, ReplacesRawAndPercentEncodedSecret) {
+  EXPECT_EQ(scrub("a p@ss b p%40ss c", "p@ss"), "a *** b *** c");
+  EXPECT_EQ(scrub("nothing", ""), "nothing");
+}
+
+}  // namespace
+}  // namespace dblock
