@@ -52,16 +52,15 @@ void add_migrate_command(CLI::App& app, int* exit_code) {
     });
   };
 
-  add("up", "Apply pending migrations (safe to run from several hosts at once)",
-      [](Migrator& m) {
-        auto applied = m.up();
-        if (applied.empty()) {
-          std::printf("dblock schema is up to date\n");
-        } else {
-          for (const auto& s : applied) std::printf("applied %s\n", s.id().c_str());
-        }
-        return kExitOk;
-      });
+  add("up", "Apply pending migrations (safe to run from several hosts at once)", [](Migrator& m) {
+    auto applied = m.up();
+    if (applied.empty()) {
+      std::printf("dblock schema is up to date\n");
+    } else {
+      for (const auto& s : applied) std::printf("applied %s\n", s.id().c_str());
+    }
+    return kExitOk;
+  });
   add("status", "List migrations: applied, pending, modified or unknown", [](Migrator& m) {
     print_states(m.status());
     return kExitOk;

@@ -64,5 +64,7 @@ if(dblock_HAVE_SOCI)
   set(dblock_pc_extra_libs "${dblock_SOCI_POSTGRESQL} ${dblock_SOCI_MYSQL} ${dblock_SOCI_CORE} -ldl")
   set(dblock_pc_extra_cflags "-I${dblock_SOCI_INCLUDE_DIR} -I${dblock_BOOST_INCLUDE_DIR}")
 endif()
+# Relocatable: the prefix is found from the .pc file's own directory.
+string(REGEX REPLACE "[^/]+" ".." dblock_pc_up "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
 configure_file("${PROJECT_SOURCE_DIR}/cmake/dblock.pc.in" "${PROJECT_BINARY_DIR}/dblock.pc" @ONLY)
 install(FILES "${PROJECT_BINARY_DIR}/dblock.pc" DESTINATION "${CMAKE_INSTALL_LIBDIR}/pkgconfig")

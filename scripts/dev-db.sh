@@ -372,7 +372,7 @@ start_mysql() {
   password=$(cat "$PASSWORD_FILE")
   # Tests create databases and kill connections, hence ALL ON *.* with GRANT.
   if ! mysql_admin_client --batch >"$MYSQL_DIR/setup.log" 2>&1 <<SQL; then
-CREATE DATABASE $DB_NAME;
+CREATE DATABASE $DB_NAME CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
 CREATE USER '$DB_USER'@'127.0.0.1' IDENTIFIED BY '$password';
 CREATE USER '$DB_USER'@'localhost' IDENTIFIED BY '$password';
 GRANT ALL ON *.* TO '$DB_USER'@'127.0.0.1' WITH GRANT OPTION;

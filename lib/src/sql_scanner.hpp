@@ -60,8 +60,8 @@ void for_each_code_char(std::string_view sql, Dialect dialect, Fn&& fn) {
       fn(i, false), ++i;
       while (i < n && !(sql[i] == '*' && i + 1 < n && sql[i + 1] == '/')) fn(i, false), ++i;
       if (i < n) fn(i, false), ++i, fn(i, false), ++i;
-    } else if (c == '$' && !mysql && (next == '$' || std::isalpha(static_cast<unsigned char>(next)) ||
-                                      next == '_')) {
+    } else if (c == '$' && !mysql &&
+               (next == '$' || std::isalpha(static_cast<unsigned char>(next)) || next == '_')) {
       // Possible dollar quote: $tag$ ... $tag$
       std::size_t j = i + 1;
       while (j < n && (std::isalnum(static_cast<unsigned char>(sql[j])) || sql[j] == '_')) ++j;

@@ -7,7 +7,10 @@
 // Thread-safety: as for dblock::Connection (one thread at a time). A wrapped MYSQL* must
 // outlive the returned object and must have been opened with CLIENT_FOUND_ROWS; wrap_mysql()
 // throws Error(kInvalidArgument) otherwise, because dblock reads "matched rows" to decide whether
-// a lease is still held.
+// a lease is still held. On MariaDB Connector/C, wrap_mysql() also refuses a handle with
+// auto-reconnect (MYSQL_OPT_RECONNECT) on: a silent reconnect would drop transactions and locks.
+// A wrapped handle keeps its own session time zone and character set (dblock's SQL does not
+// depend on them; connect_mysql() sets UTC and utf8mb4).
 #pragma once
 
 #include <mysql.h>

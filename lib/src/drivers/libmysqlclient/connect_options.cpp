@@ -36,10 +36,11 @@ void apply_tls_options(MYSQL* conn, const ConnectOptions& o) {
   if (!o.ssl_ca.empty()) mysql_options(conn, MYSQL_OPT_SSL_CA, o.ssl_ca.c_str());
   if (o.ssl_mode.empty()) return;
 #ifdef LIBMARIADB
-  // Connector/C has no ssl-mode option: REQUIRED enforces TLS; VERIFY_CA and VERIFY_IDENTITY also
-  // verify the server certificate (chain and host name together). DISABLED and PREFERRED turn
-  // both off, leaving TLS to the library's default.
-  my_bool enforce = o.ssl_mode != "DISABLED" && o.ssl_mode != "PREFERRED";
+  // Connector/C has no ssl-mode option. MYSQL_OPT_SSL_ENFORCE asks for TLS when the server offers
+  // it but does not fail when it does not (REQUIRED is checked after connecting, see
+  // check_tls()); MYSQL_OPT_SSL_VERIFY_SERVER_CERT verifies the chain and the host name together
+  // and fails without TLS.
+  my_bool enforce = o.ssl_mode != "DISABLED";
   my_bool verify = o.ssl_mode == "VERIFY_CA" || o.ssl_mode == "VERIFY_IDENTITY";
   mysql_options(conn, MYSQL_OPT_SSL_ENFORCE, &enforce);
   mysql_options(conn, MYSQL_OPT_SSL_VERIFY_SERVER_CERT, &verify);
@@ -101,6 +102,17 @@ void apply_connect_options(MYSQL* conn, const ConnectOptions& o) {
   mysql_options(conn, MYSQL_OPT_RECONNECT, &reconnect);
 #endif
   apply_tls_options(conn, o);
+}
+
+void check_tls(MYSQL* conn, const ConnectOptions& o, std::string_view where) {
+  bool required =
+      o.ssl_mode == "REQUIRED" || o.ssl_mode == "VERIFY_CA" || o.ssl_mode == "VERIFY_IDENTITY";
+  std::string_view host = conn->host == nullptr ? std::string_view() : conn->host;
+  bool local_socket = host.empty() || host == "localhost";  // TLS adds nothing there
+  if (required && !local_socket && mysql_get_ssl_cipher(conn) == nullptr) {
+    throw connect_failed_error(where,
+                               "ssl_mode=" + o.ssl_mode + " but the server does not support TLS");
+  }
 }
 
 }  // namespace dblock::mysql_driver

@@ -6,7 +6,9 @@
 //   write_timeout=S     or write up to three times, so the wait can be longer); default none
 //   socket=PATH         Unix socket (also unix_socket=PATH); used when the host is empty or
 //                       "localhost"
-//   ssl_mode=MODE       DISABLED, PREFERRED, REQUIRED, VERIFY_CA or VERIFY_IDENTITY
+//   ssl_mode=MODE       DISABLED, PREFERRED, REQUIRED, VERIFY_CA or VERIFY_IDENTITY, as in
+//                       MySQL's --ssl-mode; with MariaDB Connector/C, VERIFY_CA also checks
+//                       the host name (the library verifies both or neither)
 //   ssl_ca=PATH         CA certificate file for verifying the server
 //
 // Any other parameter is rejected with Error(kInvalidArgument) naming it.
@@ -40,5 +42,10 @@ ConnectOptions parse_connect_options(const DatabaseUrl& url, std::string_view wh
 // Sets the options on a handle from mysql_init(), together with what dblock always wants: the
 // utf8mb4 character set, no LOAD DATA LOCAL, and no auto-reconnect.
 void apply_connect_options(MYSQL* conn, const ConnectOptions& options);
+
+// After mysql_real_connect(): throws Error(kConnectFailed) when ssl_mode asks for TLS and the
+// TCP connection has none (Connector/C does not refuse that by itself). Unix socket connections
+// are exempt: Connector/C never uses TLS on them.
+void check_tls(MYSQL* conn, const ConnectOptions& options, std::string_view where);
 
 }  // namespace dblock::mysql_driver

@@ -80,9 +80,8 @@ std::string location(std::string_view flavor, std::string_view host, unsigned in
 }
 
 std::string_view flavor_of(MYSQL* conn) {
-  return or_empty(mysql_get_server_info(conn)).find("MariaDB") != std::string_view::npos
-             ? "MariaDB"
-             : "MySQL";
+  return or_empty(mysql_get_server_info(conn)).find("MariaDB") != std::string_view::npos ? "MariaDB"
+                                                                                         : "MySQL";
 }
 
 std::string location_of(MYSQL* conn) {
@@ -142,8 +141,8 @@ class MysqlConnection final : public Connection {
     try {
       return params.empty() ? run_text(sql) : run_prepared(sql, params);
     } catch (const Error& e) {
-      if (in_transaction_ && (e.code() == ErrorCode::kDeadlock ||
-                              e.code() == ErrorCode::kSerializationFailure)) {
+      if (in_transaction_ &&
+          (e.code() == ErrorCode::kDeadlock || e.code() == ErrorCode::kSerializationFailure)) {
         rolled_back_ = true;  // InnoDB rolled back the whole transaction
       }
       throw;
@@ -302,10 +301,9 @@ class MysqlConnection final : public Connection {
       }
     });
     if (next != params.size()) {
-      throw invalid_argument_error(where_, "the statement has " + std::to_string(next) +
-                                               " placeholders but " +
-                                               std::to_string(params.size()) +
-                                               " parameters were given");
+      throw invalid_argument_error(
+          where_, "the statement has " + std::to_string(next) + " placeholders but " +
+                      std::to_string(params.size()) + " parameters were given");
     }
     return out;
   }
@@ -370,6 +368,7 @@ std::unique_ptr<Connection> connect_mysql(const DatabaseUrl& url) {
                          CLIENT_FOUND_ROWS) == nullptr) {
     throw mysql_driver::connect_error(conn.get(), where, url.password, url.database);
   }
+  mysql_driver::check_tls(conn.get(), options, where);
   where = location_of(conn.get());
   auto out =
       std::make_unique<MysqlConnection>(conn.release(), true, std::move(where), url.password);

@@ -74,8 +74,7 @@ Error connect_error(MYSQL* conn, std::string_view where, std::string_view secret
   if (message.empty()) message = "could not connect";
   ErrorCode code = classify(err, sqlstate);
   if (err == kErBadDb) {
-    message = "database '" + std::string(database) + "' does not exist (" + message +
-              "); create it or fix the URL";
+    message = "database '" + std::string(database) + "' does not exist";
   }
   // Whatever else stopped the handshake (refused, unreachable, timeout, TLS, cut short, too many
   // connections) means the connection could not be opened.
@@ -104,6 +103,10 @@ Error misuse_error(std::string_view where, std::string_view message) {
 
 Error invalid_argument_error(std::string_view where, std::string_view message) {
   return detail::driver_error(ErrorCode::kInvalidArgument, where, message, {});
+}
+
+Error connect_failed_error(std::string_view where, std::string_view message) {
+  return detail::driver_error(ErrorCode::kConnectFailed, where, message, {});
 }
 
 Error client_error(std::string_view where, std::string_view message) {

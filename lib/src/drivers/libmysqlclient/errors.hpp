@@ -30,7 +30,9 @@ Error connect_error(MYSQL* conn, std::string_view where, std::string_view secret
 unsigned int statement_errno(MYSQL_STMT* stmt) noexcept;
 
 // True when a cached prepared statement is no longer usable and must be closed and prepared
-// again (the server forgot it, or its metadata changed); the statement did not run.
+// again: the server forgot it or asks for a re-prepare (the statement did not run), or its result
+// set has a different number of columns since it was prepared, e.g. after ALTER TABLE (the
+// statement ran, and closing it discards that result; running a query again is harmless).
 bool is_stale_statement(unsigned int err) noexcept;
 
 // True when the server cannot prepare this kind of statement (ER_UNSUPPORTED_PS); the driver then
@@ -46,6 +48,9 @@ Error misuse_error(std::string_view where, std::string_view message);
 // A URL or handle the driver cannot use (unknown URL parameter, bad value, missing
 // CLIENT_FOUND_ROWS).
 Error invalid_argument_error(std::string_view where, std::string_view message);
+
+// A connection the driver refuses after opening it (e.g. no TLS although ssl_mode requires it).
+Error connect_failed_error(std::string_view where, std::string_view message);
 
 // A client library failure outside any statement (mysql_library_init, out of memory).
 Error client_error(std::string_view where, std::string_view message);

@@ -18,7 +18,7 @@ using BindFlag = std::remove_pointer_t<decltype(MYSQL_BIND::is_null)>;
 
 // First buffer per column: the column's display width, within these bounds. A longer value is
 // fetched again at full size, and the buffer grows (up to kMaxBuffer) for the rows after it.
-constexpr unsigned long kMinBuffer = 64;   // any number or date as text
+constexpr unsigned long kMinBuffer = 64;  // any number or date as text
 constexpr unsigned long kFirstBuffer = 4096;
 constexpr unsigned long kMaxBuffer = 1 << 20;
 
@@ -73,8 +73,7 @@ void bind_column(MYSQL_BIND& bind, Column& column) {
 }
 
 // The whole value of a column whose value was longer than its buffer; nullopt on failure.
-std::optional<std::string> fetch_whole(MYSQL_STMT* stmt, unsigned int index,
-                                       unsigned long length) {
+std::optional<std::string> fetch_whole(MYSQL_STMT* stmt, unsigned int index, unsigned long length) {
   std::vector<char> buffer(static_cast<std::size_t>(length) + 1);
   unsigned long got = 0;
   BindFlag is_null = 0;
@@ -156,12 +155,13 @@ std::optional<Result> run_statement(MYSQL_STMT* stmt, std::span<const Value> par
     if (!fetch_rows(stmt, count, names, rows)) return std::nullopt;
     affected = rows.size();
   }
-  // Further result sets (a CALL) are read and dropped so the connection stays in sync.
-  while (mysql_stmt_more_results(stmt)) {
+  // Further result sets (a CALL) are dropped so the connection stays in sync. Returns -1 at once
+  // when there are none (mysql_stmt_more_results() is Connector/C only).
+  for (;;) {
     mysql_stmt_free_result(stmt);
     int rc = mysql_stmt_next_result(stmt);
-    if (rc > 0) return std::nullopt;
     if (rc < 0) break;
+    if (rc > 0) return std::nullopt;
   }
   return Result(std::move(names), std::move(rows), affected);
 }

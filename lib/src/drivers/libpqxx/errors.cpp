@@ -59,6 +59,14 @@ Error statement_error(const std::exception& e, bool still_open, std::string_view
   if (const auto* sql = dynamic_cast<const pqxx::sql_error*>(&e)) {
     sqlstate = sql->sqlstate();
     if (!sqlstate.empty()) code = detail::code_from_sqlstate(sqlstate);
+  } else if (dynamic_cast<const pqxx::deadlock_detected*>(&e) != nullptr) {
+    // libpqxx 6 derives the transaction_rollback family from failure, not sql_error, so these
+    // carry no SQLSTATE; the class names it.
+    sqlstate = "40P01";
+    code = ErrorCode::kDeadlock;
+  } else if (dynamic_cast<const pqxx::serialization_failure*>(&e) != nullptr) {
+    sqlstate = "40001";
+    code = ErrorCode::kSerializationFailure;
   } else if (still_open && contains(e.what(), "bind message supplies")) {
     // libpqxx 6 throws broken_connection for every SQLSTATE of class 08, including this
     // protocol_violation (08P01: wrong number of parameters), which leaves the connection open.

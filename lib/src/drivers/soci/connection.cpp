@@ -57,6 +57,8 @@ std::string location(Dialect dialect, std::string_view host, std::string_view po
   return out;
 }
 
+constexpr Oid kBoolOid = 16;  // pg_type.oid of boolean
+
 std::string_view or_empty(const char* s) { return s == nullptr ? std::string_view() : s; }
 
 PGconn* pg_conn(soci::session& session) {
@@ -74,9 +76,8 @@ MYSQL* mysql_conn(soci::session& session) {
 std::string to_soci_sql(std::string_view sql, Dialect dialect) {
   std::string named = detail::to_named_placeholders(sql, dialect);
   std::vector<bool> code(named.size(), false);
-  detail::for_each_code_char(named, dialect, [&](std::size_t& i, bool in_code) {
-    code[i] = in_code;
-  });
+  detail::for_each_code_char(named, dialect,
+                             [&](std::size_t& i, bool in_code) { code[i] = in_code; });
   std::string out;
   out.reserve(named.size());
   std::string_view text = named;
@@ -84,11 +85,13 @@ std::string to_soci_sql(std::string_view sql, Dialect dialect) {
     bool region_start = !code[i] && (i == 0 || code[i - 1]);
     std::string_view rest = text.substr(i);
     std::size_t end = std::string_view::npos;
-    if (region_start && (rest.starts_with("--") || (dialect == Dialect::kMySQL && rest[0] == '#'))) {
+    if (region_start &&
+        (rest.starts_with("--") || (dialect == Dialect::kMySQL && rest[0] == '#'))) {
       end = text.find('\n', i);  // the newline stays
       if (end == std::string_view::npos) end = text.size();
     } else if (region_start && rest.starts_with("/*") &&
-               !(dialect == Dialect::kMySQL && (rest.starts_with("/*!") || rest.starts_with("/*+")))) {
+               !(dialect == Dialect::kMySQL &&
+                 (rest.starts_with("/*!") || rest.starts_with("/*+")))) {
       end = text.find("*/", i + 2);
       end = end == std::string_view::npos ? text.size() : end + 2;
     }
@@ -204,6 +207,20 @@ class SociConnection final : public Connection {
     return dialect_ != Dialect::kPostgreSQL || (pg != nullptr && PQstatus(pg) == CONNECTION_OK);
   }
 
+  // Which columns are PostgreSQL booleans: SOCI reads them as integers, but they must read "t"
+  // and "f" as with every other PostgreSQL driver.
+  std::vector<bool> boolean_columns(soci::statement& st, std::size_t count) const {
+    std::vector<bool> out(count, false);
+    if (dialect_ != Dialect::kPostgreSQL) return out;
+    auto* backend = static_cast<soci::postgresql_statement_backend*>(st.get_backend());
+    const PGresult* result = backend == nullptr ? nullptr : backend->result_.get_result();
+    if (result == nullptr || static_cast<std::size_t>(PQnfields(result)) != count) return out;
+    for (std::size_t c = 0; c < count; ++c) {
+      out[c] = PQftype(result, static_cast<int>(c)) == kBoolOid;
+    }
+    return out;
+  }
+
   Result run(std::string_view sql, std::span<const Value> params) {
     if (broken()) {
       broken_ = true;
@@ -250,6 +267,7 @@ class SociConnection final : public Connection {
       st.prepare(query, soci::details::st_one_time_query);
       st.define_and_bind();
       bool got = st.execute(true);
+      std::vector<bool> booleans = boolean_columns(st, row.size());
 
       std::vector<std::string> columns;
       columns.reserve(row.size());
@@ -263,6 +281,8 @@ class SociConnection final : public Connection {
         for (std::size_t c = 0; c < row.size(); ++c) {
           if (row.get_indicator(c) == soci::i_null) {
             out.emplace_back();
+          } else if (booleans[c]) {
+            out.emplace_back(row.get<int>(c) != 0 ? "t" : "f");
           } else {
             out.emplace_back(cell_text(row, c));
           }
@@ -293,8 +313,8 @@ class SociConnection final : public Connection {
   bool broken_ = false;
 };
 
-// Appends `key='value'` in the syntax both libpq and SOCI's MySQL backend read: single quotes,
-// with ' and \ escaped by a backslash.
+// Appends `key='value'` in the syntax SOCI's MySQL backend reads: single quotes, with quotes and
+// backslashes escaped by a backslash.
 void append_option(std::string& out, std::string_view key, std::string_view value) {
   out.append(key).append("='");
   for (char c : value) {
@@ -312,22 +332,50 @@ bool is_keyword(std::string_view key) {
   return true;
 }
 
-// libpq keywords; URL parameters pass through as keywords.
-std::string postgresql_connect_string(const DatabaseUrl& url, std::string_view where) {
+std::string percent_encode(std::string_view text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;
-  if (!url.host.empty()) append_option(out, "host", url.host);
-  append_option(out, "port", std::to_string(url.effective_port()));
-  if (!url.user.empty()) append_option(out, "user", url.user);
-  if (!url.password.empty()) append_option(out, "password", url.password);
-  if (!url.database.empty()) append_option(out, "dbname", url.database);
-  if (!url.param("connect_timeout")) append_option(out, "connect_timeout", "10");
-  append_option(out, "fallback_application_name", "dblock");
+  for (char c : text) {
+    auto u = static_cast<unsigned char>(c);
+    if ((u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || (u >= '0' && u <= '9') || u == '-' ||
+        u == '.' || u == '_' || u == '~') {
+      out += c;
+    } else {
+      out += '%';
+      out += kHex[u >> 4];
+      out += kHex[u & 15];
+    }
+  }
+  return out;
+}
+
+// A libpq connection URI carrying every setting as a percent-encoded query parameter
+// ("postgresql://?host=...&port=..."); URL parameters pass through as libpq keywords.
+// Not the key='value' form: SOCI 4.0's PostgreSQL backend splits the connection string at every
+// space (looking for its own "singlerow" option) and glues the pieces back together as
+// key=value, which breaks any quoted value containing a space (a password, an application
+// name). The URI form has no spaces, and it always contains a '=', which that rebuilding keeps
+// intact.
+std::string postgresql_connect_string(const DatabaseUrl& url, std::string_view where) {
+  std::string out = "postgresql://";
+  char sep = '?';
+  auto add = [&](std::string_view key, std::string_view value) {
+    out.append(1, sep).append(key).append("=").append(percent_encode(value));
+    sep = '&';
+  };
+  if (!url.host.empty()) add("host", url.host);
+  add("port", std::to_string(url.effective_port()));
+  if (!url.user.empty()) add("user", url.user);
+  if (!url.password.empty()) add("password", url.password);
+  if (!url.database.empty()) add("dbname", url.database);
+  if (!url.param("connect_timeout")) add("connect_timeout", "10");
+  add("fallback_application_name", "dblock");
   for (const auto& [key, value] : url.params) {
     if (!is_keyword(key)) {
       throw soci_driver::invalid_argument_error(
           where, "URL parameter \"" + key + "\" is not a libpq connection keyword");
     }
-    append_option(out, key, value);
+    add(key, value);
   }
   return out;
 }
@@ -385,8 +433,7 @@ std::string location_of(soci::session& session, Dialect dialect) {
   if (dialect == Dialect::kPostgreSQL) {
     PGconn* conn = pg_conn(session);
     if (conn == nullptr) return location(dialect, {}, {}, {});
-    return location(dialect, or_empty(PQhost(conn)), or_empty(PQport(conn)),
-                    or_empty(PQdb(conn)));
+    return location(dialect, or_empty(PQhost(conn)), or_empty(PQport(conn)), or_empty(PQdb(conn)));
   }
   MYSQL* conn = mysql_conn(session);
   if (conn == nullptr) return location(dialect, {}, {}, {});
@@ -397,9 +444,8 @@ std::string location_of(soci::session& session, Dialect dialect) {
 
 std::unique_ptr<Connection> wrap_soci(soci::session& session) {
   Dialect dialect = soci_driver::dialect_of(session);
-  return std::make_unique<SociConnection>(session, nullptr, dialect,
-                                          soci_driver::location_of(session, dialect),
-                                          std::string());
+  return std::make_unique<SociConnection>(
+      session, nullptr, dialect, soci_driver::location_of(session, dialect), std::string());
 }
 
 std::unique_ptr<Connection> connect_soci(const DatabaseUrl& url) {
@@ -417,13 +463,23 @@ std::unique_ptr<Connection> connect_soci(const DatabaseUrl& url) {
       session = std::make_unique<soci::session>(soci::mysql, connect_string);
     }
   } catch (const std::exception& e) {
-    throw soci_driver::connect_error(e, dialect, where, url.password);
+    Error err = soci_driver::connect_error(e, dialect, where, url.password);
+    // libpq may echo the URI, with the password percent-encoded.
+    std::string encoded = percent_encode(url.password);
+    if (url.password.empty() || encoded == url.password) throw err;
+    throw Error(err.code(), scrub(err.what(), encoded), err.sqlstate(), err.server_errno());
   }
   soci::session& ref = *session;
-  auto conn = std::make_unique<SociConnection>(ref, std::move(session), dialect, where,
-                                               url.password);
-  // dblock's MySQL SQL works in UTC; sessions the service opens keep their own time zone.
-  if (dialect == Dialect::kMySQL) conn->execute("SET time_zone = '+00:00'");
+  auto conn =
+      std::make_unique<SociConnection>(ref, std::move(session), dialect, where, url.password);
+  if (dialect == Dialect::kPostgreSQL) {
+    // Keep libpq from printing NOTICEs ("relation ... already exists, skipping") to stderr.
+    PQsetNoticeProcessor(
+        pg_conn(ref), [](void*, const char*) {}, nullptr);
+  } else {
+    // dblock's MySQL SQL works in UTC; sessions the service opens keep their own time zone.
+    conn->execute("SET time_zone = '+00:00'");
+  }
   return conn;
 }
 

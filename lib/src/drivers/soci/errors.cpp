@@ -31,9 +31,9 @@ bool contains(std::string_view text, std::string_view part) {
   return text.find(part) != std::string_view::npos;
 }
 
-// The native message: SOCI's text without its context; for PostgreSQL without SOCI's
-// "Cannot execute query. Fatal error." prefix, the "ERROR:" tag, and the "LINE n: <sql>" echo
-// with its caret line (DETAIL and HINT stay).
+// The native message: SOCI's text without its context and its lead-ins ("Cannot execute query.
+// Fatal error."); for PostgreSQL without the "ERROR:" tag and the "LINE n: <sql>" echo with its
+// caret line (DETAIL and HINT stay).
 std::string message_of(const std::exception& e) {
   const auto* soci_error = dynamic_cast<const soci::soci_error*>(&e);
   std::string full = soci_error != nullptr ? soci_error->get_error_message() : e.what();
@@ -43,6 +43,12 @@ std::string message_of(const std::exception& e) {
       text.remove_prefix(at + tag.size());
       break;
     }
+  }
+  // SOCI's own lead-ins say nothing the rest does not.
+  for (std::string_view noise : {"Cannot establish connection to the database.",
+                                 "Cannot execute query.", "Fatal error.", "Connection failed."}) {
+    while (text.starts_with(' ') || text.starts_with('\n')) text.remove_prefix(1);
+    if (text.starts_with(noise)) text.remove_prefix(noise.size());
   }
   std::string out;
   while (!text.empty()) {
@@ -76,7 +82,8 @@ ErrorCode postgresql_connect_code(std::string_view message) {
   if (contains(message, "invalid connection option") ||
       contains(message, "for connection option") || contains(message, "invalid port number") ||
       (contains(message, "invalid ") && contains(message, " value: ")) ||
-      contains(message, "missing \"=\" after") || contains(message, "unterminated quoted string")) {
+      contains(message, "missing \"=\" after") || contains(message, "unterminated quoted string") ||
+      contains(message, "invalid URI query parameter") || contains(message, "percent-encod")) {
     return ErrorCode::kInvalidArgument;
   }
   // Refused, unreachable, unknown host, timeout, unknown database, too many connections,

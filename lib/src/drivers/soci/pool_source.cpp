@@ -34,6 +34,12 @@ class SociPoolSource final : public ConnectionSource {
     if (size == 0) {
       throw soci_driver::invalid_argument_error("SOCI pool", "the pool size must be at least 1");
     }
+    try {
+      pool_.at(size - 1);
+    } catch (const std::exception&) {
+      throw soci_driver::invalid_argument_error(
+          "SOCI pool", "size " + std::to_string(size) + " is larger than the pool");
+    }
     // The caller has not shared the source yet, so reading the first session here is safe.
     soci::session& first = pool_.at(0);
     dialect_ = soci_driver::dialect_of(first);
@@ -46,7 +52,12 @@ class SociPoolSource final : public ConnectionSource {
   PooledConnection acquire() override {
     std::size_t pos = pool_.lease();
     try {
-      std::unique_ptr<Connection>& slot = slots_.at(pos);
+      if (pos >= slots_.size()) {
+        throw soci_driver::invalid_argument_error(
+            description_, "the pool lent position " + std::to_string(pos) +
+                              ", beyond the size given to soci_pool_source()");
+      }
+      std::unique_ptr<Connection>& slot = slots_[pos];
       soci::session& session = pool_.at(pos);
       if (slot != nullptr && slot->broken()) {
         slot.reset();

@@ -1,0 +1,184 @@
+// The migrator against every database x driver pair: status, up, verify, checksum drift,
+// failures, and concurrent migrators (threads here; processes in cli_test.cpp).
+#include "dblock/migrator.hpp"
+
+#include <thread>
+
+#include "backends.hpp"
+#include "dblock/table_names.hpp"
+
+namespace dblock::testing {
+namespace {
+
+class MigratorTest : public ::testing::TestWithParam<Backend> {
+ protected:
+  void SetUp() override {
+    conn_ = backend().connect();
+    prefix_ = unique_name("m") + "_";
+  }
+  void TearDown() override {
+    auto c = backend().connect();
+    backend().drop_tables_with_prefix(*c, prefix_);
+  }
+  const Backend& backend() const { return GetParam(); }
+  TableNames names() const { return TableNames(prefix_); }
+  std::int64_t count(const std::string& sql) { return conn_->execute(sql).int64_at(0, 0); }
+  std::string table(const std::string& base) const {
+    return names().qualified(backend().dialect, base);
+  }
+
+  std::unique_ptr<Connection> conn_;
+  std::string prefix_;
+};
+
+std::vector<Migration> custom_set(const std::string& second_body) {
+  return {Migration{1, "first", "CREATE TABLE {{table:things}} (id INT PRIMARY KEY);"},
+          Migration{2, "second", second_body}};
+}
+
+TEST_P(MigratorTest, FreshDatabaseIsPendingUpAppliesAndSecondUpIsANoop) {
+  Migrator m(*conn_, names());
+  auto before = m.status();
+  ASSERT_FALSE(before.empty());
+  for (const auto& s : before) EXPECT_EQ(s.status, MigrationState::Status::kPending) << s.id();
+
+  auto applied = m.up();
+  EXPECT_EQ(applied.size(), before.size());
+  for (const auto& s : m.status()) {
+    EXPECT_EQ(s.status, MigrationState::Status::kApplied) << s.id();
+    EXPECT_EQ(s.applied_checksum, s.checksum);
+    EXPECT_FALSE(s.applied_at.empty());
+  }
+  EXPECT_NO_THROW(m.verify());
+  EXPECT_TRUE(m.up().empty());
+  EXPECT_EQ(count("SELECT COUNT(*) FROM " + table("schema_migrations")),
+            static_cast<std::int64_t>(before.size()));
+  EXPECT_EQ(count("SELECT COUNT(*) FROM " + table("locks")), 0);
+}
+
+TEST_P(MigratorTest, VerifyOnAnEmptyDatabaseSaysToRunUp) {
+  Migrator m(*conn_, names());
+  try {
+    m.verify();
+    FAIL() << "verified an empty database";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUndefinedTable);
+    EXPECT_NE(std::string(e.what()).find("dblock migrate up"), std::string::npos) << e.what();
+  }
+}
+
+TEST_P(MigratorTest, AppliesOnlyNewMigrationsAndVerifyRequiresAll) {
+  auto set = custom_set("CREATE TABLE {{table:more}} (id INT PRIMARY KEY);");
+  Migrator one(*conn_, names(), std::vector<Migration>{set[0]});
+  EXPECT_EQ(one.up().size(), 1u);
+  Migrator both(*conn_, names(), set);
+  EXPECT_THROW(both.verify(), Error);  // 0002 pending
+  auto applied = both.up();
+  ASSERT_EQ(applied.size(), 1u);
+  EXPECT_EQ(applied[0].id(), "0002_second");
+  EXPECT_NO_THROW(both.verify());
+}
+
+TEST_P(MigratorTest, ChangedChecksumIsRefusedNamingTheMigration) {
+  Migrator original(*conn_, names(),
+                    custom_set("CREATE TABLE {{table:more}} (id INT PRIMARY KEY);"));
+  original.up();
+  Migrator edited(*conn_, names(),
+                  custom_set("CREATE TABLE {{table:more}} (id BIGINT PRIMARY KEY);"));
+  auto states = edited.status();
+  ASSERT_EQ(states.size(), 2u);
+  EXPECT_EQ(states[1].status, MigrationState::Status::kModified);
+  try {
+    edited.verify();
+    FAIL() << "verified an edited migration";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kFailedPrecondition);
+    EXPECT_NE(std::string(e.what()).find("0002_second"), std::string::npos) << e.what();
+  }
+  try {
+    edited.up();
+    FAIL() << "up ran over an edited migration";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kFailedPrecondition);
+    EXPECT_NE(std::string(e.what()).find("0002_second"), std::string::npos) << e.what();
+  }
+}
+
+TEST_P(MigratorTest, MigrationsUnknownHereFailVerifyButNotUp) {
+  Migrator newer(*conn_, names(), custom_set("CREATE TABLE {{table:more}} (id INT);"));
+  newer.up();
+  Migrator older(*conn_, names(), std::vector<Migration>{custom_set("")[0]});
+  auto states = older.status();
+  ASSERT_EQ(states.size(), 2u);
+  EXPECT_EQ(states[1].status, MigrationState::Status::kUnknown);
+  EXPECT_EQ(states[1].name, "second");
+  EXPECT_TRUE(older.up().empty());
+  EXPECT_THROW(older.verify(), Error);
+}
+
+TEST_P(MigratorTest, AFailingMigrationIsNamedAndNotRecorded) {
+  Migrator m(*conn_, names(), custom_set("CREATE TABLE {{table:more}} (id INT); THIS IS NOT SQL;"));
+  try {
+    m.up();
+    FAIL() << "a broken migration applied";
+  } catch (const Error& e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find("0002_second"), std::string::npos) << what;
+    EXPECT_NE(what.find("statement 2 of 2"), std::string::npos) << what;
+  }
+  auto states = m.status();
+  if (backend().dialect == Dialect::kPostgreSQL) {
+    // One transaction: nothing of the run stays, not even 0001 or the migrations table.
+    EXPECT_EQ(states[0].status, MigrationState::Status::kPending);
+  } else {
+    EXPECT_EQ(states[0].status, MigrationState::Status::kApplied);
+  }
+  EXPECT_EQ(states[1].status, MigrationState::Status::kPending);
+}
+
+TEST_P(MigratorTest, HonoursASchemaAndCreatesIt) {
+  std::string schema = unique_name("s");
+  TableNames in_schema(std::string(TableNames::kDefaultPrefix), schema);
+  Migrator m(*conn_, in_schema);
+  m.up();
+  EXPECT_NO_THROW(m.verify());
+  EXPECT_EQ(count("SELECT COUNT(*) FROM " + in_schema.qualified(backend().dialect, "locks")), 0);
+  backend().drop_schema(*conn_, schema);
+}
+
+TEST_P(MigratorTest, ConcurrentMigratorsAllSucceedAndApplyEachMigrationOnce) {
+  constexpr int kMigrators = 4;
+  std::vector<std::thread> threads;
+  std::vector<std::string> failures(kMigrators);
+  std::vector<std::size_t> applied(kMigrators);
+  for (int i = 0; i < kMigrators; ++i) {
+    threads.emplace_back([&, i] {
+      try {
+        auto c = backend().connect();
+        Migrator m(*c, names());
+        applied[i] = m.up().size();
+      } catch (const std::exception& e) {
+        failures[i] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::size_t total = 0;
+  for (int i = 0; i < kMigrators; ++i) {
+    EXPECT_EQ(failures[i], "") << "migrator " << i;
+    total += applied[i];
+  }
+  auto expected = builtin_migrations(backend().dialect).size();
+  EXPECT_EQ(total, expected);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM " + table("schema_migrations")),
+            static_cast<std::int64_t>(expected));
+}
+
+TEST_P(MigratorTest, RejectsAnInvalidPrefixBeforeSendingAnything) {
+  EXPECT_THROW(TableNames("x\"; DROP TABLE y; --"), Error);
+}
+
+INSTANTIATE_TEST_SUITE_P(Pairs, MigratorTest, ::testing::ValuesIn(all_backends()), BackendName());
+
+}  // namespace
+}  // namespace dblock::testing

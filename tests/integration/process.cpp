@@ -1,0 +1,83 @@
+#include "process.hpp"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace dblock::testing {
+
+namespace {
+std::string temp_path(const char* what) {
+  std::string templ = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") +
+                      "/dblock-test-" + what + "-XXXXXX";
+  int fd = ::mkstemp(templ.data());
+  if (fd < 0) throw std::runtime_error("mkstemp failed");
+  ::close(fd);
+  return templ;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+}  // namespace
+
+ChildProcess::ChildProcess(const std::vector<std::string>& argv,
+                           const std::map<std::string, std::string>& env)
+    : out_path_(temp_path("out")), err_path_(temp_path("err")) {
+  pid_ = ::fork();
+  if (pid_ < 0) throw std::runtime_error("fork failed");
+  if (pid_ == 0) {
+    for (const auto& [k, v] : env) {
+      if (v.empty()) {
+        ::unsetenv(k.c_str());
+      } else {
+        ::setenv(k.c_str(), v.c_str(), 1);
+      }
+    }
+    int out = ::open(out_path_.c_str(), O_WRONLY | O_TRUNC);
+    int err = ::open(err_path_.c_str(), O_WRONLY | O_TRUNC);
+    int in = ::open("/dev/null", O_RDONLY);
+    ::dup2(out, 1);
+    ::dup2(err, 2);
+    ::dup2(in, 0);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+}
+
+ChildProcess::~ChildProcess() {
+  if (pid_ > 0) wait();
+  ::unlink(out_path_.c_str());
+  ::unlink(err_path_.c_str());
+}
+
+ProcessResult ChildProcess::wait() {
+  ProcessResult r;
+  int status = 0;
+  if (pid_ > 0 && ::waitpid(pid_, &status, 0) == pid_) {
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  pid_ = -1;
+  r.out = slurp(out_path_);
+  r.err = slurp(err_path_);
+  return r;
+}
+
+ProcessResult run_process(const std::vector<std::string>& argv,
+                          const std::map<std::string, std::string>& env) {
+  ChildProcess p(argv, env);
+  return p.wait();
+}
+
+}  // namespace dblock::testing

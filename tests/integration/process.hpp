@@ -1,0 +1,42 @@
+// Runs a child program (the `dblock` CLI) and collects its exit code and output, so tests can
+// check what a user at a shell would see. Several may run at once.
+//
+// Thread-safety: each ChildProcess is used by one thread.
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace dblock::testing {
+
+struct ProcessResult {
+  int exit_code = -1;  // 128 + signal when killed by a signal
+  std::string out;
+  std::string err;
+};
+
+class ChildProcess {
+ public:
+  // Starts argv[0] with argv, the current environment plus `env` (a value of "" unsets).
+  ChildProcess(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env);
+  ~ChildProcess();
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+
+  // Waits for the child to exit and returns what it did.
+  ProcessResult wait();
+
+ private:
+  pid_t pid_ = -1;
+  std::string out_path_;
+  std::string err_path_;
+};
+
+// Starts and waits.
+ProcessResult run_process(const std::vector<std::string>& argv,
+                          const std::map<std::string, std::string>& env = {});
+
+}  // namespace dblock::testing
