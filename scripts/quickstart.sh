@@ -23,7 +23,7 @@ scripts/install-deps.sh
 
 heading "build"
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE="$build_type" "${extra_cmake_args[@]}"
-cmake --build "$build_dir" -j "$(nproc)"
+cmake --build "$build_dir" -j "$(nproc)" --target dblock_cli quickstart
 
 # A private PostgreSQL just for this run, stopped again on every exit path.
 DBLOCK_DEV_DB_DIR="${TMPDIR:-/tmp}/dblock-quickstart-db-$(id -u)"
