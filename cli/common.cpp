@@ -25,7 +25,7 @@ void DatabaseOptions::add_to(CLI::App& app) {
 
 TableNames DatabaseOptions::table_names() const { return TableNames(prefix, schema); }
 
-std::unique_ptr<Connection> DatabaseOptions::connect() const {
+DatabaseUrl DatabaseOptions::resolve_url() const {
   std::optional<std::string> text = url;
   if (!text && url_file) {
     std::ifstream in(*url_file);
@@ -36,7 +36,11 @@ std::unique_ptr<Connection> DatabaseOptions::connect() const {
       text->pop_back();
     }
   }
-  return open_connection(DatabaseUrl::resolve(text));
+  return DatabaseUrl::resolve(text);
+}
+
+std::unique_ptr<Connection> DatabaseOptions::connect() const {
+  return open_connection(resolve_url());
 }
 
 namespace {

@@ -12,6 +12,7 @@
 
 #include "dblock/connection.hpp"
 #include "dblock/table_names.hpp"
+#include "dblock/url.hpp"
 
 namespace dblock::cli {
 
@@ -33,7 +34,10 @@ struct DatabaseOptions {
   // Adds --url, --url-file, --prefix and --schema to a (sub)command.
   void add_to(CLI::App& app);
   TableNames table_names() const;
-  // Opens the connection these options name.
+  // The URL these options name: --url, else the file --url-file names, else DBLOCK_URL; the
+  // password filled from the environment when the URL has none.
+  DatabaseUrl resolve_url() const;
+  // Opens one connection to resolve_url().
   std::unique_ptr<Connection> connect() const;
 };
 

@@ -2,16 +2,21 @@
 #include <CLI/CLI.hpp>
 
 #include "common.hpp"
+#include "locks_command.hpp"
 #include "migrate_command.hpp"
+#include "run_command.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"dblock: locks kept in the SQL database a service already owns"};
   app.require_subcommand(1);
   app.footer(
       "Exit codes: 0 ok, 1 failure, 64 bad input, 69 database unreachable, 75 busy (try later), "
-      "77 access denied, 78 schema missing or changed.");
+      "77 access denied, 78 schema missing or changed. `dblock run` otherwise exits with its "
+      "command's status.");
   int exit_code = dblock::cli::kExitOk;
   dblock::cli::add_migrate_command(app, &exit_code);
+  dblock::cli::add_run_command(app, &exit_code);
+  dblock::cli::add_locks_command(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

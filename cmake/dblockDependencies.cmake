@@ -6,6 +6,7 @@
 include_guard(GLOBAL)
 find_package(PkgConfig REQUIRED)
 find_package(Threads REQUIRED)
+find_package(nlohmann_json 3.2 REQUIRED CONFIG)
 
 function(_dblock_driver_wanted name out)
   if(DEFINED DBLOCK_WITH_${name})

@@ -9,12 +9,15 @@ install(TARGETS ${dblock_installed_targets}
         RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}"
         INCLUDES DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}")
 
-# Public headers: the core ones always, each driver's only when that driver was built.
-set(dblock_core_headers connection.hpp connection_source.hpp error.hpp migrator.hpp open.hpp
-    table_names.hpp url.hpp)
+# Public headers: the core ones always, each driver's own header only when that driver was built.
+set(dblock_driver_headers libpqxx.hpp libmysqlclient.hpp soci.hpp)
+file(GLOB dblock_all_headers RELATIVE "${PROJECT_SOURCE_DIR}/lib/include/dblock"
+     "${PROJECT_SOURCE_DIR}/lib/include/dblock/*.hpp")
 set(dblock_headers_to_install)
-foreach(h IN LISTS dblock_core_headers)
-  list(APPEND dblock_headers_to_install "${PROJECT_SOURCE_DIR}/lib/include/dblock/${h}")
+foreach(h IN LISTS dblock_all_headers)
+  if(NOT h IN_LIST dblock_driver_headers)
+    list(APPEND dblock_headers_to_install "${PROJECT_SOURCE_DIR}/lib/include/dblock/${h}")
+  endif()
 endforeach()
 if(dblock_HAVE_LIBPQXX)
   list(APPEND dblock_headers_to_install "${PROJECT_SOURCE_DIR}/lib/include/dblock/libpqxx.hpp")
@@ -41,7 +44,7 @@ install(FILES "${PROJECT_BINARY_DIR}/dblockConfig.cmake"
         DESTINATION "${dblock_cmake_dir}")
 
 # pkg-config: one file for everything built (core, each driver, open()).
-set(dblock_pc_requires "")
+set(dblock_pc_requires " nlohmann_json")
 set(dblock_pc_libs "-ldblock")
 if(dblock_HAVE_SOCI)
   string(APPEND dblock_pc_libs " -ldblock_soci")

@@ -4,7 +4,7 @@
 -- If you apply this file yourself, do not also run `dblock migrate up` on the same tables.
 
 CREATE TABLE IF NOT EXISTS dblock_locks (
-    lock_key      VARCHAR(255) NOT NULL,
+    lock_key      VARBINARY(1020) NOT NULL,  -- 255 characters of UTF-8, compared byte for byte
     lease_id      VARCHAR(64)  NOT NULL,
     owner_host    VARCHAR(255) NOT NULL,
     owner_process VARCHAR(255) NOT NULL,

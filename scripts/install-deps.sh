@@ -27,6 +27,7 @@ packages=(
   postgresql-client
   mariadb-server
   mariadb-client
+  faketime
 )
 
 # Collect the packages that are not fully installed.

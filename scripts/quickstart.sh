@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # See dblock work: build it, start a throwaway PostgreSQL, apply the dblock
-# schema with the CLI and run the quickstart example against it.
+# schema with the CLI and run the quickstart and transfer examples against it.
 #
 # Environment:
 #   BUILD_DIR          build directory (default: build, relative to the repo)
@@ -23,7 +23,7 @@ scripts/install-deps.sh
 
 heading "build"
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE="$build_type" "${extra_cmake_args[@]}"
-cmake --build "$build_dir" -j "$(nproc)" --target dblock_cli quickstart
+cmake --build "$build_dir" -j "$(nproc)" --target dblock_cli quickstart transfer
 
 # A private PostgreSQL just for this run, stopped again on every exit path.
 DBLOCK_DEV_DB_DIR="${TMPDIR:-/tmp}/dblock-quickstart-db-$(id -u)"
@@ -56,5 +56,8 @@ heading "migrate status (after up)"
 
 heading "quickstart example"
 "$build_dir/examples/quickstart"
+
+heading "transfer example"
+"$build_dir/examples/transfer"
 
 heading "done"

@@ -25,6 +25,10 @@ std::optional<std::string> Value::to_text() const {
   return std::visit(Visitor{}, v_);
 }
 
+std::vector<Notification> Connection::wait_for_notifications(std::chrono::milliseconds) {
+  throw Error(ErrorCode::kOther, describe() + ": this driver cannot wait for notifications");
+}
+
 std::size_t Result::column(std::string_view name) const {
   for (std::size_t i = 0; i < columns_.size(); ++i) {
     if (columns_[i] == name) return i;

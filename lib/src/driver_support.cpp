@@ -1,5 +1,7 @@
 #include "driver_support.hpp"
 
+#include <fcntl.h>
+
 #include <cctype>
 
 #include "dblock/url.hpp"
@@ -115,11 +117,21 @@ Error driver_error(ErrorCode code, std::string_view where, std::string_view mess
     if (server_errno != 0) text += "error " + std::to_string(server_errno);
     text += ")";
   }
-  if (auto a = advice(code); !a.empty()) {
+  if (sqlstate == "53300" || server_errno == 1040) {
+    text +=
+        "; the server has no free connection slots: lower the pool sizes or raise the "
+        "server's max_connections";
+  } else if (auto a = advice(code); !a.empty()) {
     text += "; ";
     text += a;
   }
   return Error(code, text, std::move(sqlstate), server_errno);
+}
+
+void set_close_on_exec(int fd) noexcept {
+  if (fd < 0) return;
+  int flags = ::fcntl(fd, F_GETFD);
+  if (flags >= 0) ::fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
 }
 
 std::string to_named_placeholders(std::string_view sql, Dialect dialect) {

@@ -25,6 +25,10 @@ ErrorCode code_from_mysql_errno(unsigned int err) noexcept;
 Error driver_error(ErrorCode code, std::string_view where, std::string_view message,
                    std::string_view secret, std::string sqlstate = {}, int server_errno = 0);
 
+// Marks a connection's socket close-on-exec, so programs the service starts (`dblock run`'s
+// command, for one) do not inherit the database session. No-op for fd < 0.
+void set_close_on_exec(int fd) noexcept;
+
 // Rewrites $1.. (PostgreSQL) or ? (MySQL) placeholders to :p1.. for drivers with named
 // placeholders, leaving quoted strings, quoted identifiers and comments untouched.
 std::string to_named_placeholders(std::string_view sql, Dialect dialect);

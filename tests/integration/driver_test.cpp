@@ -4,6 +4,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <thread>
 
 #include "backends.hpp"
@@ -296,6 +298,178 @@ TEST_P(DriverTest, PoolReplacesAKilledConnection) {
   }
   auto c = pool->acquire();
   EXPECT_NE(backend().session_id(*c), first_id);
+}
+
+TEST_P(DriverTest, ReadsColumnsOfUnusualTypesAsText) {
+  if (backend().dialect == Dialect::kPostgreSQL) {
+    // void (pg_notify, pg_sleep), uuid and interval: SOCI 4.0 cannot describe them.
+    auto r = conn_->execute(
+        "SELECT pg_sleep(0) AS v, '00000000-0000-0000-0000-00000000000a'::uuid AS u,"
+        " interval '1 day' AS i, CASE WHEN false THEN pg_sleep(0) END AS n, 7 AS k");
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r.columns(), (std::vector<std::string>{"v", "u", "i", "n", "k"}));
+    EXPECT_EQ(r.at(0, "v"), "");
+    EXPECT_EQ(r.at(0, "u"), "00000000-0000-0000-0000-00000000000a");
+    EXPECT_EQ(r.at(0, "i"), "1 day");
+    EXPECT_FALSE(r.at(0, "n").has_value());
+    EXPECT_EQ(r.int64_at(0, "k"), 7);
+    EXPECT_EQ(conn_->execute("SELECT pg_sleep(0) FROM generate_series(1, 3)").size(), 3u);
+  } else {
+    auto r = conn_->execute("SELECT SLEEP(0) AS v, CAST('2024-01-02 03:04:05' AS DATETIME) AS t");
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r.at(0, "v"), "0");
+    EXPECT_EQ(r.at(0, "t"), "2024-01-02 03:04:05");
+  }
+}
+
+TEST_P(DriverTest, LastInsertIdCarriesAValueBack) {
+  if (backend().dialect == Dialect::kPostgreSQL) {
+    EXPECT_EQ(
+        conn_->execute(insert_sql(), {Value("a"), Value(1), Value(), Value()}).last_insert_id(),
+        0u);
+    EXPECT_EQ(conn_->execute(select_sql(), {Value("a")}).last_insert_id(), 0u);
+    return;
+  }
+  // Insert a token, or replace the row's token when it holds the expected one, and report the
+  // token the statement set; LAST_INSERT_ID(0) (row left alone) reports 0.
+  const std::string upsert =
+      "INSERT INTO " + t() +
+      " (k, n) VALUES (?, LAST_INSERT_ID(?)) ON DUPLICATE KEY UPDATE n ="
+      " CASE WHEN n = ? THEN LAST_INSERT_ID(?) ELSE n + LAST_INSERT_ID(0) END";
+  auto n_of = [&](const char* key) {
+    return conn_->execute(select_sql(), {Value(key)}).int64_at(0, "n");
+  };
+  // Prepared statements (parameters).
+  EXPECT_EQ(conn_->execute(upsert, {Value("k"), Value(41), Value(0), Value(0)}).last_insert_id(),
+            41u);
+  // A SELECT sets nothing (the client library still holds the previous statement's value).
+  EXPECT_EQ(conn_->execute(select_sql(), {Value("k")}).last_insert_id(), 0u);
+  EXPECT_EQ(n_of("k"), 41);
+  EXPECT_EQ(conn_->execute(upsert, {Value("k"), Value(7), Value(41), Value(9000000000LL)})
+                .last_insert_id(),
+            9000000000u);
+  EXPECT_EQ(n_of("k"), 9000000000LL);
+  EXPECT_EQ(conn_->execute(upsert, {Value("k"), Value(7), Value(41), Value(43)}).last_insert_id(),
+            0u);
+  EXPECT_EQ(n_of("k"), 9000000000LL);
+
+  // The text protocol (no parameters).
+  const std::string text_upsert = "INSERT INTO " + t() +
+                                  " (k, n) VALUES ('t', LAST_INSERT_ID(5)) ON DUPLICATE KEY"
+                                  " UPDATE n = CASE WHEN n = 5 THEN LAST_INSERT_ID(6)"
+                                  " ELSE n + LAST_INSERT_ID(0) END";
+  EXPECT_EQ(conn_->execute(text_upsert).last_insert_id(), 5u);
+  EXPECT_EQ(conn_->execute("SELECT 1 AS one").last_insert_id(), 0u);
+  EXPECT_EQ(conn_->execute(text_upsert).last_insert_id(), 6u);
+  EXPECT_EQ(conn_->execute(text_upsert).last_insert_id(), 0u);
+  EXPECT_EQ(n_of("t"), 6);
+}
+
+TEST_P(DriverTest, NotificationsArriveWithinARoundTrip) {
+  using std::chrono::milliseconds;
+  using Clock = std::chrono::steady_clock;
+  auto listener = backend().connect();
+  if (backend().dialect != Dialect::kPostgreSQL) {
+    EXPECT_FALSE(listener->supports_notifications());
+    EXPECT_THROW(listener->wait_for_notifications(milliseconds(10)), Error);
+    return;
+  }
+  ASSERT_TRUE(listener->supports_notifications());
+  const std::string channel = unique_name("chan");
+  listener->execute("LISTEN " + quote_identifier(Dialect::kPostgreSQL, channel));
+  auto sender = backend().connect();
+  auto notify = [&](Connection& c, const std::string& payload) {
+    c.execute("SELECT pg_notify($1, $2)", {Value(channel), Value(payload)});
+  };
+
+  // A waiting listener wakes as soon as another session notifies. The latency measured here
+  // includes the sender's own round trip.
+  Clock::time_point sending;
+  std::jthread later([&] {
+    std::this_thread::sleep_for(milliseconds(100));
+    sending = Clock::now();
+    notify(*sender, "first");
+  });
+  auto started = Clock::now();
+  auto got = listener->wait_for_notifications(milliseconds(5000));
+  auto received = Clock::now();
+  later.join();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].channel, channel);
+  EXPECT_EQ(got[0].payload, "first");
+  EXPECT_LT(received - started, milliseconds(1000));
+  EXPECT_LT(received - sending, milliseconds(500));
+  RecordProperty(
+      "notify_latency_us",
+      std::to_string(
+          std::chrono::duration_cast<std::chrono::microseconds>(received - sending).count()));
+
+  // Nothing to receive: empty after about the timeout.
+  started = Clock::now();
+  EXPECT_TRUE(listener->wait_for_notifications(milliseconds(200)).empty());
+  auto waited = Clock::now() - started;
+  EXPECT_GE(waited, milliseconds(150));
+  EXPECT_LT(waited, milliseconds(1000));
+
+  // Received while the listener ran a statement of its own (its own NOTIFY arrives before the
+  // statement's end): returned at once, even with no time to wait.
+  notify(*listener, "own");
+  got = listener->wait_for_notifications(milliseconds(0));
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].payload, "own");
+
+  // Sent by another session while the listener is busy: delivered by the next wait.
+  const std::int64_t listener_pid = backend().session_id(*listener);
+  std::jthread busy_sender([&] {
+    auto watcher = backend().connect();
+    for (int i = 0; i < 500; ++i) {
+      auto r = watcher->execute(
+          "SELECT count(*) AS n FROM pg_stat_activity WHERE pid = $1 AND wait_event = 'PgSleep'",
+          {Value(listener_pid)});
+      if (r.int64_at(0, "n") > 0) break;
+      std::this_thread::sleep_for(milliseconds(2));
+    }
+    notify(*sender, "while busy");
+  });
+  listener->execute("SELECT pg_sleep(0.3)");
+  busy_sender.join();
+  started = Clock::now();
+  got = listener->wait_for_notifications(milliseconds(5000));
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].payload, "while busy");
+  EXPECT_LT(Clock::now() - started, milliseconds(1000));
+
+  // Several notifications of one transaction, in order.
+  sender->begin();
+  notify(*sender, "a");
+  notify(*sender, "b");
+  sender->commit();
+  std::vector<Notification> all;
+  for (auto deadline = Clock::now() + milliseconds(5000);
+       all.size() < 2 && Clock::now() < deadline;) {
+    for (auto& n : listener->wait_for_notifications(milliseconds(500))) all.push_back(n);
+  }
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].payload, "a");
+  EXPECT_EQ(all[1].payload, "b");
+
+  // A listener whose session is killed reports the loss.
+  backend().kill_session(*sender, listener_pid);
+  started = Clock::now();
+  try {
+    listener->wait_for_notifications(milliseconds(5000));
+    FAIL() << "no error from a killed session";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kConnectionLost) << e.what();
+  }
+  EXPECT_LT(Clock::now() - started, milliseconds(1000));
+  EXPECT_TRUE(listener->broken());
+  try {
+    listener->wait_for_notifications(milliseconds(10));
+    FAIL() << "no error from a broken connection";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kConnectionLost) << e.what();
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Pairs, DriverTest, ::testing::ValuesIn(all_backends()), BackendName());

@@ -1,6 +1,7 @@
 #include "process.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -8,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 namespace dblock::testing {
 
@@ -72,6 +74,22 @@ ProcessResult ChildProcess::wait() {
   r.out = slurp(out_path_);
   r.err = slurp(err_path_);
   return r;
+}
+
+void ChildProcess::signal(int sig) const {
+  if (pid_ > 0) ::kill(pid_, sig);
+}
+
+std::string ChildProcess::output_so_far() const { return slurp(out_path_); }
+
+bool ChildProcess::wait_for_output(const std::string& text,
+                                   std::chrono::milliseconds timeout) const {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (output_so_far().find(text) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return output_so_far().find(text) != std::string::npos;
 }
 
 ProcessResult run_process(const std::vector<std::string>& argv,

@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <map>
 #include <string>
 #include <vector>
@@ -28,6 +29,13 @@ class ChildProcess {
 
   // Waits for the child to exit and returns what it did.
   ProcessResult wait();
+  // Sends a signal to the running child.
+  void signal(int sig) const;
+  pid_t pid() const noexcept { return pid_; }
+  // What the child has written to stdout so far.
+  std::string output_so_far() const;
+  // Waits until stdout contains `text` (true) or `timeout` passes (false).
+  bool wait_for_output(const std::string& text, std::chrono::milliseconds timeout) const;
 
  private:
   pid_t pid_ = -1;

@@ -11,6 +11,7 @@
 // connections between threads through a ConnectionSource (connection_source.hpp).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -59,14 +60,22 @@ class Result {
   using Row = std::vector<std::optional<std::string>>;
 
   Result() = default;
-  Result(std::vector<std::string> columns, std::vector<Row> rows, std::uint64_t affected_rows)
-      : columns_(std::move(columns)), rows_(std::move(rows)), affected_rows_(affected_rows) {}
+  Result(std::vector<std::string> columns, std::vector<Row> rows, std::uint64_t affected_rows,
+         std::uint64_t last_insert_id = 0)
+      : columns_(std::move(columns)),
+        rows_(std::move(rows)),
+        affected_rows_(affected_rows),
+        last_insert_id_(last_insert_id) {}
 
   std::size_t size() const noexcept { return rows_.size(); }
   bool empty() const noexcept { return rows_.empty(); }
   const std::vector<std::string>& columns() const noexcept { return columns_; }
   const std::vector<Row>& rows() const noexcept { return rows_; }
   std::uint64_t affected_rows() const noexcept { return affected_rows_; }
+  // MySQL only: the value the statement left in LAST_INSERT_ID() (mysql_insert_id()), which
+  // carries a value back from a statement that cannot return rows (LAST_INSERT_ID(expr) in
+  // INSERT ... ON DUPLICATE KEY UPDATE). 0 on PostgreSQL.
+  std::uint64_t last_insert_id() const noexcept { return last_insert_id_; }
 
   // Index of a column by name; throws Error(kOther) when absent.
   std::size_t column(std::string_view name) const;
@@ -85,6 +94,13 @@ class Result {
   std::vector<std::string> columns_;
   std::vector<Row> rows_;
   std::uint64_t affected_rows_ = 0;
+  std::uint64_t last_insert_id_ = 0;
+};
+
+// A PostgreSQL notification (NOTIFY channel, 'payload') received by a LISTENing session.
+struct Notification {
+  std::string channel;
+  std::string payload;
 };
 
 class Connection {
@@ -114,6 +130,15 @@ class Connection {
   // True once the connection is known to be unusable (lost, closed). Pools discard such
   // connections instead of reusing them.
   virtual bool broken() const noexcept = 0;
+
+  // PostgreSQL LISTEN/NOTIFY. A driver that can wait for notifications returns true here; the
+  // session then LISTENs with execute("LISTEN channel") and calls wait_for_notifications().
+  // Others return false and callers fall back to polling.
+  virtual bool supports_notifications() const noexcept { return false; }
+  // Waits up to `timeout` for notifications on the channels this session listens to and returns
+  // those received (empty on timeout). Throws Error(kConnectionLost) if the session broke, and
+  // Error(kOther) when supports_notifications() is false.
+  virtual std::vector<Notification> wait_for_notifications(std::chrono::milliseconds timeout);
 
   // Where this connection points, safe to print: "PostgreSQL 127.0.0.1:5432/app (libpqxx)".
   // Never contains a password.

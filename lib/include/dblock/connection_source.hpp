@@ -58,6 +58,11 @@ class ConnectionSource {
   // Safe to print: where the connections point (never a password).
   virtual std::string describe() const = 0;
 
+  // A new connection outside the source's sharing, for a session that must stay open for a long
+  // time (a LISTEN session waiting for notifications). nullptr when the source cannot open
+  // connections (a borrowed connection, a caller's pool); callers then poll instead.
+  virtual std::unique_ptr<Connection> open_dedicated() { return nullptr; }
+
  protected:
   friend class PooledConnection;
   // Called by PooledConnection with the connection it held. Must not throw.
@@ -93,6 +98,7 @@ class Pool final : public ConnectionSource {
   Dialect dialect() const noexcept override { return dialect_; }
   PooledConnection acquire() override;
   std::string describe() const override;
+  std::unique_ptr<Connection> open_dedicated() override { return factory_(); }
 
   // Connections currently open (idle + lent).
   std::size_t open_count() const;

@@ -27,7 +27,8 @@ class TableNames {
 
   // Throws Error(kInvalidArgument) for an invalid prefix or schema. An empty schema means the
   // connection's current schema (PostgreSQL search_path / MySQL current database).
-  explicit TableNames(std::string prefix = std::string(kDefaultPrefix), std::string schema = {});
+  TableNames() : TableNames(std::string(kDefaultPrefix)) {}
+  explicit TableNames(std::string prefix, std::string schema = {});
 
   const std::string& prefix() const noexcept { return prefix_; }
   const std::string& schema() const noexcept { return schema_; }

@@ -26,6 +26,15 @@ struct DialectSql {
   std::string_view create_migrations_table;
   std::string_view select_migrations;  // columns: version, name, checksum, applied_at
   std::string_view insert_migration;   // params: version, name, checksum
+
+  // Unique-key lock (see the .cpp for each statement's parameters).
+  // PostgreSQL returns rows (RETURNING); MySQL carries one value back in LAST_INSERT_ID().
+  bool lock_results_in_rows;
+  std::string_view lock_acquire;
+  std::string_view lock_release;
+  std::string_view lock_renew;
+  std::string_view lock_claim;
+  std::string_view lock_list;  // columns as in `dblock locks --json`
 };
 
 const DialectSql& dialect_sql(Dialect dialect);

@@ -30,6 +30,98 @@ const DialectSql kMySQL = {
     .insert_migration =
         "INSERT INTO {{table:schema_migrations}} (version, name, checksum, applied_at)"
         " VALUES (?, ?, ?, UTC_TIMESTAMP(6))",
+
+    // Times are UTC_TIMESTAMP(6) (the server's clock, constant within a statement). A row is
+    // free when expires_at has passed: release sets hold_count = 0 and expires_at to now.
+    // Release frees rows, never deletes them; only the cleaner deletes (rows long past expiry).
+    //
+    // Fencing tokens: the database clock in microseconds since 1970 (TIMESTAMPDIFF, which does
+    // not depend on the session time zone), raised past the row's previous token.
+    //
+    // MySQL has no RETURNING, so the statements hand one number back through LAST_INSERT_ID(expr)
+    // (read from the OK packet: no extra round trip). ON DUPLICATE KEY UPDATE assigns left to
+    // right and later expressions see earlier assignments, so every assignment below only reads
+    // columns assigned after it; expires_at, which decides "free", is assigned last.
+    .lock_results_in_rows = false,
+    // params: key, lease_id (this attempt's; a retry reuses it), host, process, thread,
+    // ttl in ms, metadata JSON or NULL. LAST_INSERT_ID() = the fencing token when acquired
+    // (fresh, re-entered or a retry of an attempt that already succeeded), 0 when another
+    // owner holds the key.
+    .lock_acquire =
+        "INSERT INTO {{table:locks}} (lock_key, lease_id, owner_host, owner_process, owner_thread,"
+        " hold_count, fencing_token, acquired_at, expires_at, metadata)"
+        " VALUES (?, ?, ?, ?, ?, 1,"
+        " LAST_INSERT_ID(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))),"
+        " UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) + INTERVAL ? * 1000 MICROSECOND, ?)"
+        " ON DUPLICATE KEY UPDATE"
+        " fencing_token = CASE"
+        "   WHEN expires_at <= UTC_TIMESTAMP(6)"
+        "     THEN LAST_INSERT_ID(GREATEST(fencing_token + 1, VALUES(fencing_token)))"
+        "   WHEN owner_host = VALUES(owner_host) AND owner_process = VALUES(owner_process)"
+        "     AND owner_thread = VALUES(owner_thread) THEN LAST_INSERT_ID(fencing_token)"
+        "   ELSE fencing_token + LAST_INSERT_ID(0) END,"
+        " acquired_at = IF(expires_at <= UTC_TIMESTAMP(6), VALUES(acquired_at), acquired_at),"
+        " metadata = IF(expires_at <= UTC_TIMESTAMP(6), VALUES(metadata), metadata),"
+        " hold_count = CASE WHEN expires_at <= UTC_TIMESTAMP(6) THEN 1"
+        "   WHEN owner_host = VALUES(owner_host) AND owner_process = VALUES(owner_process)"
+        "     AND owner_thread = VALUES(owner_thread)"
+        "     THEN IF(lease_id = VALUES(lease_id), hold_count, hold_count + 1)"
+        "   ELSE hold_count END,"
+        " lease_id = IF(expires_at <= UTC_TIMESTAMP(6) OR (owner_host = VALUES(owner_host)"
+        "   AND owner_process = VALUES(owner_process) AND owner_thread = VALUES(owner_thread)),"
+        "   VALUES(lease_id), lease_id),"
+        " owner_host = IF(expires_at <= UTC_TIMESTAMP(6), VALUES(owner_host), owner_host),"
+        " owner_process = IF(expires_at <= UTC_TIMESTAMP(6), VALUES(owner_process), owner_process),"
+        " owner_thread = IF(expires_at <= UTC_TIMESTAMP(6), VALUES(owner_thread), owner_thread),"
+        // Owners changed above only when the row was free, which the first WHEN catches.
+        " expires_at = CASE WHEN expires_at <= UTC_TIMESTAMP(6) THEN VALUES(expires_at)"
+        "   WHEN owner_host = VALUES(owner_host) AND owner_process = VALUES(owner_process)"
+        "     AND owner_thread = VALUES(owner_thread)"
+        "     THEN GREATEST(expires_at, VALUES(expires_at))"
+        "   ELSE expires_at END",
+    // params: key, host, process, thread, fencing token. One row matched when the lease was
+    // held; LAST_INSERT_ID() = the remaining hold_count (0: the key is free now).
+    .lock_release =
+        "UPDATE {{table:locks}}"
+        " SET expires_at = IF(hold_count = 1, UTC_TIMESTAMP(6), expires_at),"
+        " hold_count = LAST_INSERT_ID(hold_count - 1)"
+        " WHERE lock_key = ? AND owner_host = ? AND owner_process = ? AND owner_thread = ?"
+        " AND fencing_token = ? AND hold_count > 0 AND expires_at > UTC_TIMESTAMP(6)",
+    // params: ttl in ms, key, host, process, thread, fencing token. One row matched when the
+    // lease is still held.
+    .lock_renew =
+        "UPDATE {{table:locks}} SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? * 1000 MICROSECOND"
+        " WHERE lock_key = ? AND owner_host = ? AND owner_process = ? AND owner_thread = ?"
+        " AND fencing_token = ? AND hold_count > 0 AND expires_at > UTC_TIMESTAMP(6)",
+    // params: key, claim id, host, process, thread, metadata JSON or NULL. A claim never
+    // expires ('9999-12-31'). LAST_INSERT_ID() = the fencing token when this call (or an earlier
+    // attempt with the same claim id) claimed the key, 0 when it is already claimed or held.
+    .lock_claim =
+        "INSERT INTO {{table:locks}} (lock_key, lease_id, owner_host, owner_process, owner_thread,"
+        " hold_count, fencing_token, acquired_at, expires_at, metadata)"
+        " VALUES (?, ?, ?, ?, ?, 1,"
+        " LAST_INSERT_ID(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))),"
+        " UTC_TIMESTAMP(6), '9999-12-31 23:59:59.999999', ?)"
+        " ON DUPLICATE KEY UPDATE"
+        " fencing_token = CASE WHEN lease_id = VALUES(lease_id) THEN LAST_INSERT_ID(fencing_token)"
+        "   WHEN expires_at <= UTC_TIMESTAMP(6)"
+        "     THEN LAST_INSERT_ID(GREATEST(fencing_token + 1, VALUES(fencing_token)))"
+        "   ELSE fencing_token + LAST_INSERT_ID(0) END,"
+        " acquired_at = IF(expires_at <= UTC_TIMESTAMP(6), VALUES(acquired_at), acquired_at),"
+        " metadata = IF(expires_at <= UTC_TIMESTAMP(6), VALUES(metadata), metadata),"
+        " hold_count = IF(expires_at <= UTC_TIMESTAMP(6), 1, hold_count),"
+        " owner_host = IF(expires_at <= UTC_TIMESTAMP(6), VALUES(owner_host), owner_host),"
+        " owner_process = IF(expires_at <= UTC_TIMESTAMP(6), VALUES(owner_process), owner_process),"
+        " owner_thread = IF(expires_at <= UTC_TIMESTAMP(6), VALUES(owner_thread), owner_thread),"
+        " lease_id = IF(expires_at <= UTC_TIMESTAMP(6), VALUES(lease_id), lease_id),"
+        " expires_at = IF(expires_at <= UTC_TIMESTAMP(6), VALUES(expires_at), expires_at)",
+    .lock_list =
+        "SELECT lock_key AS `key`, lease_id, owner_host, owner_process, owner_thread, hold_count,"
+        " fencing_token, DATE_FORMAT(acquired_at, '%Y-%m-%dT%H:%i:%s.%fZ') AS acquired_at,"
+        " IF(expires_at >= '9999-12-31', 'never',"
+        "   DATE_FORMAT(expires_at, '%Y-%m-%dT%H:%i:%s.%fZ')) AS expires_at,"
+        " IF(expires_at <= UTC_TIMESTAMP(6), 1, 0) AS expired, CAST(metadata AS CHAR) AS metadata"
+        " FROM {{table:locks}} WHERE hold_count > 0 ORDER BY lock_key",
 };
 
 }  // namespace

@@ -6,7 +6,10 @@
 // connection cache (statement_cache.hpp) so a repeated statement is one round trip; parameters
 // are bound natively (int64, double, text, NULL) and every result column is fetched as text.
 // Statements without parameters (DDL, SET, START TRANSACTION, ...) go through the text protocol,
-// as do statements the server cannot prepare. A connection found lost stays broken: auto-
+// as do statements the server cannot prepare. The Result of a statement without a result set
+// carries mysql_insert_id() / mysql_stmt_insert_id() (the LAST_INSERT_ID(expr) value of an INSERT
+// or UPDATE that set one); after a SELECT the client library still holds the previous
+// statement's value, so it is reported as 0 there. A connection found lost stays broken: auto-
 // reconnect is off, since a silent reconnect would drop transactions and locks. Failures are
 // classified in errors.cpp.
 //
@@ -24,10 +27,12 @@
 #include <vector>
 
 #include "dblock/libmysqlclient.hpp"
+#include "driver_support.hpp"
 #include "drivers/libmysqlclient/connect_options.hpp"
 #include "drivers/libmysqlclient/errors.hpp"
 #include "drivers/libmysqlclient/prepared_statement.hpp"
 #include "drivers/libmysqlclient/statement_cache.hpp"
+#include "drivers/mysql_socket.hpp"
 #include "sql_scanner.hpp"
 
 namespace dblock {
@@ -207,7 +212,7 @@ class MysqlConnection final : public Connection {
     MYSQL_RES* res = mysql_store_result(conn_);
     if (res == nullptr) {
       if (mysql_field_count(conn_) != 0) fail(connection_error(conn_, where_, secret_));
-      result = Result({}, {}, mysql_affected_rows(conn_));
+      result = Result({}, {}, mysql_affected_rows(conn_), mysql_insert_id(conn_));
     } else {
       std::unique_ptr<MYSQL_RES, void (*)(MYSQL_RES*)> guard(res, mysql_free_result);
       unsigned int count = mysql_num_fields(res);
@@ -369,6 +374,7 @@ std::unique_ptr<Connection> connect_mysql(const DatabaseUrl& url) {
     throw mysql_driver::connect_error(conn.get(), where, url.password, url.database);
   }
   mysql_driver::check_tls(conn.get(), options, where);
+  detail::set_close_on_exec(detail::mysql_socket(conn.get()));
   where = location_of(conn.get());
   auto out =
       std::make_unique<MysqlConnection>(conn.release(), true, std::move(where), url.password);

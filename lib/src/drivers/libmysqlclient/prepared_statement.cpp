@@ -148,9 +148,11 @@ std::optional<Result> run_statement(MYSQL_STMT* stmt, std::span<const Value> par
   std::vector<std::string> names;
   std::vector<Result::Row> rows;
   std::uint64_t affected = 0;
+  std::uint64_t insert_id = 0;
   unsigned int count = mysql_stmt_field_count(stmt);
   if (count == 0) {
     affected = mysql_stmt_affected_rows(stmt);
+    insert_id = mysql_stmt_insert_id(stmt);
   } else {
     if (!fetch_rows(stmt, count, names, rows)) return std::nullopt;
     affected = rows.size();
@@ -163,7 +165,7 @@ std::optional<Result> run_statement(MYSQL_STMT* stmt, std::span<const Value> par
     if (rc < 0) break;
     if (rc > 0) return std::nullopt;
   }
-  return Result(std::move(names), std::move(rows), affected);
+  return Result(std::move(names), std::move(rows), affected, insert_id);
 }
 
 }  // namespace dblock::mysql_driver

@@ -16,7 +16,8 @@
 namespace dblock::mysql_driver {
 
 // Runs `stmt` (prepared, with as many placeholders as `params`) and returns its rows, column
-// names and affected rows (for a statement with a result set, the row count). Returns nullopt on
+// names, affected rows (for a statement with a result set, the row count) and, for a statement
+// without a result set, mysql_stmt_insert_id(). Returns nullopt on
 // failure, with the error left on the statement handle (mysql_stmt_errno) for the caller to
 // classify. The statement is left ready to be executed again.
 std::optional<Result> run_statement(MYSQL_STMT* stmt, std::span<const Value> params);

@@ -107,6 +107,15 @@ Error misuse_error(std::string_view where, std::string_view message) {
   return detail::driver_error(ErrorCode::kOther, where, message, {});
 }
 
+Error wait_error(std::string_view message, bool still_open, std::string_view where,
+                 std::string_view secret) {
+  std::string text = still_open ? "waiting for notifications failed"
+                                : "the connection was lost while waiting for notifications";
+  if (std::string native = tidy(message); !native.empty()) text += " (" + native + ")";
+  return detail::driver_error(still_open ? ErrorCode::kOther : ErrorCode::kConnectionLost, where,
+                              text, secret);
+}
+
 Error invalid_url_error(std::string_view where, std::string_view message) {
   return detail::driver_error(ErrorCode::kInvalidArgument, where, message, {});
 }

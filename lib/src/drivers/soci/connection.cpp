@@ -17,9 +17,17 @@
 // mysql_affected_rows(), and hence statement::get_affected_rows(), already counts matched rows,
 // for sessions opened here and for the service's own sessions alike.
 //
+// On MySQL, the Result of a statement without a result set carries mysql_insert_id() of the
+// native MYSQL* (SOCI runs each statement with mysql_real_query, parameters substituted on the
+// client); after a SELECT the client library still holds the previous statement's value, so it
+// is reported as 0 there.
+//
 // BEGIN, COMMIT and ROLLBACK are plain statements and this class tracks whether a transaction is
 // open. A connection found lost stays broken: nothing here reopens it. Failures are classified in
 // errors.cpp.
+//
+// PostgreSQL notifications, booleans and columns SOCI cannot describe are handled on the native
+// libpq handles (postgresql_native.cpp).
 //
 // Thread-safety: one thread at a time (see dblock/connection.hpp).
 #include <soci/mysql/soci-mysql.h>
@@ -27,6 +35,7 @@
 #include <soci/soci.h>
 
 #include <charconv>
+#include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <memory>
@@ -37,7 +46,10 @@
 
 #include "dblock/soci.hpp"
 #include "driver_support.hpp"
+#include "drivers/mysql_socket.hpp"
+#include "drivers/soci/connect_string.hpp"
 #include "drivers/soci/errors.hpp"
+#include "drivers/soci/postgresql_native.hpp"
 #include "drivers/soci/session_info.hpp"
 #include "sql_scanner.hpp"
 
@@ -56,8 +68,6 @@ std::string location(Dialect dialect, std::string_view host, std::string_view po
   out.append(":").append(port).append("/").append(database);
   return out;
 }
-
-constexpr Oid kBoolOid = 16;  // pg_type.oid of boolean
 
 std::string_view or_empty(const char* s) { return s == nullptr ? std::string_view() : s; }
 
@@ -197,28 +207,35 @@ class SociConnection final : public Connection {
     return pg != nullptr && PQstatus(pg) == CONNECTION_BAD;
   }
 
+  bool supports_notifications() const noexcept override { return dialect_ == Dialect::kPostgreSQL; }
+
+  std::vector<Notification> wait_for_notifications(std::chrono::milliseconds timeout) override {
+    if (dialect_ != Dialect::kPostgreSQL) return Connection::wait_for_notifications(timeout);
+    PGconn* pg = session_.get_backend() == nullptr ? nullptr : pg_conn(session_);
+    try {
+      return soci_driver::wait_for_notifications(pg, broken(), timeout, where_, secret_);
+    } catch (const Error& e) {
+      lose(e);
+    }
+  }
+
   std::string describe() const override { return where_ + " (soci)"; }
 
  private:
+  // Throws `err`, first marking the connection broken when `err` says it was lost.
+  [[noreturn]] void lose(Error err) {
+    if (err.code() == ErrorCode::kConnectionLost) {
+      broken_ = true;
+      in_transaction_ = false;
+    }
+    throw err;
+  }
+
   // What the driver can tell about the connection after a failure without asking the server.
   bool still_open() const noexcept {
     if (session_.get_backend() == nullptr) return false;
     PGconn* pg = dialect_ == Dialect::kPostgreSQL ? pg_conn(session_) : nullptr;
     return dialect_ != Dialect::kPostgreSQL || (pg != nullptr && PQstatus(pg) == CONNECTION_OK);
-  }
-
-  // Which columns are PostgreSQL booleans: SOCI reads them as integers, but they must read "t"
-  // and "f" as with every other PostgreSQL driver.
-  std::vector<bool> boolean_columns(soci::statement& st, std::size_t count) const {
-    std::vector<bool> out(count, false);
-    if (dialect_ != Dialect::kPostgreSQL) return out;
-    auto* backend = static_cast<soci::postgresql_statement_backend*>(st.get_backend());
-    const PGresult* result = backend == nullptr ? nullptr : backend->result_.get_result();
-    if (result == nullptr || static_cast<std::size_t>(PQnfields(result)) != count) return out;
-    for (std::size_t c = 0; c < count; ++c) {
-      out[c] = PQftype(result, static_cast<int>(c)) == kBoolOid;
-    }
-    return out;
   }
 
   Result run(std::string_view sql, std::span<const Value> params) {
@@ -266,8 +283,22 @@ class SociConnection final : public Connection {
       st.alloc();
       st.prepare(query, soci::details::st_one_time_query);
       st.define_and_bind();
-      bool got = st.execute(true);
-      std::vector<bool> booleans = boolean_columns(st, row.size());
+      bool got = false;
+      try {
+        got = st.execute(true);
+      } catch (const soci::soci_error& e) {
+        if (dialect_ == Dialect::kPostgreSQL) {
+          if (std::optional<Result> r = soci_driver::undescribed_result(st, e)) {
+            return std::move(*r);
+          }
+        }
+        throw;
+      }
+      // SOCI reads PostgreSQL booleans as integers; they must read "t" and "f" as with every
+      // other PostgreSQL driver.
+      std::vector<bool> booleans = dialect_ == Dialect::kPostgreSQL
+                                       ? soci_driver::boolean_columns(st, row.size())
+                                       : std::vector<bool>(row.size(), false);
 
       std::vector<std::string> columns;
       columns.reserve(row.size());
@@ -289,18 +320,17 @@ class SociConnection final : public Connection {
         }
       }
       std::uint64_t affected = rows.size();
+      std::uint64_t insert_id = 0;
       if (columns.empty()) {
         long long count = st.get_affected_rows();
         affected = count > 0 ? static_cast<std::uint64_t>(count) : 0;
+        if (MYSQL* my = dialect_ == Dialect::kMySQL ? mysql_conn(session_) : nullptr) {
+          insert_id = mysql_insert_id(my);
+        }
       }
-      return Result(std::move(columns), std::move(rows), affected);
+      return Result(std::move(columns), std::move(rows), affected, insert_id);
     } catch (const std::exception& e) {
-      Error err = soci_driver::statement_error(e, dialect_, still_open(), where_, secret_);
-      if (err.code() == ErrorCode::kConnectionLost) {
-        broken_ = true;
-        in_transaction_ = false;
-      }
-      throw err;
+      lose(soci_driver::statement_error(e, dialect_, still_open(), where_, secret_));
     }
   }
 
@@ -312,106 +342,6 @@ class SociConnection final : public Connection {
   bool in_transaction_ = false;
   bool broken_ = false;
 };
-
-// Appends `key='value'` in the syntax SOCI's MySQL backend reads: single quotes, with quotes and
-// backslashes escaped by a backslash.
-void append_option(std::string& out, std::string_view key, std::string_view value) {
-  out.append(key).append("='");
-  for (char c : value) {
-    if (c == '\'' || c == '\\') out += '\\';
-    out += c;
-  }
-  out.append("' ");
-}
-
-bool is_keyword(std::string_view key) {
-  if (key.empty()) return false;
-  for (char c : key) {
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
-  }
-  return true;
-}
-
-std::string percent_encode(std::string_view text) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (char c : text) {
-    auto u = static_cast<unsigned char>(c);
-    if ((u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || (u >= '0' && u <= '9') || u == '-' ||
-        u == '.' || u == '_' || u == '~') {
-      out += c;
-    } else {
-      out += '%';
-      out += kHex[u >> 4];
-      out += kHex[u & 15];
-    }
-  }
-  return out;
-}
-
-// A libpq connection URI carrying every setting as a percent-encoded query parameter
-// ("postgresql://?host=...&port=..."); URL parameters pass through as libpq keywords.
-// Not the key='value' form: SOCI 4.0's PostgreSQL backend splits the connection string at every
-// space (looking for its own "singlerow" option) and glues the pieces back together as
-// key=value, which breaks any quoted value containing a space (a password, an application
-// name). The URI form has no spaces, and it always contains a '=', which that rebuilding keeps
-// intact.
-std::string postgresql_connect_string(const DatabaseUrl& url, std::string_view where) {
-  std::string out = "postgresql://";
-  char sep = '?';
-  auto add = [&](std::string_view key, std::string_view value) {
-    out.append(1, sep).append(key).append("=").append(percent_encode(value));
-    sep = '&';
-  };
-  if (!url.host.empty()) add("host", url.host);
-  add("port", std::to_string(url.effective_port()));
-  if (!url.user.empty()) add("user", url.user);
-  if (!url.password.empty()) add("password", url.password);
-  if (!url.database.empty()) add("dbname", url.database);
-  if (!url.param("connect_timeout")) add("connect_timeout", "10");
-  add("fallback_application_name", "dblock");
-  for (const auto& [key, value] : url.params) {
-    if (!is_keyword(key)) {
-      throw soci_driver::invalid_argument_error(
-          where, "URL parameter \"" + key + "\" is not a libpq connection keyword");
-    }
-    add(key, value);
-  }
-  return out;
-}
-
-// SOCI's MySQL keys. SOCI rejects unknown keys and repeated ones, so only a documented set of
-// URL parameters is accepted.
-std::string mysql_connect_string(const DatabaseUrl& url, std::string_view where) {
-  std::string out;
-  if (!url.host.empty()) append_option(out, "host", url.host);
-  append_option(out, "port", std::to_string(url.effective_port()));
-  if (!url.user.empty()) append_option(out, "user", url.user);
-  if (!url.password.empty()) append_option(out, "password", url.password);
-  if (!url.database.empty()) append_option(out, "db", url.database);
-  append_option(out, "charset", "utf8mb4");
-  if (!url.param("connect_timeout")) append_option(out, "connect_timeout", "10");
-  for (const auto& [key, value] : url.params) {
-    if (key == "connect_timeout" || key == "read_timeout" || key == "write_timeout") {
-      bool valid = !value.empty() && value.size() <= 9 &&
-                   value.find_first_not_of("0123456789") == std::string::npos &&
-                   std::stoul(value) > 0;
-      if (!valid) {
-        throw soci_driver::invalid_argument_error(
-            where, "URL parameter \"" + key + "\" must be a positive number of seconds");
-      }
-      append_option(out, key, value);
-    } else if (key == "socket" || key == "unix_socket") {
-      append_option(out, "unix_socket", value);
-    } else {
-      throw soci_driver::invalid_argument_error(
-          where, "URL parameter \"" + key +
-                     "\" is not supported by the SOCI MySQL driver (supported: connect_timeout, "
-                     "read_timeout, write_timeout, socket)");
-    }
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -453,8 +383,8 @@ std::unique_ptr<Connection> connect_soci(const DatabaseUrl& url) {
   std::string where =
       location(dialect, url.host, std::to_string(url.effective_port()), url.database);
   std::string connect_string = dialect == Dialect::kPostgreSQL
-                                   ? postgresql_connect_string(url, where)
-                                   : mysql_connect_string(url, where);
+                                   ? soci_driver::postgresql_connect_string(url, where)
+                                   : soci_driver::mysql_connect_string(url, where);
   std::unique_ptr<soci::session> session;
   try {
     if (dialect == Dialect::kPostgreSQL) {
@@ -465,7 +395,7 @@ std::unique_ptr<Connection> connect_soci(const DatabaseUrl& url) {
   } catch (const std::exception& e) {
     Error err = soci_driver::connect_error(e, dialect, where, url.password);
     // libpq may echo the URI, with the password percent-encoded.
-    std::string encoded = percent_encode(url.password);
+    std::string encoded = soci_driver::percent_encode(url.password);
     if (url.password.empty() || encoded == url.password) throw err;
     throw Error(err.code(), scrub(err.what(), encoded), err.sqlstate(), err.server_errno());
   }
@@ -477,6 +407,8 @@ std::unique_ptr<Connection> connect_soci(const DatabaseUrl& url) {
     PQsetNoticeProcessor(
         pg_conn(ref), [](void*, const char*) {}, nullptr);
   } else {
+    // Programs the service starts must not inherit the session (libpq sets this itself).
+    detail::set_close_on_exec(detail::mysql_socket(mysql_conn(ref)));
     // dblock's MySQL SQL works in UTC; sessions the service opens keep their own time zone.
     conn->execute("SET time_zone = '+00:00'");
   }

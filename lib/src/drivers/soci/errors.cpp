@@ -7,8 +7,10 @@
 //    libpq's message, so connect failures are classified by that message, as libpqxx's are.
 //  - A PostgreSQL session whose server process was terminated (pg_terminate_backend, server
 //    restart) fails its next statement with SQLSTATE 57P01 when the server's goodbye message
-//    arrived, or with no SQLSTATE at all ("server closed the connection unexpectedly"); the
-//    caller passes still_open = false then, which makes it kConnectionLost either way.
+//    was read, or, as observed with SOCI 4.0.3 and PostgreSQL 15, with libpq's "server closed
+//    the connection unexpectedly", which SOCI tags with its fallback SQLSTATE 08000. Either maps
+//    to kConnectionLost, and the caller also passes still_open = false once libpq marks the
+//    connection bad.
 //
 // Messages are SOCI's own text without the context SOCI appends (the SQL and the bound values),
 // so parameter values never reach a dblock::Error.
@@ -150,6 +152,18 @@ Error lost_error(std::string_view where) {
 
 Error misuse_error(std::string_view where, std::string_view message) {
   return detail::driver_error(ErrorCode::kOther, where, message, {});
+}
+
+Error wait_error(std::string_view message, bool still_open, std::string_view where,
+                 std::string_view secret) {
+  std::string text = still_open ? "waiting for notifications failed"
+                                : "the connection was lost while waiting for notifications";
+  while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) {
+    message.remove_suffix(1);
+  }
+  if (!message.empty()) text.append(" (").append(message).append(")");
+  return detail::driver_error(still_open ? ErrorCode::kOther : ErrorCode::kConnectionLost, where,
+                              text, secret);
 }
 
 Error invalid_argument_error(std::string_view where, std::string_view message) {

@@ -1,0 +1,104 @@
+#include "locks_command.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common.hpp"
+#include "dblock/lock_table.hpp"
+
+namespace dblock::cli {
+
+namespace {
+
+struct LocksOptions {
+  DatabaseOptions db;
+  bool json = false;
+};
+
+nlohmann::json to_json(const LockRow& row) {
+  nlohmann::json metadata = nullptr;
+  if (!row.metadata.empty()) {
+    metadata = nlohmann::json::parse(row.metadata, nullptr, /*allow_exceptions=*/false);
+    if (metadata.is_discarded()) metadata = row.metadata;  // not JSON after all: keep the text
+  }
+  return {{"key", row.key},
+          {"lease_id", row.lease_id},
+          {"owner_host", row.owner_host},
+          {"owner_process", row.owner_process},
+          {"owner_thread", row.owner_thread},
+          {"hold_count", row.hold_count},
+          {"fencing_token", row.fencing_token},
+          {"acquired_at", row.acquired_at},
+          {"expires_at", row.expires_at},
+          {"expired", row.expired},
+          {"metadata", std::move(metadata)}};
+}
+
+// "2024-05-01T12:00:00.123456Z" -> "2024-05-01 12:00:00"; anything else ("never") unchanged.
+std::string to_seconds(std::string time) {
+  if (time.size() < 19 || time[10] != 'T') return time;
+  time[10] = ' ';
+  return time.substr(0, 19);
+}
+
+void print_table(const std::vector<LockRow>& rows) {
+  constexpr std::size_t kColumns = 7;
+  using Line = std::array<std::string, kColumns>;
+  std::vector<Line> lines{
+      {"KEY", "OWNER", "HOLDS", "TOKEN", "ACQUIRED (UTC)", "EXPIRES (UTC)", "STATE"}};
+  for (const auto& r : rows) {
+    std::string state = r.expired ? "expired" : r.expires_at == "never" ? "claimed" : "held";
+    lines.push_back({r.key, r.owner_host + "/" + r.owner_process + "/" + r.owner_thread,
+                     std::to_string(r.hold_count), std::to_string(r.fencing_token),
+                     to_seconds(r.acquired_at), to_seconds(r.expires_at), std::move(state)});
+  }
+  std::array<std::size_t, kColumns> width{};
+  for (const auto& line : lines) {
+    for (std::size_t c = 0; c < kColumns; ++c) width[c] = std::max(width[c], line[c].size());
+  }
+  for (const auto& line : lines) {
+    std::string out;
+    for (std::size_t c = 0; c < kColumns; ++c) {
+      out += line[c];
+      if (c + 1 < kColumns) out += std::string(width[c] - line[c].size() + 2, ' ');
+    }
+    std::printf("%s\n", out.c_str());
+  }
+}
+
+int list(const LocksOptions& opts) {
+  auto conn = opts.db.connect();
+  std::vector<LockRow> rows = list_locks(*conn, opts.db.table_names());
+  if (opts.json) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& row : rows) out.push_back(to_json(row));
+    // Replace invalid UTF-8 (from a foreign writer) rather than fail the listing.
+    std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  } else if (rows.empty()) {
+    std::printf("no locks held\n");
+  } else {
+    print_table(rows);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_locks_command(CLI::App& app, int* exit_code) {
+  auto opts = std::make_shared<LocksOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "locks", "List the locks held now (and expired ones not yet cleaned up), by key");
+  opts->db.add_to(*sub);
+  sub->add_flag("--json", opts->json,
+                "Print a JSON array of objects: key, lease_id, owner_host, owner_process, "
+                "owner_thread, hold_count, fencing_token, acquired_at, expires_at (UTC, ISO "
+                "8601, or \"never\" for claims), expired, metadata (JSON or null)");
+  sub->callback([opts, exit_code] { *exit_code = run_guarded([&] { return list(*opts); }); });
+}
+
+}  // namespace dblock::cli

@@ -1,0 +1,82 @@
+// The unique-key lock: one row per key in <prefix>locks. Acquire is one INSERT that wins when
+// the key is free (or expired), re-enters when the same owner holds it, and recognises a retry of
+// an attempt whose reply was lost. Release and renew are one owner- and token-checked statement
+// each. The lock runs on autocommit connections of its own source, never inside a caller's
+// transaction.
+//
+// Waiting (acquire with a timeout) polls with exponential backoff and full jitter
+// (backoff.hpp). On PostgreSQL, when the source can open a dedicated connection, waiters also
+// sleep on LISTEN and the last release NOTIFYs, so the next waiter wakes in about one round trip.
+//
+// Deadlocks and serialization failures during an acquire storm (InnoDB takes next-key locks on
+// duplicate-key inserts) are retried a few times and then reported as "not acquired", never
+// thrown. A connection lost during acquire is retried once with the same lease id, so an insert
+// the server applied is recognised as ours.
+//
+// Claim-once: claim(key) takes a key for good (never expires, never released by dblock), for
+// idempotency keys such as "one order per user and voucher".
+//
+// Thread-safety: all methods may be called from many threads at once. The ConnectionSource must
+// outlive this object and every lease it returned.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "dblock/backoff.hpp"
+#include "dblock/connection_source.hpp"
+#include "dblock/lock.hpp"
+#include "dblock/table_names.hpp"
+
+namespace dblock {
+
+struct UniqueKeyLockOptions {
+  TableNames tables{};
+  BackoffPolicy backoff{};
+  // PostgreSQL: wake waiters by LISTEN/NOTIFY (falls back to polling when the source cannot
+  // open a dedicated connection or the driver cannot wait for notifications).
+  bool notify = true;
+  // Attempts for one try when the server reports a deadlock or serialization failure.
+  int contention_retries = 3;
+};
+
+struct ClaimOptions {
+  // Identifies this claim attempt: retrying with the same id after a lost reply reports the
+  // claim as ours. Empty: a random id.
+  std::string claim_id{};
+  nlohmann::json metadata{};
+  std::optional<Owner> owner{};
+};
+
+struct Claim {
+  std::string key;
+  std::int64_t fencing_token = 0;
+  std::string claim_id;
+};
+
+class UniqueKeyLock final : public Lock {
+ public:
+  explicit UniqueKeyLock(ConnectionSource& source, UniqueKeyLockOptions options = {});
+  ~UniqueKeyLock() override;
+
+  std::optional<Lease> try_acquire(std::string_view key, const LockOptions& options = {}) override;
+  std::optional<Lease> acquire(std::string_view key, std::chrono::milliseconds timeout,
+                               const LockOptions& options = {}) override;
+  using Lock::acquire;
+
+  // Takes `key` for good. Returns the claim, or nothing when the key is already claimed (or held
+  // as a lock) by someone else.
+  std::optional<Claim> claim(std::string_view key, const ClaimOptions& options = {});
+
+  struct Impl;
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+// Throws Error(kInvalidArgument) unless `key` is 1 to 255 characters of valid UTF-8 without NUL.
+void validate_lock_key(std::string_view key);
+
+}  // namespace dblock

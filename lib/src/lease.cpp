@@ -1,0 +1,117 @@
+#include "dblock/error.hpp"
+#include "dblock/lock.hpp"
+#include "lease_core.hpp"
+
+namespace dblock {
+
+std::string_view to_string(ReleaseOutcome outcome) noexcept {
+  switch (outcome) {
+    case ReleaseOutcome::kReleased:
+      return "released";
+    case ReleaseOutcome::kDecremented:
+      return "decremented";
+    case ReleaseOutcome::kNotHeld:
+      return "not_held";
+  }
+  return "not_held";
+}
+
+namespace detail {
+
+LeaseCore::LeaseCore(LeaseInfo info, std::function<void(const std::string&)> on_lost)
+    : info_(std::move(info)), on_lost_(std::move(on_lost)) {}
+
+bool LeaseCore::released() const {
+  std::lock_guard lock(mu_);
+  return released_;
+}
+
+ReleaseOutcome LeaseCore::release() {
+  std::lock_guard lock(mu_);
+  if (released_) return ReleaseOutcome::kNotHeld;
+  released_ = true;  // even if the statement fails: the lease then ends by its TTL
+  ReleaseOutcome outcome = do_release();
+  if (outcome == ReleaseOutcome::kNotHeld) lost_ = true;
+  return outcome;
+}
+
+void LeaseCore::release_quietly() noexcept {
+  try {
+    release();
+  } catch (...) {
+    // Destructors never throw; the row expires by its TTL.
+  }
+}
+
+bool LeaseCore::renew(std::chrono::milliseconds ttl) {
+  {
+    std::lock_guard lock(mu_);
+    if (released_) return false;
+    if (do_renew(ttl)) return true;
+  }
+  mark_lost();
+  return false;
+}
+
+void LeaseCore::mark_lost() noexcept {
+  if (lost_.exchange(true)) return;
+  if (on_lost_) {
+    try {
+      on_lost_(info_.key);
+    } catch (...) {
+      // A callback's failure must not take the renewer down.
+    }
+  }
+}
+
+}  // namespace detail
+
+namespace {
+const detail::LeaseCore& checked(const std::shared_ptr<detail::LeaseCore>& core) {
+  if (!core) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "this lease handle is empty (released or moved from); acquire the lock again");
+  }
+  return *core;
+}
+}  // namespace
+
+Lease::Lease() noexcept = default;
+Lease::Lease(std::shared_ptr<detail::LeaseCore> core) noexcept : core_(std::move(core)) {}
+Lease::Lease(Lease&& other) noexcept = default;
+
+Lease& Lease::operator=(Lease&& other) noexcept {
+  if (this != &other) {
+    if (core_) core_->release_quietly();
+    core_ = std::move(other.core_);
+  }
+  return *this;
+}
+
+Lease::~Lease() {
+  if (core_) core_->release_quietly();
+}
+
+bool Lease::valid() const noexcept { return core_ != nullptr; }
+const std::string& Lease::key() const { return checked(core_).info().key; }
+std::int64_t Lease::fencing_token() const { return checked(core_).info().fencing_token; }
+const std::string& Lease::lease_id() const { return checked(core_).info().lease_id; }
+const Owner& Lease::owner() const { return checked(core_).info().owner; }
+bool Lease::lost() const noexcept { return core_ != nullptr && core_->lost(); }
+
+ReleaseOutcome Lease::release() {
+  checked(core_);
+  auto core = std::move(core_);  // empty now, whatever happens
+  return core->release();
+}
+
+bool Lease::renew(std::chrono::milliseconds ttl) {
+  checked(core_);
+  return core_->renew(ttl);
+}
+
+bool Lease::renew() { return renew(checked(core_).info().ttl); }
+
+Connection* Lease::connection() const { return core_ ? core_->connection() : nullptr; }
+
+}  // namespace dblock

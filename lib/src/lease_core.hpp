@@ -1,0 +1,60 @@
+// The state behind a Lease, shared between the Lease handle and the background renewer, and the
+// two operations each strategy supplies (release, renew). Internal.
+//
+// Thread-safety: release() and renew() are serialised by an internal mutex, so the owner's thread
+// and the renewer may call them concurrently.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <mutex>
+#include <string>
+
+#include "dblock/lock.hpp"
+
+namespace dblock::detail {
+
+struct LeaseInfo {
+  std::string key;
+  std::int64_t fencing_token = 0;
+  std::string lease_id;
+  Owner owner;
+  std::chrono::milliseconds ttl{0};
+};
+
+class LeaseCore {
+ public:
+  LeaseCore(LeaseInfo info, std::function<void(const std::string&)> on_lost);
+  virtual ~LeaseCore() = default;
+  LeaseCore(const LeaseCore&) = delete;
+  LeaseCore& operator=(const LeaseCore&) = delete;
+
+  const LeaseInfo& info() const noexcept { return info_; }
+  bool lost() const noexcept { return lost_.load(); }
+  bool released() const;
+
+  // Runs the strategy's release once; later calls return kNotHeld without a statement.
+  ReleaseOutcome release();
+  // release() for destructors: swallows errors (the lease then ends by its TTL).
+  void release_quietly() noexcept;
+  // Renews unless released; false (and lost) when the lease is gone.
+  bool renew(std::chrono::milliseconds ttl);
+  // Marks the lease lost and calls on_lost once.
+  void mark_lost() noexcept;
+
+  virtual Connection* connection() { return nullptr; }
+
+ protected:
+  virtual ReleaseOutcome do_release() = 0;
+  virtual bool do_renew(std::chrono::milliseconds ttl) = 0;
+
+ private:
+  LeaseInfo info_;
+  std::function<void(const std::string&)> on_lost_;
+  mutable std::mutex mu_;
+  bool released_ = false;
+  std::atomic<bool> lost_{false};
+};
+
+}  // namespace dblock::detail

@@ -1,0 +1,18 @@
+// Small helpers shared by the lock strategies: random lease ids and TTL validation. Internal.
+//
+// Thread-safety: safe from any thread.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <string_view>
+
+namespace dblock::detail {
+
+// 32 random hex digits.
+std::string random_lease_id();
+
+// Throws Error(kInvalidArgument) naming `what` unless 1 ms <= ttl <= 365 days.
+void validate_ttl(std::chrono::milliseconds ttl, std::string_view what);
+
+}  // namespace dblock::detail

@@ -1,0 +1,63 @@
+#include "dblock/owner.hpp"
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <mutex>
+#include <random>
+
+#include "dblock/error.hpp"
+
+namespace dblock {
+
+namespace {
+
+std::string host_name() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0 || buf[0] == '\0') return "unknown-host";
+  return buf;
+}
+
+std::string random_hex(int digits) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::random_device rd;
+  std::mt19937_64 rng((static_cast<std::uint64_t>(rd()) << 32) ^ rd());
+  std::string out;
+  auto v = rng();
+  for (int i = 0; i < digits; ++i, v >>= 4) out += kHex[v & 15];
+  return out;
+}
+
+}  // namespace
+
+// The only process-wide mutable state in dblock: who this process is. Redrawn after fork().
+std::string process_instance() {
+  static std::mutex mu;
+  static pid_t pid = 0;
+  static std::string instance;
+  std::lock_guard lock(mu);
+  if (pid != ::getpid()) {
+    pid = ::getpid();
+    instance = std::to_string(pid) + "-" + random_hex(16);
+  }
+  return instance;
+}
+
+Owner Owner::current_thread() {
+  static const std::string host = host_name();
+  return Owner{host, process_instance(), "tid:" + std::to_string(::syscall(SYS_gettid))};
+}
+
+Owner Owner::named(std::string_view name) {
+  if (name.empty() || name.size() > 200) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "an owner name must be 1 to 200 bytes; got " + std::to_string(name.size()));
+  }
+  Owner o = current_thread();
+  o.thread = "name:" + std::string(name);
+  return o;
+}
+
+std::string Owner::to_string() const { return host + "/" + process + "/" + thread; }
+
+}  // namespace dblock

@@ -1,0 +1,93 @@
+#include "unique_key/release_listener.hpp"
+
+#include "dblock/error.hpp"
+#include "dblock/table_names.hpp"
+
+namespace dblock::detail {
+
+namespace {
+constexpr auto kPollSlice = std::chrono::milliseconds(200);  // how often the thread checks stop
+constexpr auto kReconnectDelay = std::chrono::milliseconds(500);
+}  // namespace
+
+ReleaseListener::ReleaseListener(ConnectionSource& source, std::string channel)
+    : source_(source), channel_(std::move(channel)) {
+  thread_ = std::thread([this] { run(); });
+}
+
+ReleaseListener::~ReleaseListener() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void ReleaseListener::run() {
+  while (true) {
+    {
+      std::lock_guard lock(mu_);
+      if (stop_) return;
+    }
+    try {
+      listen_once();
+      return;  // stopped, or notifications are not available at all
+    } catch (const Error&) {
+      // Lost the session: waiters keep polling meanwhile; reconnect shortly.
+    }
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, kReconnectDelay, [&] { return stop_; });
+  }
+}
+
+void ReleaseListener::listen_once() {
+  std::unique_ptr<Connection> conn = source_.open_dedicated();
+  if (!conn || !conn->supports_notifications()) {
+    available_ = false;
+    cv_.notify_all();
+    return;
+  }
+  conn->execute("LISTEN " + quote_identifier(Dialect::kPostgreSQL, channel_));
+  while (true) {
+    {
+      std::lock_guard lock(mu_);
+      if (stop_) return;
+    }
+    auto notes = conn->wait_for_notifications(kPollSlice);
+    if (notes.empty()) continue;
+    {
+      std::lock_guard lock(mu_);
+      for (const auto& n : notes) {
+        auto it = keys_.find(n.payload);
+        if (it != keys_.end()) ++it->second.generation;
+      }
+    }
+    cv_.notify_all();
+  }
+}
+
+ReleaseListener::Interest::Interest(ReleaseListener& listener, std::string key)
+    : listener_(listener), key_(std::move(key)) {
+  std::lock_guard lock(listener_.mu_);
+  ++listener_.keys_[key_].interested;
+}
+
+ReleaseListener::Interest::~Interest() {
+  std::lock_guard lock(listener_.mu_);
+  auto it = listener_.keys_.find(key_);
+  if (it != listener_.keys_.end() && --it->second.interested == 0) listener_.keys_.erase(it);
+}
+
+std::uint64_t ReleaseListener::Interest::generation() const {
+  std::lock_guard lock(listener_.mu_);
+  return listener_.keys_[key_].generation;
+}
+
+void ReleaseListener::Interest::wait(std::uint64_t seen, std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(listener_.mu_);
+  listener_.cv_.wait_for(
+      lock, timeout, [&] { return listener_.stop_ || listener_.keys_[key_].generation != seen; });
+}
+
+}  // namespace dblock::detail

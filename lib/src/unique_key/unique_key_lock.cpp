@@ -1,0 +1,213 @@
+#include "dblock/unique_key_lock.hpp"
+
+#include <random>
+#include <thread>
+
+#include "dblock/error.hpp"
+#include "lease_core.hpp"
+#include "lock_keys.hpp"
+#include "renewer.hpp"
+#include "sql/dialect_sql.hpp"
+#include "unique_key/release_listener.hpp"
+
+namespace dblock {
+
+namespace {
+
+bool is_contention(ErrorCode code) {
+  return code == ErrorCode::kDeadlock || code == ErrorCode::kSerializationFailure ||
+         code == ErrorCode::kLockWaitTimeout || code == ErrorCode::kLockNotAvailable;
+}
+
+void contention_pause(int attempt) {
+  thread_local std::mt19937 rng{std::random_device{}()};
+  std::uniform_int_distribution<int> pick(0, 2 << std::min(attempt, 4));
+  std::this_thread::sleep_for(std::chrono::milliseconds(pick(rng)));
+}
+
+Value json_param(const nlohmann::json& metadata) {
+  return metadata.is_null() ? Value() : Value(metadata.dump());
+}
+
+}  // namespace
+
+struct UniqueKeyLock::Impl {
+  Impl(ConnectionSource& src, UniqueKeyLockOptions opts)
+      : source(src), options(std::move(opts)), dialect(src.dialect()) {
+    const auto& sql = detail::dialect_sql(dialect);
+    acquire_sql = detail::render_sql(sql.lock_acquire, dialect, options.tables);
+    release_sql = detail::render_sql(sql.lock_release, dialect, options.tables);
+    renew_sql = detail::render_sql(sql.lock_renew, dialect, options.tables);
+    claim_sql = detail::render_sql(sql.lock_claim, dialect, options.tables);
+    rows = sql.lock_results_in_rows;
+    channel = options.tables.name("locks");
+  }
+
+  // Runs one lock statement. Contention (deadlock, serialization failure) is retried a few
+  // times and then reported as nullopt; a lost connection is retried once when `idempotent`.
+  std::optional<Result> run(const std::string& sql, std::span<const Value> params,
+                            bool idempotent) {
+    bool retried_lost = false;
+    for (int attempt = 0;; ++attempt) {
+      try {
+        PooledConnection conn = source.acquire();
+        return conn->execute(sql, params);
+      } catch (const Error& e) {
+        if (is_contention(e.code())) {
+          if (attempt >= options.contention_retries) return std::nullopt;
+          contention_pause(attempt);
+          continue;
+        }
+        if (e.code() == ErrorCode::kConnectionLost && idempotent && !retried_lost) {
+          retried_lost = true;
+          continue;
+        }
+        throw;
+      }
+    }
+  }
+
+  // The fencing token when acquired, nullopt when held by another owner.
+  std::optional<std::int64_t> token_from(const Result& r) const {
+    if (rows) {
+      if (r.empty()) return std::nullopt;
+      return r.int64_at(0, "fencing_token");
+    }
+    if (r.last_insert_id() == 0) return std::nullopt;
+    return static_cast<std::int64_t>(r.last_insert_id());
+  }
+
+  detail::ReleaseListener* listener() {
+    if (dialect != Dialect::kPostgreSQL || !options.notify) return nullptr;
+    std::call_once(listener_once,
+                   [&] { listener_ = std::make_unique<detail::ReleaseListener>(source, channel); });
+    return listener_.get();
+  }
+
+  ConnectionSource& source;
+  UniqueKeyLockOptions options;
+  Dialect dialect;
+  std::string acquire_sql, release_sql, renew_sql, claim_sql, channel;
+  bool rows = true;
+  std::once_flag listener_once;
+  std::unique_ptr<detail::ReleaseListener> listener_;
+};
+
+namespace {
+
+class UniqueKeyLease final : public detail::LeaseCore {
+ public:
+  UniqueKeyLease(std::shared_ptr<UniqueKeyLock::Impl> impl, detail::LeaseInfo info,
+                 std::function<void(const std::string&)> on_lost)
+      : LeaseCore(std::move(info), std::move(on_lost)), impl_(std::move(impl)) {}
+
+ protected:
+  ReleaseOutcome do_release() override {
+    const auto& i = info();
+    std::vector<Value> params{Value(i.key), Value(i.owner.host), Value(i.owner.process),
+                              Value(i.owner.thread), Value(i.fencing_token)};
+    if (impl_->dialect == Dialect::kPostgreSQL) params.emplace_back(impl_->channel);
+    // Not retried on a lost connection: a decrement applied twice would drop an outer hold.
+    auto r = impl_->run(impl_->release_sql, params, false);
+    if (!r || r->affected_rows() == 0) return ReleaseOutcome::kNotHeld;
+    std::int64_t remaining =
+        impl_->rows ? r->int64_at(0, "hold_count") : static_cast<std::int64_t>(r->last_insert_id());
+    return remaining == 0 ? ReleaseOutcome::kReleased : ReleaseOutcome::kDecremented;
+  }
+
+  bool do_renew(std::chrono::milliseconds ttl) override {
+    const auto& i = info();
+    std::vector<Value> params{Value(static_cast<std::int64_t>(ttl.count())),
+                              Value(i.key),
+                              Value(i.owner.host),
+                              Value(i.owner.process),
+                              Value(i.owner.thread),
+                              Value(i.fencing_token)};
+    auto r = impl_->run(impl_->renew_sql, params, true);  // renewing twice is harmless
+    if (!r) throw Error(ErrorCode::kLockWaitTimeout, "renew of '" + i.key + "' kept contending");
+    return r->affected_rows() == 1;
+  }
+
+ private:
+  std::shared_ptr<UniqueKeyLock::Impl> impl_;
+};
+
+}  // namespace
+
+UniqueKeyLock::UniqueKeyLock(ConnectionSource& source, UniqueKeyLockOptions options)
+    : impl_(std::make_shared<Impl>(source, std::move(options))) {}
+
+UniqueKeyLock::~UniqueKeyLock() = default;
+
+std::optional<Lease> UniqueKeyLock::try_acquire(std::string_view key, const LockOptions& options) {
+  validate_lock_key(key);
+  detail::validate_ttl(options.ttl, "the lock TTL");
+  detail::LeaseInfo info{std::string(key), 0, detail::random_lease_id(),
+                         options.owner ? *options.owner : Owner::current_thread(), options.ttl};
+  std::vector<Value> params{Value(info.key),
+                            Value(info.lease_id),
+                            Value(info.owner.host),
+                            Value(info.owner.process),
+                            Value(info.owner.thread),
+                            Value(static_cast<std::int64_t>(options.ttl.count())),
+                            json_param(options.metadata)};
+  auto r = impl_->run(impl_->acquire_sql, params, true);  // a retry reuses the lease id
+  if (!r) return std::nullopt;
+  auto token = impl_->token_from(*r);
+  if (!token) return std::nullopt;
+  info.fencing_token = *token;
+  auto core = std::make_shared<UniqueKeyLease>(impl_, std::move(info), options.on_lost);
+  if (options.auto_renew) detail::Renewer::instance().watch(core);
+  return Lease(std::move(core));
+}
+
+std::optional<Lease> UniqueKeyLock::acquire(std::string_view key, std::chrono::milliseconds timeout,
+                                            const LockOptions& options) {
+  using Clock = std::chrono::steady_clock;
+  validate_lock_key(key);
+  if (timeout < std::chrono::milliseconds(0)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "the wait timeout is negative; use 0 for a single try");
+  }
+  const bool forever = timeout == std::chrono::milliseconds::max();
+  const auto deadline = forever ? Clock::time_point::max() : Clock::now() + timeout;
+  Backoff backoff(impl_->options.backoff);
+  detail::ReleaseListener* listener = impl_->listener();
+  std::optional<detail::ReleaseListener::Interest> interest;
+  if (listener) interest.emplace(*listener, std::string(key));
+  for (;;) {
+    std::uint64_t seen = interest ? interest->generation() : 0;
+    if (auto lease = try_acquire(key, options)) return lease;
+    auto now = Clock::now();
+    if (now >= deadline) return std::nullopt;
+    auto remaining = forever ? std::chrono::milliseconds::max()
+                             : std::chrono::ceil<std::chrono::milliseconds>(deadline - now);
+    auto pause = backoff.next(remaining);
+    if (interest) {
+      interest->wait(seen, pause);
+    } else {
+      std::this_thread::sleep_for(pause);
+    }
+  }
+}
+
+std::optional<Claim> UniqueKeyLock::claim(std::string_view key, const ClaimOptions& options) {
+  validate_lock_key(key);
+  Claim claim{std::string(key), 0,
+              options.claim_id.empty() ? detail::random_lease_id() : options.claim_id};
+  if (claim.claim_id.size() > 64) {
+    throw Error(ErrorCode::kInvalidArgument, "a claim id must be at most 64 bytes");
+  }
+  Owner owner = options.owner ? *options.owner : Owner::current_thread();
+  std::vector<Value> params{Value(claim.key),    Value(claim.claim_id),
+                            Value(owner.host),   Value(owner.process),
+                            Value(owner.thread), json_param(options.metadata)};
+  auto r = impl_->run(impl_->claim_sql, params, true);  // a retry reuses the claim id
+  if (!r) return std::nullopt;
+  auto token = impl_->token_from(*r);
+  if (!token) return std::nullopt;
+  claim.fencing_token = *token;
+  return claim;
+}
+
+}  // namespace dblock

@@ -1,0 +1,254 @@
+// `dblock run` and `dblock locks` as a cron job or an operator uses them: exit statuses passed
+// through, a held lock refusing (or waiting for) a second run, release however the command ends,
+// signals reaching the command, renewal past the TTL, a lost lease stopping the command, and the
+// listing in both forms.
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "backends.hpp"
+#include "dblock/migrator.hpp"
+#include "process.hpp"
+
+namespace dblock::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+class CliLockTest : public ::testing::TestWithParam<Backend> {
+ protected:
+  void SetUp() override {
+    ASSERT_STRNE(DBLOCK_CLI_PATH, "") << "the dblock CLI was not built";
+    prefix_ = unique_name("r") + "_";
+    key_ = unique_name("job");
+    std::string text =
+        std::getenv(backend().url_env.c_str()) ? std::getenv(backend().url_env.c_str()) : "";
+    ASSERT_FALSE(text.empty()) << backend().url_env << " is not set; run scripts/test.sh";
+    url_ = text + (text.find('?') == std::string::npos ? "?" : "&") + "driver=" + backend().driver;
+    auto conn = backend().connect();
+    Migrator(*conn, TableNames(prefix_)).up();
+    dir_ = fs::temp_directory_path() / unique_name("cli-lock");
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    auto conn = backend().connect();
+    backend().drop_tables_with_prefix(*conn, prefix_);
+    fs::remove_all(dir_);
+  }
+  const Backend& backend() const { return GetParam(); }
+
+  // argv for `dblock <subcommand> --prefix <prefix> <args...>`.
+  std::vector<std::string> cli(const std::string& subcommand,
+                               const std::vector<std::string>& args) const {
+    std::vector<std::string> argv{DBLOCK_CLI_PATH, subcommand, "--prefix", prefix_};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
+  }
+  // argv for `dblock run --prefix <prefix> --key <key_> <options...> -- sh -c <script>`.
+  std::vector<std::string> run_sh(const std::string& script,
+                                  std::vector<std::string> options = {}) const {
+    std::vector<std::string> args{"--key", key_};
+    args.insert(args.end(), options.begin(), options.end());
+    args.insert(args.end(), {"--", "sh", "-c", script});
+    return cli("run", args);
+  }
+  std::map<std::string, std::string> env() const { return {{"DBLOCK_URL", url_}}; }
+  ProcessResult run(const std::vector<std::string>& argv) const { return run_process(argv, env()); }
+  std::unique_ptr<ChildProcess> start(const std::vector<std::string>& argv) const {
+    return std::make_unique<ChildProcess>(argv, env());
+  }
+
+  std::string file(const std::string& name) const { return (dir_ / name).string(); }
+  // Waits up to `timeout` for `path` to exist.
+  static bool wait_for_file(const std::string& path, std::chrono::milliseconds timeout = 5s) {
+    auto deadline = Clock::now() + timeout;
+    while (!fs::exists(path)) {
+      if (Clock::now() >= deadline) return false;
+      std::this_thread::sleep_for(10ms);
+    }
+    return true;
+  }
+  static std::string slurp(const std::string& path) {
+    std::ifstream in(path);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+
+  // True when a one-try `run` gets the lock at once.
+  bool lock_is_free() const { return run(run_sh("exit 0")).exit_code == 0; }
+
+  // The `locks --json` entry for key_, or null.
+  nlohmann::json listed() const {
+    auto r = run(cli("locks", {"--json"}));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    auto all = nlohmann::json::parse(r.out);
+    EXPECT_TRUE(all.is_array()) << r.out;
+    for (const auto& entry : all) {
+      if (entry.value("key", "") == key_) return entry;
+    }
+    return nullptr;
+  }
+
+  static void expect_one_line(const ProcessResult& r, const std::string& fragment) {
+    ASSERT_FALSE(r.err.empty());
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "not one line: " << r.err;
+    EXPECT_EQ(r.err.rfind("dblock: ", 0), 0u) << r.err;
+    EXPECT_NE(r.err.find(fragment), std::string::npos) << r.err;
+  }
+
+  std::string prefix_;
+  std::string key_;
+  std::string url_;
+  fs::path dir_;
+};
+
+TEST_P(CliLockTest, RunsTheCommandAndPassesItsExitCodeThrough) {
+  auto r = run(run_sh("echo ran > '" + file("ran") + "'; exit 7"));
+  EXPECT_EQ(r.exit_code, 7) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(slurp(file("ran")), "ran\n");
+  EXPECT_TRUE(lock_is_free());
+}
+
+TEST_P(CliLockTest, TheCommandInheritsNoDatabaseSession) {
+  // Every open descriptor of the command, as /proc names them: a database socket would show
+  // as socket:[...].
+  auto r = run(run_sh("for f in /proc/$$/fd/*; do readlink \"$f\"; done; exit 0"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("socket:"), std::string::npos) << r.out;
+}
+
+TEST_P(CliLockTest, ASecondRunIsRefusedWhileHeldOrWaitsWithWait) {
+  auto first = start(run_sh("touch '" + file("started") + "'; sleep 2"));
+  ASSERT_TRUE(wait_for_file(file("started")));
+
+  auto began = Clock::now();
+  auto refused = run(run_sh("touch '" + file("refused-ran") + "'"));
+  EXPECT_LT(Clock::now() - began, 2s);
+  EXPECT_EQ(refused.exit_code, 75) << refused.err;
+  expect_one_line(refused, "lock " + key_ + " is held by someone else; not running sh");
+  EXPECT_FALSE(fs::exists(file("refused-ran")));
+
+  auto waited = run(run_sh("touch '" + file("waited-ran") + "'", {"--wait", "5s"}));
+  EXPECT_EQ(waited.exit_code, 0) << waited.err;
+  EXPECT_TRUE(fs::exists(file("waited-ran")));
+  EXPECT_EQ(first->wait().exit_code, 0);
+}
+
+TEST_P(CliLockTest, ReleasesTheLockHoweverTheCommandEnds) {
+  EXPECT_EQ(run(run_sh("exit 3")).exit_code, 3);
+  EXPECT_TRUE(lock_is_free());
+  auto killed = run(run_sh("kill -9 $$"));
+  EXPECT_EQ(killed.exit_code, 137) << killed.err;
+  EXPECT_TRUE(lock_is_free());
+  auto missing = run(cli("run", {"--key", key_, "--", "dblock-no-such-command"}));
+  EXPECT_EQ(missing.exit_code, 127);
+  expect_one_line(missing, "cannot run dblock-no-such-command");
+  std::ofstream(file("plain")) << "echo not executable\n";
+  auto not_executable = run(cli("run", {"--key", key_, "--", file("plain")}));
+  EXPECT_EQ(not_executable.exit_code, 126);
+  expect_one_line(not_executable, "cannot run " + file("plain"));
+  EXPECT_TRUE(lock_is_free());
+}
+
+TEST_P(CliLockTest, ForwardsSigtermToTheCommandAndReleases) {
+  // A shell writes its pid to the file named by $0, then becomes dblock: the test can signal it.
+  std::vector<std::string> argv{"/bin/sh", "-c", "echo $$ > \"$0\"; exec \"$@\"", file("pid")};
+  auto run_argv = run_sh("trap 'echo term > \"" + file("term") + "\"; exit 9' TERM; touch '" +
+                         file("started") + "'; while :; do sleep 0.05; done");
+  argv.insert(argv.end(), run_argv.begin(), run_argv.end());
+  ChildProcess dblock(argv, env());
+  ASSERT_TRUE(wait_for_file(file("started")));
+  const pid_t pid = std::stoi(slurp(file("pid")));
+  ASSERT_EQ(::kill(pid, SIGTERM), 0);
+  auto r = dblock.wait();
+  EXPECT_EQ(r.exit_code, 9) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(slurp(file("term")), "term\n");
+  EXPECT_TRUE(lock_is_free());
+}
+
+TEST_P(CliLockTest, RenewsTheLeaseWhileTheCommandOutlivesTheTtl) {
+  auto holder = start(run_sh("touch '" + file("started") + "'; sleep 3", {"--ttl", "1s"}));
+  ASSERT_TRUE(wait_for_file(file("started")));
+  auto started = Clock::now();
+  std::this_thread::sleep_until(started + 2500ms);
+  auto late = run(run_sh("touch '" + file("late-ran") + "'"));
+  EXPECT_EQ(late.exit_code, 75) << late.err;
+  EXPECT_FALSE(fs::exists(file("late-ran")));
+  EXPECT_EQ(holder->wait().exit_code, 0);
+  EXPECT_TRUE(lock_is_free());
+}
+
+TEST_P(CliLockTest, LosingTheLeaseStopsTheCommandAndExits75) {
+  auto holder = start(run_sh("trap 'touch \"" + file("term") + "\"; exit 0' TERM; touch '" +
+                                 file("started") + "'; while :; do sleep 0.05; done",
+                             {"--ttl", "1s"}));
+  ASSERT_TRUE(wait_for_file(file("started")));
+  auto conn = backend().connect();
+  conn->execute("DELETE FROM " + TableNames(prefix_).qualified(backend().dialect, "locks") +
+                    " WHERE lock_key = " + backend().param(1),
+                {Value(key_)});
+  auto r = holder->wait();
+  EXPECT_EQ(r.exit_code, 75) << r.err;
+  expect_one_line(r, "lost the lock " + key_ + " while sh was running");
+  EXPECT_TRUE(fs::exists(file("term")));
+}
+
+TEST_P(CliLockTest, BadDurationsAreUsageErrors) {
+  auto ttl = run(run_sh("touch '" + file("ran") + "'", {"--ttl", "5x"}));
+  EXPECT_EQ(ttl.exit_code, 64);
+  expect_one_line(ttl, "--ttl: invalid duration '5x'");
+  auto wait = run(run_sh("touch '" + file("ran") + "'", {"--wait", "-1s"}));
+  EXPECT_EQ(wait.exit_code, 64);
+  expect_one_line(wait, "--wait: invalid duration '-1s'");
+  EXPECT_FALSE(fs::exists(file("ran")));
+}
+
+TEST_P(CliLockTest, LocksListsTheHolderUntilReleased) {
+  auto holder = start(run_sh("touch '" + file("started") + "'; sleep 2"));
+  ASSERT_TRUE(wait_for_file(file("started")));
+
+  nlohmann::json entry = listed();
+  ASSERT_TRUE(entry.is_object()) << "key " << key_ << " not listed";
+  std::set<std::string> fields;
+  for (const auto& [name, value] : entry.items()) fields.insert(name);
+  EXPECT_EQ(fields, (std::set<std::string>{"key", "lease_id", "owner_host", "owner_process",
+                                           "owner_thread", "hold_count", "fencing_token",
+                                           "acquired_at", "expires_at", "expired", "metadata"}));
+  EXPECT_EQ(entry["hold_count"], 1);
+  EXPECT_GT(entry["fencing_token"].get<std::int64_t>(), 0);
+  EXPECT_EQ(entry["expired"], false);
+  EXPECT_EQ(entry["metadata"], nlohmann::json({{"command", "sh"}}));
+  EXPECT_FALSE(entry["lease_id"].get<std::string>().empty());
+
+  auto table = run(cli("locks", {}));
+  EXPECT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_EQ(table.out.rfind("KEY ", 0), 0u) << table.out;
+  EXPECT_NE(table.out.find(key_), std::string::npos) << table.out;
+
+  EXPECT_EQ(holder->wait().exit_code, 0);
+  EXPECT_TRUE(listed().is_null());
+  auto empty = run(cli("locks", {}));
+  EXPECT_EQ(empty.out, "no locks held\n");
+}
+
+TEST_P(CliLockTest, LocksWithoutTablesSaysToMigrate) {
+  auto r = run({DBLOCK_CLI_PATH, "locks", "--prefix", unique_name("none") + "_"});
+  EXPECT_EQ(r.exit_code, 78);
+  expect_one_line(r, "run `dblock migrate up`");
+}
+
+INSTANTIATE_TEST_SUITE_P(Pairs, CliLockTest, ::testing::ValuesIn(all_backends()), BackendName());
+
+}  // namespace
+}  // namespace dblock::testing

@@ -1,0 +1,344 @@
+// The unique-key lock against every database x driver pair, in one process: mutual exclusion
+// between owners, reentrancy, expiry and takeover, lost leases, renewal, claims, waiting, and
+// the PostgreSQL release notification. Multi-process scenarios are in lock_process_test.cpp.
+#include "dblock/unique_key_lock.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <thread>
+
+#include "backends.hpp"
+#include "dblock/lock_table.hpp"
+#include "dblock/migrator.hpp"
+#include "dblock/open.hpp"
+#include "dblock/timed_lockable.hpp"
+#include "sql/dialect_sql.hpp"
+
+namespace dblock::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+class UniqueKeyLockTest : public ::testing::TestWithParam<Backend> {
+ protected:
+  void SetUp() override {
+    tables_ = TableNames(unique_name("u") + "_");
+    pool_ = open_pool(backend().url(), {.max_size = 4});
+    Migrator(*pool_->acquire(), tables_).up();
+  }
+  void TearDown() override {
+    auto c = backend().connect();
+    backend().drop_tables_with_prefix(*c, tables_.prefix());
+  }
+  const Backend& backend() const { return GetParam(); }
+  std::unique_ptr<UniqueKeyLock> make_lock(UniqueKeyLockOptions options = {}) {
+    options.tables = tables_;
+    return std::make_unique<UniqueKeyLock>(*pool_, std::move(options));
+  }
+  LockOptions as(const std::string& owner, milliseconds ttl = milliseconds(30000)) {
+    LockOptions o;
+    o.owner = Owner::named(owner);
+    o.ttl = ttl;
+    return o;
+  }
+  std::optional<LockRow> row(const std::string& key) {
+    auto c = pool_->acquire();
+    for (auto& r : list_locks(*c, tables_)) {
+      if (r.key == key) return r;
+    }
+    return std::nullopt;
+  }
+
+  TableNames tables_;
+  std::unique_ptr<Pool> pool_;
+};
+
+TEST_P(UniqueKeyLockTest, OneOwnerAtATime) {
+  auto lock = make_lock();
+  auto a = lock->try_acquire("k", as("a"));
+  ASSERT_TRUE(a);
+  EXPECT_GT(a->fencing_token(), 0);
+  EXPECT_EQ(a->key(), "k");
+  EXPECT_FALSE(lock->try_acquire("k", as("b")));
+  EXPECT_TRUE(lock->try_acquire("other-key", as("b")));
+  auto r = row("k");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->owner_thread, "name:a");
+  EXPECT_EQ(r->hold_count, 1);
+  EXPECT_FALSE(r->expired);
+  EXPECT_EQ(r->fencing_token, a->fencing_token());
+}
+
+TEST_P(UniqueKeyLockTest, ReleaseFreesTheKeyAndTheNextHolderGetsAHigherToken) {
+  auto lock = make_lock();
+  std::int64_t last = 0;
+  for (int i = 0; i < 5; ++i) {
+    auto l = lock->try_acquire("k", as(i % 2 ? "a" : "b"));
+    ASSERT_TRUE(l) << i;
+    EXPECT_GT(l->fencing_token(), last);
+    last = l->fencing_token();
+    EXPECT_EQ(l->release(), ReleaseOutcome::kReleased);
+    EXPECT_FALSE(l->valid());
+  }
+  EXPECT_FALSE(row("k"));  // free rows are not listed
+}
+
+TEST_P(UniqueKeyLockTest, ReentrantForTheSameOwnerOnly) {
+  auto lock = make_lock();
+  auto first = lock->try_acquire("k", as("me"));
+  auto second = lock->try_acquire("k", as("me"));
+  auto third = lock->try_acquire("k", as("me"));
+  ASSERT_TRUE(first && second && third);
+  EXPECT_EQ(second->fencing_token(), first->fencing_token());
+  EXPECT_EQ(third->fencing_token(), first->fencing_token());
+  EXPECT_EQ(row("k")->hold_count, 3);
+
+  // Another thread of this process (a different default owner) cannot get in.
+  std::optional<bool> other_got;
+  std::thread([&] { other_got = lock->try_acquire("k").has_value(); }).join();
+  EXPECT_EQ(other_got, false);
+
+  EXPECT_EQ(third->release(), ReleaseOutcome::kDecremented);
+  EXPECT_FALSE(lock->try_acquire("k", as("other")));
+  EXPECT_EQ(second->release(), ReleaseOutcome::kDecremented);
+  EXPECT_FALSE(lock->try_acquire("k", as("other")));
+  EXPECT_EQ(first->release(), ReleaseOutcome::kReleased);
+  EXPECT_TRUE(lock->try_acquire("k", as("other")));
+}
+
+TEST_P(UniqueKeyLockTest, DefaultOwnerIsTheCallingThread) {
+  auto lock = make_lock();
+  auto mine = lock->try_acquire("k");
+  ASSERT_TRUE(mine);
+  auto again = lock->try_acquire("k");  // same thread: reentrant
+  ASSERT_TRUE(again);
+  EXPECT_EQ(mine->owner(), Owner::current_thread());
+}
+
+TEST_P(UniqueKeyLockTest, ExpiredLeaseIsTakenOverAndTheStaleHolderChangesNothing) {
+  auto lock = make_lock();
+  LockOptions short_lived = as("stale", milliseconds(300));
+  short_lived.auto_renew = false;
+  auto stale = lock->try_acquire("k", short_lived);
+  ASSERT_TRUE(stale);
+  EXPECT_FALSE(lock->try_acquire("k", as("fresh")));
+  std::this_thread::sleep_for(milliseconds(500));
+  auto fresh = lock->try_acquire("k", as("fresh"));
+  ASSERT_TRUE(fresh);
+  EXPECT_GT(fresh->fencing_token(), stale->fencing_token());
+
+  EXPECT_FALSE(stale->renew(milliseconds(10000)));
+  EXPECT_TRUE(stale->lost());
+  EXPECT_EQ(stale->release(), ReleaseOutcome::kNotHeld);
+  auto r = row("k");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->owner_thread, "name:fresh");
+  EXPECT_EQ(r->fencing_token, fresh->fencing_token());
+  EXPECT_EQ(r->hold_count, 1);
+  EXPECT_EQ(fresh->release(), ReleaseOutcome::kReleased);
+}
+
+TEST_P(UniqueKeyLockTest, ReleaseIsOwnerAndTokenChecked) {
+  auto lock = make_lock();
+  LockOptions o = as("me", milliseconds(300));
+  o.auto_renew = false;
+  auto old_lease = lock->try_acquire("k", o);
+  ASSERT_TRUE(old_lease);
+  std::this_thread::sleep_for(milliseconds(500));
+  // The same owner takes the key again after expiry: a new acquisition with a new token.
+  auto new_lease = lock->try_acquire("k", as("me"));
+  ASSERT_TRUE(new_lease);
+  EXPECT_GT(new_lease->fencing_token(), old_lease->fencing_token());
+  // The old handle's release must not release the new acquisition.
+  EXPECT_EQ(old_lease->release(), ReleaseOutcome::kNotHeld);
+  EXPECT_FALSE(lock->try_acquire("k", as("someone-else")));
+  EXPECT_EQ(new_lease->release(), ReleaseOutcome::kReleased);
+}
+
+TEST_P(UniqueKeyLockTest, AutoRenewKeepsTheLeasePastItsTtl) {
+  auto lock = make_lock();
+  auto held = lock->try_acquire("k", as("holder", milliseconds(300)));
+  ASSERT_TRUE(held);
+  for (int i = 0; i < 5; ++i) {
+    std::this_thread::sleep_for(milliseconds(200));
+    EXPECT_FALSE(lock->try_acquire("k", as("intruder"))) << "after " << (i + 1) * 200 << " ms";
+  }
+  EXPECT_FALSE(held->lost());
+  EXPECT_EQ(held->release(), ReleaseOutcome::kReleased);
+}
+
+TEST_P(UniqueKeyLockTest, ALeaseTakenAwayIsReportedLost) {
+  auto lock = make_lock();
+  std::atomic<int> lost_calls{0};
+  LockOptions o = as("victim", milliseconds(300));
+  o.on_lost = [&](const std::string& key) {
+    if (key == "k") ++lost_calls;
+  };
+  auto held = lock->try_acquire("k", o);
+  ASSERT_TRUE(held);
+  // An operator force-releases the row behind the holder's back.
+  auto c = pool_->acquire();
+  c->execute("UPDATE " + tables_.qualified(backend().dialect, "locks") +
+             " SET hold_count = 0, fencing_token = fencing_token + 1");
+  c.reset();
+  auto deadline = Clock::now() + std::chrono::seconds(3);
+  while (!held->lost() && Clock::now() < deadline) std::this_thread::sleep_for(milliseconds(20));
+  EXPECT_TRUE(held->lost());
+  EXPECT_EQ(lost_calls.load(), 1);
+  EXPECT_EQ(held->release(), ReleaseOutcome::kNotHeld);
+}
+
+TEST_P(UniqueKeyLockTest, RetryWithTheSameLeaseIdRecognisesItsOwnAcquisition) {
+  // A lost reply: the server applied the insert, the client retries the same statement.
+  const auto& sql = detail::dialect_sql(backend().dialect);
+  std::string acquire = detail::render_sql(sql.lock_acquire, backend().dialect, tables_);
+  Owner me = Owner::named("retrier");
+  std::vector<Value> params{Value("k"),       Value("lease-abc"), Value(me.host), Value(me.process),
+                            Value(me.thread), Value(30000),       Value()};
+  auto c = pool_->acquire();
+  auto token_of = [&](const Result& r) {
+    return sql.lock_results_in_rows ? (r.empty() ? 0 : r.int64_at(0, "fencing_token"))
+                                    : static_cast<std::int64_t>(r.last_insert_id());
+  };
+  auto first = token_of(c->execute(acquire, params));
+  auto retry = token_of(c->execute(acquire, params));
+  c.reset();
+  EXPECT_GT(first, 0);
+  EXPECT_EQ(retry, first);
+  EXPECT_EQ(row("k")->hold_count, 1);  // not counted twice
+  auto lock = make_lock();
+  EXPECT_FALSE(lock->try_acquire("k", as("someone-else")));
+}
+
+TEST_P(UniqueKeyLockTest, ClaimOnce) {
+  auto lock = make_lock();
+  ClaimOptions o;
+  o.claim_id = "order-1";
+  o.metadata = {{"user", 7}};
+  auto claim = lock->claim("voucher:9:user:7", o);
+  ASSERT_TRUE(claim);
+  EXPECT_GT(claim->fencing_token, 0);
+  auto retry = lock->claim("voucher:9:user:7", o);  // same claim id: a lost reply's retry
+  ASSERT_TRUE(retry);
+  EXPECT_EQ(retry->fencing_token, claim->fencing_token);
+  ClaimOptions other;
+  EXPECT_FALSE(lock->claim("voucher:9:user:7", other));
+  EXPECT_FALSE(lock->try_acquire("voucher:9:user:7", as("x")));
+  auto r = row("voucher:9:user:7");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->expires_at, "never");
+  EXPECT_FALSE(r->expired);
+  EXPECT_NE(r->metadata.find("\"user\""), std::string::npos) << r->metadata;
+}
+
+TEST_P(UniqueKeyLockTest, TimedAcquireWaitsForTheReleaseAndTimesOutOtherwise) {
+  auto lock = make_lock();
+  auto held = lock->try_acquire("k", as("holder"));
+  ASSERT_TRUE(held);
+  auto started = Clock::now();
+  EXPECT_FALSE(lock->acquire("k", milliseconds(300), as("waiter")));
+  auto waited = Clock::now() - started;
+  EXPECT_GE(waited, milliseconds(290));
+  EXPECT_LT(waited, milliseconds(1500));
+
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(milliseconds(200));
+    held->release();
+  });
+  auto got = lock->acquire("k", milliseconds(5000), as("waiter"));
+  releaser.join();
+  EXPECT_TRUE(got);
+}
+
+TEST_P(UniqueKeyLockTest, WithLockReleasesOnEveryPath) {
+  auto lock = make_lock();
+  auto result = with_lock(*lock, "k", milliseconds(0), as("a"),
+                          [](Lease& l) { return l.fencing_token() > 0 ? 42 : 0; });
+  EXPECT_EQ(result, 42);
+  EXPECT_THROW(with_lock(*lock, "k", milliseconds(0), as("a"),
+                         [](Lease&) { throw std::runtime_error("boom"); }),
+               std::runtime_error);
+  EXPECT_TRUE(lock->try_acquire("k", as("b")));  // released despite the exception
+}
+
+TEST_P(UniqueKeyLockTest, WorksWithStdLockGuards) {
+  auto lock = make_lock();
+  LockableKey mine(*lock, "k", as("a"));
+  LockableKey theirs(*lock, "k", as("b"));
+  {
+    std::unique_lock guard(mine, std::chrono::milliseconds(500));
+    ASSERT_TRUE(guard.owns_lock());
+    EXPECT_FALSE(theirs.try_lock());
+    EXPECT_FALSE(theirs.try_lock_for(std::chrono::milliseconds(50)));
+  }
+  std::scoped_lock both(theirs);
+  EXPECT_NE(theirs.lease(), nullptr);
+}
+
+TEST_P(UniqueKeyLockTest, RejectsBadKeysAndTtlsBeforeSendingAnything) {
+  auto lock = make_lock();
+  for (const std::string& bad :
+       {std::string(), std::string("a\0b", 3), std::string("\xff\xfe"), std::string(256, 'k')}) {
+    try {
+      lock->try_acquire(bad);
+      FAIL() << "accepted a bad key";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    }
+  }
+  EXPECT_TRUE(lock->try_acquire(std::string(255, 'k'), as("a")));
+  EXPECT_TRUE(lock->try_acquire("ключ-🔒", as("a")));
+  LockOptions zero = as("a", milliseconds(0));
+  EXPECT_THROW(lock->try_acquire("k", zero), Error);
+  EXPECT_THROW(lock->acquire("k", milliseconds(-1), as("a")), Error);
+}
+
+TEST_P(UniqueKeyLockTest, KeysAreCaseAndByteExact) {
+  auto lock = make_lock();
+  auto lower = lock->try_acquire("key", as("a"));
+  auto upper = lock->try_acquire("KEY", as("b"));
+  auto spaced = lock->try_acquire("key ", as("c"));
+  EXPECT_TRUE(lower && upper && spaced);
+}
+
+TEST_P(UniqueKeyLockTest, HandoffToABlockedWaiter) {
+  // PostgreSQL wakes the waiter by notification; MySQL polls. Polling alone is made slow here
+  // (every backoff wait is 300 ms), so a fast handoff proves the notification path.
+  UniqueKeyLockOptions options;
+  options.backoff = {milliseconds(300), milliseconds(300), milliseconds(300)};
+  auto lock = make_lock(options);
+  std::vector<double> handoff_ms;
+  for (int i = 0; i < 9; ++i) {
+    auto held = lock->try_acquire("k", as("holder"));
+    ASSERT_TRUE(held);
+    std::atomic<bool> waiting{false};
+    Clock::time_point got_at;
+    std::thread waiter([&] {
+      waiting = true;
+      auto l = lock->acquire("k", milliseconds(5000), as("waiter"));
+      got_at = Clock::now();
+      EXPECT_TRUE(l);
+    });
+    while (!waiting) std::this_thread::yield();
+    std::this_thread::sleep_for(milliseconds(100));  // the waiter is asleep now
+    auto released_at = Clock::now();
+    held->release();
+    waiter.join();
+    handoff_ms.push_back(std::chrono::duration<double, std::milli>(got_at - released_at).count());
+  }
+  std::sort(handoff_ms.begin(), handoff_ms.end());
+  double median = handoff_ms[handoff_ms.size() / 2];
+  std::printf("[ handoff  ] %s: median %.2f ms, max %.2f ms over %zu handoffs\n",
+              backend().name.c_str(), median, handoff_ms.back(), handoff_ms.size());
+  RecordProperty("handoff_median_ms", std::to_string(median));
+  if (backend().dialect == Dialect::kPostgreSQL) {
+    EXPECT_LT(median, 100.0) << "the release notification did not wake the waiter";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Pairs, UniqueKeyLockTest, ::testing::ValuesIn(all_backends()),
+                         BackendName());
+
+}  // namespace
+}  // namespace dblock::testing

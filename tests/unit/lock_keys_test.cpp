@@ -1,0 +1,76 @@
+#include "lock_keys.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <set>
+#include <thread>
+
+#include "dblock/error.hpp"
+#include "dblock/owner.hpp"
+#include "dblock/unique_key_lock.hpp"
+
+namespace dblock {
+namespace {
+
+TEST(LockKeys, AcceptsUtf8UpTo255Characters) {
+  EXPECT_NO_THROW(validate_lock_key("a"));
+  EXPECT_NO_THROW(validate_lock_key(std::string(255, 'x')));
+  std::string wide;
+  for (int i = 0; i < 255; ++i) wide += "\xe2\x82\xac";  // 255 euro signs: 765 bytes
+  EXPECT_NO_THROW(validate_lock_key(wide));
+  EXPECT_NO_THROW(validate_lock_key("\xf0\x9f\x94\x92 lock"));
+}
+
+TEST(LockKeys, RejectsEmptyNulInvalidUtf8AndTooLong) {
+  for (const std::string& bad : {std::string(), std::string("a\0b", 3), std::string(256, 'x'),
+                                 std::string("\xc3"),              // truncated
+                                 std::string("\xc0\xaf"),          // overlong '/'
+                                 std::string("\xed\xa0\x80"),      // surrogate
+                                 std::string("\xf4\x90\x80\x80"),  // past U+10FFFF
+                                 std::string("\xff")}) {
+    try {
+      validate_lock_key(bad);
+      FAIL() << "accepted a bad key of " << bad.size() << " bytes";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    }
+  }
+}
+
+TEST(LockKeys, LeaseIdsAreRandomHex) {
+  std::set<std::string> seen;
+  for (int i = 0; i < 1000; ++i) {
+    auto id = detail::random_lease_id();
+    EXPECT_EQ(id.size(), 32u);
+    EXPECT_EQ(id.find_first_not_of("0123456789abcdef"), std::string::npos);
+    seen.insert(id);
+  }
+  EXPECT_EQ(seen.size(), 1000u);
+}
+
+TEST(LockKeys, TtlBounds) {
+  using std::chrono::milliseconds;
+  EXPECT_NO_THROW(detail::validate_ttl(milliseconds(1), "ttl"));
+  EXPECT_THROW(detail::validate_ttl(milliseconds(0), "ttl"), Error);
+  EXPECT_THROW(detail::validate_ttl(milliseconds(-5), "ttl"), Error);
+  EXPECT_THROW(detail::validate_ttl(std::chrono::hours(24 * 366), "ttl"), Error);
+}
+
+TEST(Owner, ThreadsDifferAndNamesFollowTheCaller) {
+  Owner here = Owner::current_thread();
+  Owner there;
+  std::thread([&] { there = Owner::current_thread(); }).join();
+  EXPECT_EQ(here.host, there.host);
+  EXPECT_EQ(here.process, there.process);
+  EXPECT_NE(here.thread, there.thread);
+  Owner named_here = Owner::named("job-1");
+  Owner named_there;
+  std::thread([&] { named_there = Owner::named("job-1"); }).join();
+  EXPECT_EQ(named_here, named_there);
+  EXPECT_THROW(Owner::named(""), Error);
+  EXPECT_EQ(process_instance().rfind(std::to_string(::getpid()) + "-", 0), 0u);
+}
+
+}  // namespace
+}  // namespace dblock
