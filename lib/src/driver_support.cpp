@@ -128,6 +128,23 @@ Error driver_error(ErrorCode code, std::string_view where, std::string_view mess
   return Error(code, text, std::move(sqlstate), server_errno);
 }
 
+void append_quoted_option(std::string& out, std::string_view key, std::string_view value) {
+  out.append(key).append("='");
+  for (char c : value) {
+    if (c == '\'' || c == '\\') out += '\\';
+    out += c;
+  }
+  out.append("' ");
+}
+
+bool is_option_keyword(std::string_view key) noexcept {
+  if (key.empty()) return false;
+  for (char c : key) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  }
+  return true;
+}
+
 void set_close_on_exec(int fd) noexcept {
   if (fd < 0) return;
   int flags = ::fcntl(fd, F_GETFD);

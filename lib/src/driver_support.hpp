@@ -25,6 +25,16 @@ ErrorCode code_from_mysql_errno(unsigned int err) noexcept;
 Error driver_error(ErrorCode code, std::string_view where, std::string_view message,
                    std::string_view secret, std::string sqlstate = {}, int server_errno = 0);
 
+// Appends key='value' and a space: single quotes, with ' and \ escaped by a backslash. The syntax
+// of libpq connection strings and of SOCI's MySQL backend.
+void append_quoted_option(std::string& out, std::string_view key, std::string_view value);
+
+// True for a connection-string keyword: one or more of a-z, 0-9 and '_'.
+bool is_option_keyword(std::string_view key) noexcept;
+
+// `text` with every byte outside A-Z a-z 0-9 - . _ ~ written as %XX (RFC 3986).
+std::string percent_encode(std::string_view text);
+
 // Marks a connection's socket close-on-exec, so programs the service starts (`dblock run`'s
 // command, for one) do not inherit the database session. No-op for fd < 0.
 void set_close_on_exec(int fd) noexcept;

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "dblock/error.hpp"
+#include "driver_support.hpp"
 
 namespace dblock {
 
@@ -73,21 +74,6 @@ std::string percent_decode(std::string_view url, std::string_view part, std::str
   }
   if (out.find('\0') != std::string::npos) {
     fail(url, std::string("the ") + std::string(name) + " contains a NUL byte");
-  }
-  return out;
-}
-
-std::string percent_encode(std::string_view s) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
   }
   return out;
 }
@@ -250,21 +236,21 @@ int DatabaseUrl::effective_port() const noexcept {
 std::string DatabaseUrl::redacted() const {
   std::string out(dialect == Dialect::kPostgreSQL ? "postgresql://" : "mysql://");
   if (!user.empty()) {
-    out += percent_encode(user);
+    out += detail::percent_encode(user);
     if (!password.empty()) out += ":***";
     out += '@';
   }
-  out += host.find(':') != std::string::npos ? "[" + host + "]" : percent_encode(host);
+  out += host.find(':') != std::string::npos ? "[" + host + "]" : detail::percent_encode(host);
   if (port != 0) out += ":" + std::to_string(port);
-  out += "/" + percent_encode(database);
+  out += "/" + detail::percent_encode(database);
   char sep = '?';
   if (!driver.empty()) {
-    out += "?driver=" + percent_encode(driver);
+    out += "?driver=" + detail::percent_encode(driver);
     sep = '&';
   }
   for (const auto& [k, v] : params) {
     out += sep;
-    out += percent_encode(k) + "=" + percent_encode(v);
+    out += detail::percent_encode(k) + "=" + detail::percent_encode(v);
     sep = '&';
   }
   return out;
@@ -273,7 +259,7 @@ std::string DatabaseUrl::redacted() const {
 std::string scrub(std::string_view text, std::string_view secret) {
   std::string out(text);
   if (secret.empty()) return out;
-  for (const std::string& s : {std::string(secret), percent_encode(secret)}) {
+  for (const std::string& s : {std::string(secret), detail::percent_encode(secret)}) {
     for (std::size_t pos = out.find(s); pos != std::string::npos; pos = out.find(s, pos + 3)) {
       out.replace(pos, s.size(), "***");
     }
@@ -281,4 +267,22 @@ std::string scrub(std::string_view text, std::string_view secret) {
   return out;
 }
 
+namespace detail {
+
+std::string percent_encode(std::string_view text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+}  // namespace detail
 }  // namespace dblock

@@ -337,6 +337,63 @@ TEST_P(UniqueKeyLockTest, HandoffToABlockedWaiter) {
   }
 }
 
+TEST_P(UniqueKeyLockTest, AnAcquireStormNeverThrowsAndNeverGrantsTwice) {
+  // 16 threads hammer one key with one-shot tries (InnoDB answers some duplicate-key inserts
+  // with deadlocks); every try must end as "acquired" or "not acquired", one holder at a time.
+  auto pool = open_pool(backend().url(), {.max_size = 16});
+  UniqueKeyLockOptions options;
+  options.tables = tables_;
+  UniqueKeyLock lock(*pool, options);
+  std::atomic<int> holders{0}, max_holders{0}, acquired{0}, errors{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 16; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 40; ++i) {
+        try {
+          auto lease = lock.try_acquire("storm", as("t" + std::to_string(t)));
+          if (!lease) continue;
+          int now = ++holders;
+          int seen = max_holders.load();
+          while (now > seen && !max_holders.compare_exchange_weak(seen, now)) {
+          }
+          ++acquired;
+          std::this_thread::sleep_for(std::chrono::microseconds(200));
+          --holders;
+          lease->release();
+        } catch (const std::exception& e) {
+          ++errors;
+          ADD_FAILURE() << e.what();
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(max_holders.load(), 1);
+  EXPECT_GT(acquired.load(), 0);
+}
+
+TEST_P(UniqueKeyLockTest, WaitingFallsBackToPollingWithoutADedicatedSession) {
+  // A borrowed connection cannot open a LISTEN session: waiters poll instead.
+  auto conn = backend().connect();
+  auto source = borrow(*conn);
+  UniqueKeyLockOptions options;
+  options.tables = tables_;
+  UniqueKeyLock polling(*source, options);
+  auto other = make_lock();
+  auto held = other->try_acquire("k", as("holder"));
+  ASSERT_TRUE(held);
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(milliseconds(300));
+    held->release();
+  });
+  auto started = Clock::now();
+  auto got = polling.acquire("k", milliseconds(5000), as("waiter"));
+  releaser.join();
+  EXPECT_TRUE(got);
+  EXPECT_LT(Clock::now() - started, milliseconds(2000));
+}
+
 INSTANTIATE_TEST_SUITE_P(Pairs, UniqueKeyLockTest, ::testing::ValuesIn(all_backends()),
                          BackendName());
 

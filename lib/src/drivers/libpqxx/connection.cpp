@@ -45,6 +45,7 @@
 #include <vector>
 
 #include "dblock/libpqxx.hpp"
+#include "driver_support.hpp"
 #include "drivers/libpqxx/errors.hpp"
 #include "sql_scanner.hpp"
 
@@ -364,24 +365,6 @@ class PqxxConnection final : public Connection {
   std::map<std::string, std::unique_ptr<ChannelReceiver>> receivers_;  // by channel
 };
 
-// Appends `key='value'` to a libpq connection string, escaping ' and \ in the value.
-void append_option(std::string& conninfo, std::string_view key, std::string_view value) {
-  conninfo.append(key).append("='");
-  for (char c : value) {
-    if (c == '\'' || c == '\\') conninfo += '\\';
-    conninfo += c;
-  }
-  conninfo.append("' ");
-}
-
-bool is_keyword(std::string_view key) {
-  if (key.empty()) return false;
-  for (char c : key) {
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 std::unique_ptr<Connection> wrap_pqxx(pqxx::connection_base& conn) {
@@ -401,19 +384,20 @@ std::unique_ptr<Connection> connect_pqxx(const DatabaseUrl& url) {
     throw pqxx_driver::invalid_url_error(where, "the libpqxx driver needs a postgresql:// URL");
   }
   std::string conninfo;
-  if (!url.host.empty()) append_option(conninfo, "host", url.host);
-  append_option(conninfo, "port", port);
-  if (!url.user.empty()) append_option(conninfo, "user", url.user);
-  if (!url.password.empty()) append_option(conninfo, "password", url.password);
-  if (!url.database.empty()) append_option(conninfo, "dbname", url.database);
-  if (!url.param("connect_timeout")) append_option(conninfo, "connect_timeout", "10");
-  append_option(conninfo, "fallback_application_name", "dblock");
+  if (!url.host.empty()) detail::append_quoted_option(conninfo, "host", url.host);
+  detail::append_quoted_option(conninfo, "port", port);
+  if (!url.user.empty()) detail::append_quoted_option(conninfo, "user", url.user);
+  if (!url.password.empty()) detail::append_quoted_option(conninfo, "password", url.password);
+  if (!url.database.empty()) detail::append_quoted_option(conninfo, "dbname", url.database);
+  if (!url.param("connect_timeout"))
+    detail::append_quoted_option(conninfo, "connect_timeout", "10");
+  detail::append_quoted_option(conninfo, "fallback_application_name", "dblock");
   for (const auto& [key, value] : url.params) {
-    if (!is_keyword(key)) {
+    if (!detail::is_option_keyword(key)) {
       throw pqxx_driver::invalid_url_error(
           where, "URL parameter \"" + key + "\" is not a libpq connection keyword");
     }
-    append_option(conninfo, key, value);
+    detail::append_quoted_option(conninfo, key, value);
   }
 
   std::unique_ptr<pqxx::connection> conn;

@@ -12,9 +12,6 @@
 
 namespace dblock::soci_driver {
 
-// `text` with every byte outside A-Z a-z 0-9 - . _ ~ written as %XX.
-std::string percent_encode(std::string_view text);
-
 // "postgresql://?host=...&port=...&password=...": every setting a percent-encoded query
 // parameter; URL parameters pass through as libpq keywords. Throws Error(kInvalidArgument)
 // (message prefixed with `where`) for a parameter name that is not a keyword.

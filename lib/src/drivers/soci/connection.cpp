@@ -393,11 +393,8 @@ std::unique_ptr<Connection> connect_soci(const DatabaseUrl& url) {
       session = std::make_unique<soci::session>(soci::mysql, connect_string);
     }
   } catch (const std::exception& e) {
-    Error err = soci_driver::connect_error(e, dialect, where, url.password);
-    // libpq may echo the URI, with the password percent-encoded.
-    std::string encoded = soci_driver::percent_encode(url.password);
-    if (url.password.empty() || encoded == url.password) throw err;
-    throw Error(err.code(), scrub(err.what(), encoded), err.sqlstate(), err.server_errno());
+    // libpq may echo the URI; scrub() removes the percent-encoded password as well.
+    throw soci_driver::connect_error(e, dialect, where, url.password);
   }
   soci::session& ref = *session;
   auto conn =
