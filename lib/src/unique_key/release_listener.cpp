@@ -60,7 +60,7 @@ void ReleaseListener::listen_once() {
       std::lock_guard lock(mu_);
       for (const auto& n : notes) {
         auto it = keys_.find(n.payload);
-        if (it != keys_.end()) ++it->second.generation;
+        if (it != keys_.end()) it->second.wake = true;
       }
     }
     cv_.notify_all();
@@ -79,15 +79,11 @@ ReleaseListener::Interest::~Interest() {
   if (it != listener_.keys_.end() && --it->second.interested == 0) listener_.keys_.erase(it);
 }
 
-std::uint64_t ReleaseListener::Interest::generation() const {
-  std::lock_guard lock(listener_.mu_);
-  return listener_.keys_[key_].generation;
-}
-
-void ReleaseListener::Interest::wait(std::uint64_t seen, std::chrono::milliseconds timeout) const {
+void ReleaseListener::Interest::wait(std::chrono::milliseconds timeout) const {
   std::unique_lock lock(listener_.mu_);
-  listener_.cv_.wait_for(
-      lock, timeout, [&] { return listener_.stop_ || listener_.keys_[key_].generation != seen; });
+  KeyState& state = listener_.keys_[key_];
+  listener_.cv_.wait_for(lock, timeout, [&] { return listener_.stop_ || state.wake; });
+  state.wake = false;  // taken: the other waiters of this key keep sleeping
 }
 
 }  // namespace dblock::detail

@@ -1,8 +1,8 @@
 // Wakes waiters when a key is released, from PostgreSQL notifications: one thread with its own
 // session LISTENs on the lock table's channel; the last release of a key NOTIFYs with the key
-// as payload. Waiters register a key, take its generation before trying, and sleep until the
-// generation moves or their backoff interval ends, so a missed or late notification only
-// degrades to polling. Internal.
+// as payload. Each notification wakes one waiter of that key in this process (only one can win;
+// waking them all would only add failed tries). Waiters sleep until woken or until their backoff
+// interval ends, so a missed or late notification only degrades to polling. Internal.
 //
 // Thread-safety: all methods may be called from many threads.
 #pragma once
@@ -36,10 +36,10 @@ class ReleaseListener {
     ~Interest();
     Interest(const Interest&) = delete;
     Interest& operator=(const Interest&) = delete;
-    // The key's release count so far; take it before trying to acquire.
-    std::uint64_t generation() const;
-    // Sleeps until the key is released after `seen`, or `timeout` passes.
-    void wait(std::uint64_t seen, std::chrono::milliseconds timeout) const;
+    // Sleeps until a release of the key wakes this waiter, or `timeout` passes. A release that
+    // came while no one was asleep (say, during this waiter's last try) wakes the next sleeper
+    // at once, so it is not missed.
+    void wait(std::chrono::milliseconds timeout) const;
 
    private:
     ReleaseListener& listener_;
@@ -56,7 +56,7 @@ class ReleaseListener {
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
   struct KeyState {
-    std::uint64_t generation = 0;
+    bool wake = false;  // a release not yet taken by a waiter
     int interested = 0;
   };
   std::map<std::string, KeyState, std::less<>> keys_;

@@ -109,7 +109,11 @@ class UniqueKeyLease final : public detail::LeaseCore {
     if (impl_->dialect == Dialect::kPostgreSQL) params.emplace_back(impl_->channel);
     // Not retried on a lost connection: a decrement applied twice would drop an outer hold.
     auto r = impl_->run(impl_->release_sql, params, false);
-    if (!r || r->affected_rows() == 0) return ReleaseOutcome::kNotHeld;
+    if (!r) {
+      throw Error(ErrorCode::kDeadlock,
+                  "release of '" + i.key + "' kept meeting deadlocks; the lease ends by its TTL");
+    }
+    if (r->affected_rows() == 0) return ReleaseOutcome::kNotHeld;
     std::int64_t remaining =
         impl_->rows ? r->int64_at(0, "hold_count") : static_cast<std::int64_t>(r->last_insert_id());
     return remaining == 0 ? ReleaseOutcome::kReleased : ReleaseOutcome::kDecremented;
@@ -176,7 +180,6 @@ std::optional<Lease> UniqueKeyLock::acquire(std::string_view key, std::chrono::m
   std::optional<detail::ReleaseListener::Interest> interest;
   if (listener) interest.emplace(*listener, std::string(key));
   for (;;) {
-    std::uint64_t seen = interest ? interest->generation() : 0;
     if (auto lease = try_acquire(key, options)) return lease;
     auto now = Clock::now();
     if (now >= deadline) return std::nullopt;
@@ -184,7 +187,7 @@ std::optional<Lease> UniqueKeyLock::acquire(std::string_view key, std::chrono::m
                              : std::chrono::ceil<std::chrono::milliseconds>(deadline - now);
     auto pause = backoff.next(remaining);
     if (interest) {
-      interest->wait(seen, pause);
+      interest->wait(pause);
     } else {
       std::this_thread::sleep_for(pause);
     }
