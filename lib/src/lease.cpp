@@ -1,6 +1,7 @@
 #include "dblock/error.hpp"
 #include "dblock/lock.hpp"
 #include "lease_core.hpp"
+#include "renewer.hpp"
 
 namespace dblock {
 
@@ -19,12 +20,10 @@ std::string_view to_string(ReleaseOutcome outcome) noexcept {
 namespace detail {
 
 LeaseCore::LeaseCore(LeaseInfo info, std::function<void(const std::string&)> on_lost)
-    : info_(std::move(info)), on_lost_(std::move(on_lost)) {}
-
-bool LeaseCore::released() const {
-  std::lock_guard lock(mu_);
-  return released_;
-}
+    : info_(std::move(info)),
+      on_lost_(std::move(on_lost)),
+      ttl_ms_(info_.ttl.count()),
+      renewed_at_(std::chrono::steady_clock::now().time_since_epoch().count()) {}
 
 ReleaseOutcome LeaseCore::release() {
   std::lock_guard lock(mu_);
@@ -47,7 +46,11 @@ bool LeaseCore::renew(std::chrono::milliseconds ttl) {
   {
     std::lock_guard lock(mu_);
     if (released_) return false;
-    if (do_renew(ttl)) return true;
+    const auto sent = std::chrono::steady_clock::now();
+    if (do_renew(ttl)) {
+      note_renewed(sent, ttl);
+      return true;
+    }
   }
   mark_lost();
   return false;
@@ -107,10 +110,12 @@ ReleaseOutcome Lease::release() {
 
 bool Lease::renew(std::chrono::milliseconds ttl) {
   checked(core_);
-  return core_->renew(ttl);
+  bool held = core_->renew(ttl);
+  detail::Renewer::instance().reschedule();  // the renewal interval follows the new TTL
+  return held;
 }
 
-bool Lease::renew() { return renew(checked(core_).info().ttl); }
+bool Lease::renew() { return renew(checked(core_).ttl()); }
 
 Connection* Lease::connection() const { return core_ ? core_->connection() : nullptr; }
 

@@ -32,7 +32,23 @@ class LeaseCore {
 
   const LeaseInfo& info() const noexcept { return info_; }
   bool lost() const noexcept { return lost_.load(); }
-  bool released() const;
+  // Lock-free, so the renewer can ask while a release's round trip holds the lease's mutex.
+  bool released() const noexcept { return released_.load(); }
+  // The TTL of the latest successful acquire or renew (the renewer renews with it).
+  std::chrono::milliseconds ttl() const noexcept {
+    return std::chrono::milliseconds(ttl_ms_.load());
+  }
+  // When the statement behind the latest successful acquire or renew was sent: the lease is
+  // valid for ttl() from then at most.
+  std::chrono::steady_clock::time_point renewed_at() const noexcept {
+    return std::chrono::steady_clock::time_point(
+        std::chrono::steady_clock::duration(renewed_at_.load()));
+  }
+  void note_renewed(std::chrono::steady_clock::time_point sent,
+                    std::chrono::milliseconds ttl) noexcept {
+    renewed_at_ = sent.time_since_epoch().count();
+    ttl_ms_ = ttl.count();
+  }
 
   // Runs the strategy's release once; later calls return kNotHeld without a statement.
   ReleaseOutcome release();
@@ -52,9 +68,11 @@ class LeaseCore {
  private:
   LeaseInfo info_;
   std::function<void(const std::string&)> on_lost_;
-  mutable std::mutex mu_;
-  bool released_ = false;
+  mutable std::mutex mu_;  // serialises release and renew round trips
+  std::atomic<bool> released_{false};
   std::atomic<bool> lost_{false};
+  std::atomic<std::int64_t> ttl_ms_;
+  std::atomic<std::chrono::steady_clock::rep> renewed_at_;
 };
 
 }  // namespace dblock::detail

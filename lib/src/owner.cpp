@@ -45,7 +45,11 @@ std::string process_instance() {
 
 Owner Owner::current_thread() {
   static const std::string host = host_name();
-  return Owner{host, process_instance(), "tid:" + std::to_string(::syscall(SYS_gettid))};
+  // Linux reuses thread ids: a random part drawn once per thread keeps a later thread with the
+  // same id from re-entering an earlier thread's lock.
+  thread_local const std::string thread =
+      "tid:" + std::to_string(::syscall(SYS_gettid)) + "-" + random_hex(8);
+  return Owner{host, process_instance(), thread};
 }
 
 Owner Owner::named(std::string_view name) {

@@ -8,7 +8,7 @@ namespace dblock::detail {
 
 namespace {
 std::chrono::milliseconds interval(const LeaseCore& lease) {
-  return std::max(std::chrono::milliseconds(1), lease.info().ttl / 3);
+  return std::max(std::chrono::milliseconds(1), lease.ttl() / 3);
 }
 }  // namespace
 
@@ -26,16 +26,19 @@ Renewer::~Renewer() {
   if (thread_.joinable()) thread_.join();
 }
 
-void Renewer::watch(const std::shared_ptr<LeaseCore>& lease) {
-  auto now = std::chrono::steady_clock::now();
+void Renewer::watch(const std::shared_ptr<LeaseCore>& lease,
+                    std::chrono::steady_clock::time_point sent) {
+  lease->note_renewed(sent, lease->ttl());
   {
     std::lock_guard lock(mu_);
     if (stop_) return;
-    entries_.push_back(Entry{lease, now + interval(*lease), now});
+    entries_.push_back(Entry{lease, std::nullopt});
     if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
   }
   cv_.notify_all();
 }
+
+void Renewer::reschedule() { cv_.notify_all(); }
 
 std::size_t Renewer::watched() const {
   std::lock_guard lock(mu_);
@@ -55,10 +58,11 @@ void Renewer::run() {
         it = entries_.erase(it);
         continue;
       }
-      if (it->due <= now) {
+      auto due_at = it->retry_at.value_or(lease->renewed_at() + interval(*lease));
+      if (due_at <= now) {
         due.push_back(std::move(lease));
       } else {
-        next = std::min(next, it->due);
+        next = std::min(next, due_at);
       }
       ++it;
     }
@@ -68,23 +72,21 @@ void Renewer::run() {
     }
     lock.unlock();
     for (const auto& lease : due) {
-      bool renewed = false;
       bool failed = false;
       try {
-        renewed = lease->renew(lease->info().ttl);  // false: gone (renew marked it lost)
+        lease->renew(lease->ttl());  // false: gone (renew marked it lost)
       } catch (const std::exception&) {
-        failed = true;  // a fault: try again next tick until the TTL has passed
+        failed = true;  // a fault: try again shortly until the TTL has passed
       }
       auto after = std::chrono::steady_clock::now();
-      bool give_up = false;
+      bool give_up = failed && after - lease->renewed_at() >= lease->ttl();
       {
         std::lock_guard relock(mu_);
         for (auto& e : entries_) {
           if (e.lease.lock() != lease) continue;
-          if (renewed) e.last_renewed = after;
-          give_up = failed && after - e.last_renewed >= lease->info().ttl;
-          e.due = after + (failed ? std::min(interval(*lease), std::chrono::milliseconds(250))
-                                  : interval(*lease));
+          e.retry_at = failed ? std::optional(after + std::min(interval(*lease),
+                                                               std::chrono::milliseconds(250)))
+                              : std::nullopt;
         }
       }
       if (give_up) lease->mark_lost();  // calls on_lost: never under the renewer's mutex

@@ -1,8 +1,10 @@
 // The background renewer: one thread per process renews every auto-renew lease at a third of
 // its TTL. A renewal that finds the lease gone marks it lost (and calls its on_lost). A renewal
 // that fails with an error is retried at the next tick; once a whole TTL has passed since the
-// last successful renewal (by this process's steady clock) the lease is marked lost too, since
-// the database will have expired it. Internal.
+// last successful renewal was sent (by this process's steady clock) the lease is marked lost
+// too, since the database will have expired it. Renewals run one after another on the one
+// thread: a renewal stuck on a dead connection delays the others until the driver gives up.
+// Internal.
 //
 // Released leases drop out at the next tick; the thread stops at process exit.
 //
@@ -13,6 +15,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -25,8 +28,11 @@ class Renewer {
   static Renewer& instance();
   ~Renewer();
 
-  // Starts renewing `lease` every ttl / 3.
-  void watch(const std::shared_ptr<LeaseCore>& lease);
+  // Starts renewing `lease` every ttl / 3. `sent` is when the acquiring statement was sent: the
+  // lease is valid for a TTL from then at most.
+  void watch(const std::shared_ptr<LeaseCore>& lease, std::chrono::steady_clock::time_point sent);
+  // Wakes the thread to recompute when leases are due (after a lease's TTL changed).
+  void reschedule();
   // Leases currently watched (for tests and metrics).
   std::size_t watched() const;
 
@@ -36,8 +42,9 @@ class Renewer {
 
   struct Entry {
     std::weak_ptr<LeaseCore> lease;
-    std::chrono::steady_clock::time_point due;
-    std::chrono::steady_clock::time_point last_renewed;
+    // Set while renewals fail: when to try again. Otherwise a lease is due a third of its TTL
+    // after its latest renewal (LeaseCore::renewed_at()).
+    std::optional<std::chrono::steady_clock::time_point> retry_at;
   };
 
   mutable std::mutex mu_;

@@ -168,6 +168,17 @@ TEST_P(UniqueKeyLockTest, AutoRenewKeepsTheLeasePastItsTtl) {
   EXPECT_EQ(held->release(), ReleaseOutcome::kReleased);
 }
 
+TEST_P(UniqueKeyLockTest, TheRenewerKeepsTheTtlOfTheLatestRenew) {
+  auto lock = make_lock();
+  auto held = lock->try_acquire("k", as("holder", milliseconds(30000)));
+  ASSERT_TRUE(held);
+  ASSERT_TRUE(held->renew(milliseconds(300)));  // from now on renewed every 100 ms for 300 ms
+  std::this_thread::sleep_for(milliseconds(800));
+  EXPECT_FALSE(lock->try_acquire("k", as("intruder")));
+  EXPECT_FALSE(held->lost());
+  EXPECT_EQ(held->release(), ReleaseOutcome::kReleased);
+}
+
 TEST_P(UniqueKeyLockTest, ALeaseTakenAwayIsReportedLost) {
   auto lock = make_lock();
   std::atomic<int> lost_calls{0};
@@ -225,6 +236,13 @@ TEST_P(UniqueKeyLockTest, ClaimOnce) {
   ClaimOptions other;
   EXPECT_FALSE(lock->claim("voucher:9:user:7", other));
   EXPECT_FALSE(lock->try_acquire("voucher:9:user:7", as("x")));
+  // Not even the claiming thread can re-enter a claim as a lease (which would renew it, make it
+  // expire and let a second claim in).
+  EXPECT_FALSE(lock->try_acquire("voucher:9:user:7"));
+  EXPECT_FALSE(lock->claim("voucher:9:user:7"));
+  auto again = lock->claim("voucher:9:user:7", o);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->fencing_token, claim->fencing_token);
   auto r = row("voucher:9:user:7");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->expires_at, "never");

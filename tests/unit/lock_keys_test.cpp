@@ -64,6 +64,10 @@ TEST(Owner, ThreadsDifferAndNamesFollowTheCaller) {
   EXPECT_EQ(here.host, there.host);
   EXPECT_EQ(here.process, there.process);
   EXPECT_NE(here.thread, there.thread);
+  EXPECT_EQ(Owner::current_thread(), here);  // stable for the life of the thread
+  // "tid:<id>-<random>": a later thread that reuses the id is still another owner.
+  EXPECT_EQ(here.thread.rfind("tid:", 0), 0u);
+  EXPECT_NE(here.thread.find('-'), std::string::npos);
   Owner named_here = Owner::named("job-1");
   Owner named_there;
   std::thread([&] { named_there = Owner::named("job-1"); }).join();

@@ -34,7 +34,10 @@ class LockableKey {
   bool try_lock() { return (lease_ = lock_.try_acquire(key_, options_)).has_value(); }
   template <class Rep, class Period>
   bool try_lock_for(const std::chrono::duration<Rep, Period>& timeout) {
-    auto ms = std::chrono::ceil<std::chrono::milliseconds>(timeout);
+    // Saturate: a duration past a century means "no limit" (and must not overflow).
+    constexpr std::chrono::hours kForever(24 * 365 * 100);
+    auto ms = timeout >= kForever ? std::chrono::milliseconds::max()
+                                  : std::chrono::ceil<std::chrono::milliseconds>(timeout);
     lease_ = lock_.acquire(key_, std::max(ms, std::chrono::milliseconds(0)), options_);
     return lease_.has_value();
   }

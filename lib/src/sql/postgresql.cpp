@@ -28,7 +28,10 @@ const DialectSql kPostgreSQL = {
         "INSERT INTO {{table:schema_migrations}} (version, name, checksum, applied_at)"
         " VALUES ($1, $2, $3, clock_timestamp())",
 
-    // Times come from clock_timestamp() (the server's clock now, not the transaction start).
+    // Times come from statement_timestamp(): the server's clock when the statement started,
+    // one value for the whole statement (clock_timestamp() is read anew by every expression,
+    // so two CASEs of one statement could disagree about whether a row had expired). Lock
+    // statements run in autocommit, so this is never an old transaction's start time.
     // A row is free when expires_at has passed: release sets hold_count = 0 and expires_at to
     // now, so "expires_at <= now" covers free, expired and released rows alike. Rows are freed,
     // never deleted, by release; only the cleaner deletes (rows long past expiry).
@@ -48,26 +51,27 @@ const DialectSql kPostgreSQL = {
         "INSERT INTO {{table:locks}} AS l (lock_key, lease_id, owner_host, owner_process,"
         " owner_thread, hold_count, fencing_token, acquired_at, expires_at, metadata)"
         " SELECT $1::text, $2::text, $3::text, $4::text, $5::text, 1,"
-        " (extract(epoch FROM clock_timestamp()) * 1000000)::bigint,"
-        " clock_timestamp(), clock_timestamp() + $6::bigint * interval '1 millisecond', $7::jsonb"
+        " (extract(epoch FROM statement_timestamp()) * 1000000)::bigint,"
+        " statement_timestamp(), statement_timestamp() + $6::bigint * interval '1 millisecond', "
+        "$7::jsonb"
         // A busy try stops here, as a read: no transaction id, no WAL flush, no row lock.
         " WHERE NOT EXISTS (SELECT 1 FROM {{table:locks}} b WHERE b.lock_key = $1"
-        "   AND b.expires_at > clock_timestamp() AND NOT (b.owner_host = $3"
+        "   AND b.expires_at > statement_timestamp() AND NOT (b.owner_host = $3"
         "   AND b.owner_process = $4 AND b.owner_thread = $5))"
         " ON CONFLICT (lock_key) DO UPDATE SET"
-        " hold_count = CASE WHEN l.expires_at <= clock_timestamp() THEN 1"
+        " hold_count = CASE WHEN l.expires_at <= statement_timestamp() THEN 1"
         "   WHEN l.lease_id = EXCLUDED.lease_id THEN l.hold_count ELSE l.hold_count + 1 END,"
-        " fencing_token = CASE WHEN l.expires_at <= clock_timestamp()"
+        " fencing_token = CASE WHEN l.expires_at <= statement_timestamp()"
         "   THEN GREATEST(l.fencing_token + 1, EXCLUDED.fencing_token) ELSE l.fencing_token END,"
-        " acquired_at = CASE WHEN l.expires_at <= clock_timestamp() THEN EXCLUDED.acquired_at"
+        " acquired_at = CASE WHEN l.expires_at <= statement_timestamp() THEN EXCLUDED.acquired_at"
         "   ELSE l.acquired_at END,"
-        " metadata = CASE WHEN l.expires_at <= clock_timestamp() THEN EXCLUDED.metadata"
+        " metadata = CASE WHEN l.expires_at <= statement_timestamp() THEN EXCLUDED.metadata"
         "   ELSE l.metadata END,"
-        " expires_at = GREATEST(CASE WHEN l.expires_at <= clock_timestamp() THEN NULL"
+        " expires_at = GREATEST(CASE WHEN l.expires_at <= statement_timestamp() THEN NULL"
         "   ELSE l.expires_at END, EXCLUDED.expires_at),"
         " lease_id = EXCLUDED.lease_id, owner_host = EXCLUDED.owner_host,"
         " owner_process = EXCLUDED.owner_process, owner_thread = EXCLUDED.owner_thread"
-        " WHERE l.expires_at <= clock_timestamp()"
+        " WHERE l.expires_at <= statement_timestamp()"
         "   OR (l.owner_host = EXCLUDED.owner_host AND l.owner_process = EXCLUDED.owner_process"
         "       AND l.owner_thread = EXCLUDED.owner_thread)"
         " RETURNING fencing_token, hold_count",
@@ -77,9 +81,9 @@ const DialectSql kPostgreSQL = {
     // hold_count, or no row when the lease was not held.
     .lock_release =
         "WITH r AS (UPDATE {{table:locks}} SET hold_count = hold_count - 1,"
-        " expires_at = CASE WHEN hold_count = 1 THEN clock_timestamp() ELSE expires_at END"
+        " expires_at = CASE WHEN hold_count = 1 THEN statement_timestamp() ELSE expires_at END"
         " WHERE lock_key = $1 AND owner_host = $2 AND owner_process = $3 AND owner_thread = $4"
-        " AND fencing_token = $5 AND hold_count > 0 AND expires_at > clock_timestamp()"
+        " AND fencing_token = $5 AND hold_count > 0 AND expires_at > statement_timestamp()"
         " RETURNING lock_key, hold_count)"
         " SELECT hold_count,"
         " CASE WHEN hold_count = 0 THEN pg_notify($6, lock_key)::text END AS notified"
@@ -88,9 +92,9 @@ const DialectSql kPostgreSQL = {
     // One row matched when the lease is still held.
     .lock_renew =
         "UPDATE {{table:locks}}"
-        " SET expires_at = clock_timestamp() + $1::bigint * interval '1 millisecond'"
+        " SET expires_at = statement_timestamp() + $1::bigint * interval '1 millisecond'"
         " WHERE lock_key = $2 AND owner_host = $3 AND owner_process = $4 AND owner_thread = $5"
-        " AND fencing_token = $6 AND hold_count > 0 AND expires_at > clock_timestamp()",
+        " AND fencing_token = $6 AND hold_count > 0 AND expires_at > statement_timestamp()",
     // $1 key, $2 claim id, $3 host, $4 process, $5 thread, $6 metadata JSON or NULL.
     // A claim never expires. Succeeds for a new or free key, or for a retry with the same claim
     // id; returns no row when the key is already claimed or held.
@@ -98,8 +102,8 @@ const DialectSql kPostgreSQL = {
         "INSERT INTO {{table:locks}} AS l (lock_key, lease_id, owner_host, owner_process,"
         " owner_thread, hold_count, fencing_token, acquired_at, expires_at, metadata)"
         " VALUES ($1, $2, $3, $4, $5, 1,"
-        " (extract(epoch FROM clock_timestamp()) * 1000000)::bigint,"
-        " clock_timestamp(), 'infinity', $6::jsonb)"
+        " (extract(epoch FROM statement_timestamp()) * 1000000)::bigint,"
+        " statement_timestamp(), 'infinity', $6::jsonb)"
         " ON CONFLICT (lock_key) DO UPDATE SET"
         " fencing_token = CASE WHEN l.lease_id = EXCLUDED.lease_id THEN l.fencing_token"
         "   ELSE GREATEST(l.fencing_token + 1, EXCLUDED.fencing_token) END,"
@@ -108,7 +112,7 @@ const DialectSql kPostgreSQL = {
         " hold_count = 1, acquired_at = CASE WHEN l.lease_id = EXCLUDED.lease_id"
         "   THEN l.acquired_at ELSE EXCLUDED.acquired_at END,"
         " expires_at = 'infinity', metadata = EXCLUDED.metadata"
-        " WHERE l.expires_at <= clock_timestamp() OR l.lease_id = EXCLUDED.lease_id"
+        " WHERE l.expires_at <= statement_timestamp() OR l.lease_id = EXCLUDED.lease_id"
         " RETURNING fencing_token",
     // Rows held now or expired but not yet cleaned (free rows are left out).
     .lock_list =

@@ -155,13 +155,14 @@ std::optional<Lease> UniqueKeyLock::try_acquire(std::string_view key, const Lock
                             Value(info.owner.thread),
                             Value(static_cast<std::int64_t>(options.ttl.count())),
                             json_param(options.metadata)};
+  const auto sent = std::chrono::steady_clock::now();     // the lease runs from here at the latest
   auto r = impl_->run(impl_->acquire_sql, params, true);  // a retry reuses the lease id
   if (!r) return std::nullopt;
   auto token = impl_->token_from(*r);
   if (!token) return std::nullopt;
   info.fencing_token = *token;
   auto core = std::make_shared<UniqueKeyLease>(impl_, std::move(info), options.on_lost);
-  if (options.auto_renew) detail::Renewer::instance().watch(core);
+  if (options.auto_renew) detail::Renewer::instance().watch(core, sent);
   return Lease(std::move(core));
 }
 
@@ -173,7 +174,8 @@ std::optional<Lease> UniqueKeyLock::acquire(std::string_view key, std::chrono::m
     throw Error(ErrorCode::kInvalidArgument,
                 "the wait timeout is negative; use 0 for a single try");
   }
-  const bool forever = timeout == std::chrono::milliseconds::max();
+  // Waits past a century are "forever" (and would overflow the clock's arithmetic).
+  const bool forever = timeout >= std::chrono::hours(24 * 365 * 100);
   const auto deadline = forever ? Clock::time_point::max() : Clock::now() + timeout;
   Backoff backoff(impl_->options.backoff);
   detail::ReleaseListener* listener = impl_->listener();
@@ -202,6 +204,9 @@ std::optional<Claim> UniqueKeyLock::claim(std::string_view key, const ClaimOptio
     throw Error(ErrorCode::kInvalidArgument, "a claim id must be at most 64 bytes");
   }
   Owner owner = options.owner ? *options.owner : Owner::current_thread();
+  // Tagged so that no lease owner ever equals a claim's owner: a claim is never re-entered,
+  // renewed or released by a lease of the same thread.
+  owner.thread = "claim:" + owner.thread;
   std::vector<Value> params{Value(claim.key),    Value(claim.claim_id),
                             Value(owner.host),   Value(owner.process),
                             Value(owner.thread), json_param(options.metadata)};
