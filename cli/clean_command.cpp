@@ -84,7 +84,9 @@ std::string summary_line(const CleanResult& r) {
     per_table += (per_table.empty() ? "" : ", ") + table + " " + std::to_string(n);
   }
   if (!per_table.empty()) line += " (" + per_table + ")";
-  if (!r.dry_run) line += " in " + std::to_string(r.batches) + " batches";
+  if (!r.dry_run) {
+    line += " in " + std::to_string(r.batches) + (r.batches == 1 ? " batch" : " batches");
+  }
   line += ", " + std::to_string(r.duration.count()) + " ms";
   if (!r.complete) line += ", stopped by a budget";
   line += "; oldest expiry left: " + r.oldest_expiry_left.value_or("none");
