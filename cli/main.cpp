@@ -1,6 +1,7 @@
 // The `dblock` program: argument parsing and subcommand dispatch only.
 #include <CLI/CLI.hpp>
 
+#include "clean_command.hpp"
 #include "common.hpp"
 #include "locks_command.hpp"
 #include "migrate_command.hpp"
@@ -17,6 +18,7 @@ int main(int argc, char** argv) {
   dblock::cli::add_migrate_command(app, &exit_code);
   dblock::cli::add_run_command(app, &exit_code);
   dblock::cli::add_locks_command(app, &exit_code);
+  dblock::cli::add_clean_command(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

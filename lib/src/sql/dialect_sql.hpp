@@ -35,6 +35,11 @@ struct DialectSql {
   std::string_view lock_renew;
   std::string_view lock_claim;
   std::string_view lock_list;  // columns as in `dblock locks --json`
+
+  // Cleaner (see the .cpp for parameters). Each statement is one autocommit statement.
+  std::string_view clean_delete;  // deletes up to N rows expired more than the grace ago
+  std::string_view clean_count;   // column "n": how many clean_delete would take, bounded
+  std::string_view clean_oldest;  // column "oldest": the oldest expires_at that has passed
 };
 
 const DialectSql& dialect_sql(Dialect dialect);

@@ -122,6 +122,25 @@ const DialectSql kMySQL = {
         "   DATE_FORMAT(expires_at, '%Y-%m-%dT%H:%i:%s.%fZ')) AS expires_at,"
         " IF(expires_at <= UTC_TIMESTAMP(6), 1, 0) AS expired, CAST(metadata AS CHAR) AS metadata"
         " FROM {{table:locks}} WHERE hold_count > 0 ORDER BY lock_key",
+
+    // The cleaner. params: grace in µs, batch size. Deletes at most that many rows whose
+    // expires_at lies more than the grace in the past, oldest first, walking the expires_at
+    // index (MySQL 8 and MariaDB both accept DELETE ... ORDER BY ... LIMIT). InnoDB re-evaluates
+    // the WHERE on the latest committed version of each row it locks, so a row renewed by a
+    // transaction this DELETE waited for survives; a row another cleaner deleted first is not
+    // seen, so no row is counted twice. Claims ('9999-12-31') never qualify.
+    .clean_delete =
+        "DELETE FROM {{table:locks}}"
+        " WHERE expires_at <= UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND"
+        " ORDER BY expires_at LIMIT ?",
+    // params: grace in µs, the most rows to count. A read: changes nothing.
+    .clean_count =
+        "SELECT COUNT(*) AS n FROM (SELECT 1 FROM {{table:locks}}"
+        " WHERE expires_at <= UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND LIMIT ?) s",
+    // No params. NULL when no row has expired.
+    .clean_oldest =
+        "SELECT DATE_FORMAT(MIN(expires_at), '%Y-%m-%dT%H:%i:%s.%fZ') AS oldest"
+        " FROM {{table:locks}} WHERE expires_at <= UTC_TIMESTAMP(6)",
 };
 
 }  // namespace

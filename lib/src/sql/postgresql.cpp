@@ -126,6 +126,30 @@ const DialectSql kPostgreSQL = {
         " CASE WHEN expires_at <= clock_timestamp() THEN 1 ELSE 0 END AS expired,"
         " metadata::text AS metadata"
         " FROM {{table:locks}} WHERE hold_count > 0 ORDER BY lock_key",
+
+    // The cleaner. $1 grace in ms, $2 batch size. Deletes at most $2 rows whose expires_at lies
+    // more than the grace in the past, oldest first. The cut-off is computed once (an InitPlan),
+    // so the inner SELECT is a range scan of the expires_at index, and = ANY(ARRAY(...)) makes
+    // the DELETE look rows up by primary key (IN (...) plans a sequential scan of the table).
+    // SKIP LOCKED leaves rows another session is changing (a renewal, an acquire, another
+    // cleaner) alone, so two cleaners never wait on or count the same row; the outer WHERE
+    // re-checks expiry on the row version the DELETE sees, so a row renewed after the inner
+    // SELECT survives. Claims ('infinity') never qualify.
+    .clean_delete =
+        "DELETE FROM {{table:locks}} WHERE lock_key = ANY(ARRAY("
+        " SELECT lock_key FROM {{table:locks}}"
+        " WHERE expires_at <= (SELECT clock_timestamp() - $1::bigint * interval '1 millisecond')"
+        " ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED))"
+        " AND expires_at <= clock_timestamp() - $1::bigint * interval '1 millisecond'",
+    // $1 grace in ms, $2 the most rows to count. A read: changes nothing.
+    .clean_count =
+        "SELECT count(*) AS n FROM (SELECT 1 FROM {{table:locks}}"
+        " WHERE expires_at <= (SELECT clock_timestamp() - $1::bigint * interval '1 millisecond')"
+        " LIMIT $2) s",
+    // No params. NULL when no row has expired.
+    .clean_oldest =
+        "SELECT to_char(min(expires_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
+        " AS oldest FROM {{table:locks}} WHERE expires_at <= clock_timestamp()",
 };
 
 }  // namespace

@@ -1,0 +1,139 @@
+#include "dblock/cleaner.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <thread>
+#include <vector>
+
+#include "dblock/error.hpp"
+#include "sql/dialect_sql.hpp"
+
+namespace dblock {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A deadlock or lock wait timeout rolls back only the failed batch; retry it this often.
+constexpr int kBatchAttempts = 5;
+
+// The tables the cleaner looks at, by base name, with their statements. Only the lock table
+// holds expiring rows today; a later table with stale rows adds an entry here.
+struct CleanTable {
+  std::string_view base;
+  std::string_view delete_sql;
+  std::string_view count_sql;
+};
+
+std::vector<CleanTable> clean_tables(const detail::DialectSql& sql) {
+  return {{"locks", sql.clean_delete, sql.clean_count}};
+}
+
+// The grace as the dialect's bound parameter: ms on PostgreSQL, µs on MySQL.
+Value grace_param(Dialect dialect, std::chrono::milliseconds grace) {
+  if (dialect == Dialect::kPostgreSQL) return Value(static_cast<long long>(grace.count()));
+  return Value(static_cast<long long>(grace.count()) * 1000);
+}
+
+bool stopped(const CleanOptions& options) {
+  return options.stop != nullptr && options.stop->load(std::memory_order_relaxed);
+}
+
+// Sleeps up to `d`, waking early when `stop` is set. Returns false when stopped.
+bool pause_for(std::chrono::milliseconds d, const CleanOptions& options) {
+  const auto until = Clock::now() + d;
+  while (Clock::now() < until) {
+    if (stopped(options)) return false;
+    std::this_thread::sleep_for(
+        std::min<Clock::duration>(until - Clock::now(), std::chrono::milliseconds(50)));
+  }
+  return !stopped(options);
+}
+
+std::uint64_t delete_batch(Connection& conn, const std::string& sql, const Value& grace,
+                           std::uint64_t limit) {
+  const Value params[] = {grace, Value(static_cast<long long>(limit))};
+  for (int attempt = 1;; ++attempt) {
+    try {
+      return conn.execute(sql, params).affected_rows();
+    } catch (const Error& e) {
+      const bool transient = e.code() == ErrorCode::kDeadlock ||
+                             e.code() == ErrorCode::kLockWaitTimeout ||
+                             e.code() == ErrorCode::kSerializationFailure;
+      if (!transient || attempt >= kBatchAttempts) throw;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10 * attempt));
+    }
+  }
+}
+
+void validate(const CleanOptions& options) {
+  if (options.batch_size == 0) {
+    throw Error(ErrorCode::kInvalidArgument, "cleaner batch size must be at least 1");
+  }
+  if (options.grace.count() < 0 || options.max_time.count() < 0 || options.pause.count() < 0) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "cleaner grace, max time and pause must not be negative");
+  }
+  // Keep the grace representable in µs on MySQL and as a signed 64-bit parameter.
+  if (options.grace > std::chrono::hours(24 * 365 * 100)) {
+    throw Error(ErrorCode::kInvalidArgument, "cleaner grace must be at most 100 years");
+  }
+}
+
+}  // namespace
+
+CleanResult clean(Connection& conn, const TableNames& tables, const CleanOptions& options) {
+  validate(options);
+  if (conn.in_transaction()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "the cleaner must run outside a transaction: each batch commits on its own");
+  }
+  const auto started = Clock::now();
+  const Dialect dialect = conn.dialect();
+  const detail::DialectSql& sql = detail::dialect_sql(dialect);
+  const Value grace = grace_param(dialect, options.grace);
+  constexpr std::uint64_t kNoLimit =
+      static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+  const std::uint64_t budget = options.max_rows == 0 ? kNoLimit : options.max_rows;
+
+  CleanResult result;
+  result.dry_run = options.dry_run;
+  for (const CleanTable& table : clean_tables(sql)) {
+    std::uint64_t& count = result.tables[std::string(table.base)];
+    if (options.dry_run) {
+      const Value params[] = {grace, Value(static_cast<long long>(budget - result.deleted))};
+      Result r = conn.execute(detail::render_sql(table.count_sql, dialect, tables), params);
+      count = static_cast<std::uint64_t>(r.int64_at(0, "n"));
+      result.deleted += count;
+      if (result.deleted >= budget) result.complete = false;
+      continue;
+    }
+    const std::string delete_sql = detail::render_sql(table.delete_sql, dialect, tables);
+    for (;;) {
+      if (result.batches > 0 && options.pause.count() > 0 && !pause_for(options.pause, options)) {
+        result.complete = false;
+        break;
+      }
+      if (result.deleted >= budget || stopped(options) ||
+          (options.max_time.count() > 0 && Clock::now() - started >= options.max_time)) {
+        result.complete = false;
+        break;
+      }
+      const std::uint64_t limit = std::min(options.batch_size, budget - result.deleted);
+      const std::uint64_t n = delete_batch(conn, delete_sql, grace, limit);
+      ++result.batches;
+      count += n;
+      result.deleted += n;
+      if (options.on_batch) options.on_batch(CleanProgress{result.deleted, result.batches});
+      if (n < limit) break;  // drained: fewer rows were left than the batch could take
+    }
+    if (!result.complete) break;
+  }
+
+  Result oldest = conn.execute(detail::render_sql(sql.clean_oldest, dialect, tables));
+  if (!oldest.empty()) result.oldest_expiry_left = oldest.at(0, "oldest");
+  result.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
+  return result;
+}
+
+}  // namespace dblock

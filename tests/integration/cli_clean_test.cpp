@@ -1,0 +1,227 @@
+// `dblock clean` as cron and an operator run it: silent success, the -v line, the JSON object,
+// dry runs, one-line errors with the right exit codes, the Prometheus file, and --loop stopping
+// cleanly on SIGTERM.
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "backends.hpp"
+#include "dblock/migrator.hpp"
+#include "lock_rows.hpp"
+#include "process.hpp"
+
+namespace dblock::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+class CliCleanTest : public ::testing::TestWithParam<Backend> {
+ protected:
+  void SetUp() override {
+    ASSERT_STRNE(DBLOCK_CLI_PATH, "") << "the dblock CLI was not built";
+    tables_ = TableNames(unique_name("k") + "_");
+    std::string text =
+        std::getenv(backend().url_env.c_str()) ? std::getenv(backend().url_env.c_str()) : "";
+    ASSERT_FALSE(text.empty()) << backend().url_env << " is not set; run scripts/test.sh";
+    url_ = text + (text.find('?') == std::string::npos ? "?" : "&") + "driver=" + backend().driver;
+    password_ = backend().url().password;
+    conn_ = backend().connect();
+    Migrator(*conn_, tables_).up();
+    dir_ = fs::temp_directory_path() / unique_name("cli-clean");
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    auto c = backend().connect();
+    backend().drop_tables_with_prefix(*c, tables_.prefix());
+    fs::remove_all(dir_);
+  }
+  const Backend& backend() const { return GetParam(); }
+
+  std::vector<std::string> argv(const std::vector<std::string>& args) const {
+    std::vector<std::string> out{DBLOCK_CLI_PATH, "clean", "--prefix", tables_.prefix()};
+    out.insert(out.end(), args.begin(), args.end());
+    return out;
+  }
+  // Runs `dblock clean --prefix <prefix> <args>` with DBLOCK_URL set (unless overridden).
+  ProcessResult clean(const std::vector<std::string>& args,
+                      std::map<std::string, std::string> env = {}) const {
+    env.try_emplace("DBLOCK_URL", url_);
+    return run_process(argv(args), env);
+  }
+  void expired(std::uint64_t n) { insert_lock_rows(*conn_, tables_, unique_name("x"), n, -3600); }
+  std::uint64_t rows() { return count_lock_rows(*conn_, tables_); }
+  std::string file(const std::string& name) const { return (dir_ / name).string(); }
+  static std::string slurp(const std::string& path) {
+    std::ifstream in(path);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+
+  void expect_one_line_error(const ProcessResult& r, int code, const std::string& fragment) {
+    EXPECT_EQ(r.exit_code, code) << r.err;
+    EXPECT_EQ(r.out, "");
+    ASSERT_FALSE(r.err.empty());
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "not one line: " << r.err;
+    EXPECT_EQ(r.err.rfind("dblock: ", 0), 0u) << r.err;
+    EXPECT_NE(r.err.find(fragment), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find(password_), std::string::npos) << "password leaked: " << r.err;
+  }
+
+  TableNames tables_;
+  std::string url_;
+  std::string password_;
+  std::unique_ptr<Connection> conn_;
+  fs::path dir_;
+};
+
+TEST_P(CliCleanTest, SilentOnSuccess) {
+  expired(12);
+  insert_lock_rows(*conn_, tables_, "live", 2, 3600);
+  auto r = clean({"--batch", "5"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(rows(), 2u);
+}
+
+TEST_P(CliCleanTest, UrlFromAFile) {
+  expired(3);
+  std::ofstream(file("url")) << url_ << "\n";
+  auto r = clean({"--url-file", file("url")}, {{"DBLOCK_URL", ""}});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(rows(), 0u);
+}
+
+TEST_P(CliCleanTest, VerbosePrintsOneSummaryLine) {
+  expired(12);
+  auto r = clean({"-v", "--batch", "5"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out.rfind("dblock clean: deleted 12 rows (locks 12) in 3 batches, ", 0), 0u) << r.out;
+  EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << r.out;
+  EXPECT_NE(r.out.find("oldest expiry left: none"), std::string::npos) << r.out;
+}
+
+TEST_P(CliCleanTest, JsonSummary) {
+  expired(7);
+  insert_lock_rows(*conn_, tables_, "recent", 1, -10);  // inside the default grace
+  auto r = clean({"--json", "--batch", "3"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["deleted"], 7);
+  EXPECT_EQ(j["tables"]["locks"], 7);
+  EXPECT_EQ(j["batches"], 3);
+  EXPECT_TRUE(j["duration_ms"].is_number_integer());
+  EXPECT_TRUE(j["oldest_expiry_left"].is_string()) << r.out;
+  EXPECT_EQ(j["dry_run"], false);
+  EXPECT_EQ(j["complete"], true);
+
+  auto empty = clean({"--json", "--grace", "0"});
+  ASSERT_EQ(empty.exit_code, 0) << empty.err;
+  auto e = nlohmann::json::parse(empty.out);
+  EXPECT_EQ(e["deleted"], 1);
+  EXPECT_TRUE(e["oldest_expiry_left"].is_null()) << empty.out;
+}
+
+TEST_P(CliCleanTest, DryRunDeletesNothing) {
+  expired(9);
+  auto r = clean({"--json", "--dry-run", "--max-rows", "4"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["deleted"], 4);
+  EXPECT_EQ(j["dry_run"], true);
+  EXPECT_EQ(j["batches"], 0);
+  auto v = clean({"-v", "--dry-run"});
+  EXPECT_EQ(v.out.rfind("dblock clean: would delete 9 rows", 0), 0u) << v.out;
+  EXPECT_EQ(rows(), 9u);
+}
+
+TEST_P(CliCleanTest, BadOptionsAreUsageErrors) {
+  expect_one_line_error(clean({"--grace", "5 minutes"}), 64, "--grace");
+  expect_one_line_error(clean({"--batch", "0"}), 64, "--batch");
+  auto interval = clean({"--interval", "1s"});  // needs --loop
+  EXPECT_EQ(interval.exit_code, 64) << interval.err;
+}
+
+TEST_P(CliCleanTest, MissingTableSaysToMigrate) {
+  auto r = run_process({DBLOCK_CLI_PATH, "clean", "--prefix", unique_name("none") + "_"},
+                       {{"DBLOCK_URL", url_}});
+  expect_one_line_error(r, 78, "run `dblock migrate up`");
+}
+
+TEST_P(CliCleanTest, WrongPasswordIsAccessDenied) {
+  std::string bad = url_;
+  auto at = bad.find('@');
+  auto colon = bad.rfind(':', at);
+  ASSERT_NE(at, std::string::npos);
+  std::string wrong = "NotThePassword" + unique_name("x");
+  bad.replace(colon + 1, at - colon - 1, wrong);
+  auto r = clean({}, {{"DBLOCK_URL", bad}});
+  expect_one_line_error(r, 77, "password");
+  EXPECT_EQ(r.err.find(wrong), std::string::npos) << r.err;
+}
+
+TEST_P(CliCleanTest, UnreachableServerIsUnavailable) {
+  std::string scheme = backend().dialect == Dialect::kPostgreSQL ? "postgresql" : "mysql";
+  auto r = clean({}, {{"DBLOCK_URL", scheme + "://u:" + password_ +
+                                         "@127.0.0.1:1/db?driver=" + backend().driver}});
+  expect_one_line_error(r, 69, "server is running");
+}
+
+TEST_P(CliCleanTest, PrometheusFileCountsAcrossRuns) {
+  const std::string prom = file("dblock.prom");
+  expired(5);
+  auto first = clean({"--prometheus", prom});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  std::string text = slurp(prom);
+  EXPECT_NE(text.find("# TYPE dblock_clean_deleted_total counter\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("dblock_clean_deleted_total{table=\"locks\"} 5\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("dblock_clean_runs_total 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("dblock_clean_last_run_success 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("dblock_clean_last_run_seconds "), std::string::npos) << text;
+  EXPECT_NE(text.find("dblock_clean_last_success_timestamp_seconds "), std::string::npos) << text;
+
+  expired(3);
+  ASSERT_EQ(clean({"--prometheus", prom}).exit_code, 0);
+  text = slurp(prom);
+  EXPECT_NE(text.find("dblock_clean_deleted_total{table=\"locks\"} 8\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("dblock_clean_runs_total 2\n"), std::string::npos) << text;
+
+  // A failed run counts as one and keeps the last success time.
+  auto failed = clean({"--prometheus", prom}, {{"DBLOCK_URL", "mysql://u@127.0.0.1:1/db"}});
+  EXPECT_EQ(failed.exit_code, 69) << failed.err;
+  text = slurp(prom);
+  EXPECT_NE(text.find("dblock_clean_failures_total 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("dblock_clean_last_run_success 0\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("dblock_clean_deleted_total{table=\"locks\"} 8\n"), std::string::npos)
+      << text;
+  // Only the metrics file is left: the temporary file was renamed over it.
+  int files = 0;
+  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(dir_)) ++files;
+  EXPECT_EQ(files, 1);
+}
+
+TEST_P(CliCleanTest, LoopRunsUntilSigtermAndExitsZero) {
+  expired(4);
+  ChildProcess loop(argv({"--loop", "--interval", "200ms", "--json"}), {{"DBLOCK_URL", url_}});
+  ASSERT_TRUE(loop.wait_for_output("\"deleted\":4", 10s)) << loop.output_so_far();
+  expired(2);  // the next runs take these
+  ASSERT_TRUE(loop.wait_for_output("\"deleted\":2", 10s)) << loop.output_so_far();
+  loop.signal(SIGTERM);
+  auto r = loop.wait();
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(rows(), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Pairs, CliCleanTest, ::testing::ValuesIn(all_backends()), BackendName());
+
+}  // namespace
+}  // namespace dblock::testing
