@@ -128,6 +128,22 @@ TEST_P(CliCleanTest, JsonSummary) {
   EXPECT_TRUE(e["oldest_expiry_left"].is_null()) << empty.out;
 }
 
+TEST_P(CliCleanTest, TwoCleanerProcessesAtOnceShareTheWork) {
+  expired(3000);
+  insert_lock_rows(*conn_, tables_, "live", 5, 3600);
+  std::map<std::string, std::string> env{{"DBLOCK_URL", url_}};
+  ChildProcess a(argv({"--json", "--batch", "100"}), env);
+  ChildProcess b(argv({"--json", "--batch", "100"}), env);
+  auto ra = a.wait();
+  auto rb = b.wait();
+  ASSERT_EQ(ra.exit_code, 0) << ra.err;
+  ASSERT_EQ(rb.exit_code, 0) << rb.err;
+  auto deleted_a = nlohmann::json::parse(ra.out)["deleted"].get<std::uint64_t>();
+  auto deleted_b = nlohmann::json::parse(rb.out)["deleted"].get<std::uint64_t>();
+  EXPECT_EQ(deleted_a + deleted_b, 3000u);  // no row counted twice, none missed
+  EXPECT_EQ(rows(), 5u);
+}
+
 TEST_P(CliCleanTest, DryRunDeletesNothing) {
   expired(9);
   auto r = clean({"--json", "--dry-run", "--max-rows", "4"});
