@@ -40,13 +40,7 @@ class CliTest : public ::testing::TestWithParam<Backend> {
   }
 
   void expect_one_line_error(const ProcessResult& r, int code, const std::string& fragment) {
-    EXPECT_EQ(r.exit_code, code) << r.err;
-    EXPECT_EQ(r.out, "");
-    ASSERT_FALSE(r.err.empty());
-    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "not one line: " << r.err;
-    EXPECT_EQ(r.err.rfind("dblock: ", 0), 0u) << r.err;
-    EXPECT_NE(r.err.find(fragment), std::string::npos) << r.err;
-    EXPECT_EQ(r.err.find(password_), std::string::npos) << "password leaked: " << r.err;
+    testing::expect_one_line_error(r, code, fragment, password_);
   }
 
   std::string prefix_;

@@ -1,6 +1,7 @@
 #include "process.hpp"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -90,6 +91,19 @@ bool ChildProcess::wait_for_output(const std::string& text,
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return output_so_far().find(text) != std::string::npos;
+}
+
+void expect_one_line_error(const ProcessResult& r, int code, const std::string& fragment,
+                           const std::string& secret) {
+  EXPECT_EQ(r.exit_code, code) << r.err;
+  EXPECT_EQ(r.out, "");
+  ASSERT_FALSE(r.err.empty());
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "not one line: " << r.err;
+  EXPECT_EQ(r.err.rfind("dblock: ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find(fragment), std::string::npos) << r.err;
+  if (!secret.empty()) {
+    EXPECT_EQ(r.err.find(secret), std::string::npos) << "password leaked: " << r.err;
+  }
 }
 
 ProcessResult run_process(const std::vector<std::string>& argv,

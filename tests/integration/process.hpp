@@ -43,6 +43,11 @@ class ChildProcess {
   std::string err_path_;
 };
 
+// Checks what a user sees when `dblock` fails: exit `code`, nothing on stdout, one stderr line
+// "dblock: ..." containing `fragment`, and never `secret` (the password).
+void expect_one_line_error(const ProcessResult& r, int code, const std::string& fragment,
+                           const std::string& secret);
+
 // Starts and waits.
 ProcessResult run_process(const std::vector<std::string>& argv,
                           const std::map<std::string, std::string>& env = {});
