@@ -36,22 +36,7 @@ double percentile(std::vector<double> v, double p) {
   return v[std::min(v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size())))];
 }
 
-class CleanVolumeTest : public ::testing::TestWithParam<Backend> {
- protected:
-  void SetUp() override {
-    tables_ = TableNames(unique_name("v") + "_");
-    conn_ = backend().connect();
-    Migrator(*conn_, tables_).up();
-  }
-  void TearDown() override {
-    auto c = backend().connect();
-    backend().drop_tables_with_prefix(*c, tables_.prefix());
-  }
-  const Backend& backend() const { return GetParam(); }
-
-  TableNames tables_;
-  std::unique_ptr<Connection> conn_;
-};
+using CleanVolumeTest = MigratedTablesTest;
 
 TEST_P(CleanVolumeTest, OneRunDeletesExactlyTheExpiredRows) {
   const std::uint64_t expired = env_count("DBLOCK_VOLUME_EXPIRED", 200000);

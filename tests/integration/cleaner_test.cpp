@@ -18,19 +18,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-class CleanerTest : public ::testing::TestWithParam<Backend> {
+class CleanerTest : public MigratedTablesTest {
  protected:
-  void SetUp() override {
-    tables_ = TableNames(unique_name("c") + "_");
-    conn_ = backend().connect();
-    Migrator(*conn_, tables_).up();
-  }
-  void TearDown() override {
-    auto c = backend().connect();
-    backend().drop_tables_with_prefix(*c, tables_.prefix());
-  }
-  const Backend& backend() const { return GetParam(); }
-
   static CleanOptions no_grace(std::uint64_t batch = 1000) {
     CleanOptions o;
     o.grace = 0ms;
@@ -40,9 +29,6 @@ class CleanerTest : public ::testing::TestWithParam<Backend> {
   std::uint64_t rows(const std::string& stem = "") {
     return count_lock_rows(*conn_, tables_, stem);
   }
-
-  TableNames tables_;
-  std::unique_ptr<Connection> conn_;
 };
 
 TEST_P(CleanerTest, DeletesRowsPastTheGraceAndKeepsTheRest) {
