@@ -145,6 +145,15 @@ std::vector<Backend> all_backends() {
   return out;
 }
 
+std::string with_password(std::string url, const std::string& password) {
+  auto at = url.find('@');
+  auto colon = url.rfind(':', at);
+  if (at == std::string::npos || colon == std::string::npos) {
+    throw std::runtime_error("test URL has no user:password@ part");
+  }
+  return url.replace(colon + 1, at - colon - 1, password);
+}
+
 std::string unique_name(const std::string& stem) {
   static thread_local std::mt19937_64 rng{std::random_device{}()};
   static constexpr char kHex[] = "0123456789abcdef";

@@ -53,6 +53,9 @@ struct Backend {
 // The pairs built into this test binary.
 std::vector<Backend> all_backends();
 
+// `url` (text with user:password@) with the password replaced by `password`.
+std::string with_password(std::string url, const std::string& password);
+
 // A short random lower-case name, unique per call: "t3f9a1c2e".
 std::string unique_name(const std::string& stem = "t");
 

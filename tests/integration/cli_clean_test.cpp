@@ -165,12 +165,8 @@ TEST_P(CliCleanTest, MissingTableSaysToMigrate) {
 }
 
 TEST_P(CliCleanTest, WrongPasswordIsAccessDenied) {
-  std::string bad = url_;
-  auto at = bad.find('@');
-  auto colon = bad.rfind(':', at);
-  ASSERT_NE(at, std::string::npos);
   std::string wrong = "NotThePassword" + unique_name("x");
-  bad.replace(colon + 1, at - colon - 1, wrong);
+  std::string bad = with_password(url_, wrong);
   auto r = clean({}, {{"DBLOCK_URL", bad}});
   expect_one_line_error(r, 77, "password");
   EXPECT_EQ(r.err.find(wrong), std::string::npos) << r.err;
