@@ -17,8 +17,8 @@ using Clock = std::chrono::steady_clock;
 // A deadlock or lock wait timeout rolls back only the failed batch; retry it this often.
 constexpr int kBatchAttempts = 5;
 
-// The tables the cleaner looks at, by base name, with their statements. Only the lock table
-// holds expiring rows today; a later table with stale rows adds an entry here.
+// The tables the cleaner looks at, by base name, with their statements: expired unique-key lock
+// rows, and row-lock and version rows unused for longer than the grace.
 struct CleanTable {
   std::string_view base;
   std::string_view delete_sql;
@@ -26,7 +26,9 @@ struct CleanTable {
 };
 
 std::vector<CleanTable> clean_tables(const detail::DialectSql& sql) {
-  return {{"locks", sql.clean_delete, sql.clean_count}};
+  return {{"locks", sql.clean_delete, sql.clean_count},
+          {"row_locks", sql.clean_row_locks_delete, sql.clean_row_locks_count},
+          {"versions", sql.clean_versions_delete, sql.clean_versions_count}};
 }
 
 // The grace as the dialect's bound parameter: ms on PostgreSQL, µs on MySQL.

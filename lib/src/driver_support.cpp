@@ -34,6 +34,8 @@ ErrorCode code_from_mysql_errno(unsigned int e) noexcept {
     case 3572:  // ER_LOCK_NOWAIT (MySQL 8)
       return ErrorCode::kLockNotAvailable;
     case 1205:  // ER_LOCK_WAIT_TIMEOUT (MariaDB also for NOWAIT / WAIT n)
+    case 1969:  // ER_STATEMENT_TIMEOUT (MariaDB max_statement_time, as PostgreSQL's 57014)
+    case 3024:  // ER_QUERY_TIMEOUT (MySQL MAX_EXECUTION_TIME)
       return ErrorCode::kLockWaitTimeout;
     case 1213:  // ER_LOCK_DEADLOCK
       return ErrorCode::kDeadlock;

@@ -1,3 +1,5 @@
+#include <thread>
+
 #include "dblock/error.hpp"
 #include "dblock/lock.hpp"
 #include "lease_core.hpp"
@@ -13,6 +15,8 @@ std::string_view to_string(ReleaseOutcome outcome) noexcept {
       return "decremented";
     case ReleaseOutcome::kNotHeld:
       return "not_held";
+    case ReleaseOutcome::kConflict:
+      return "conflict";
   }
   return "not_held";
 }
@@ -40,6 +44,29 @@ void LeaseCore::release_quietly() noexcept {
   } catch (...) {
     // Destructors never throw; the row expires by its TTL.
   }
+}
+
+void LeaseCore::abandon() noexcept {
+  std::lock_guard lock(mu_);
+  if (released_) return;
+  released_ = true;
+  do_abandon();
+}
+
+void LeaseCore::do_abandon() noexcept {
+  try {
+    if (do_release() == ReleaseOutcome::kNotHeld) lost_ = true;
+  } catch (...) {
+    // Destructors never throw; the row expires by its TTL.
+  }
+}
+
+bool is_conflict_error(const Error& e) noexcept {
+  return e.code() == ErrorCode::kDeadlock || e.code() == ErrorCode::kSerializationFailure;
+}
+
+void pause_before_retry(Backoff& backoff) {
+  std::this_thread::sleep_for(backoff.next(std::chrono::milliseconds::max()));
 }
 
 bool LeaseCore::renew(std::chrono::milliseconds ttl) {
@@ -85,14 +112,14 @@ Lease::Lease(Lease&& other) noexcept = default;
 
 Lease& Lease::operator=(Lease&& other) noexcept {
   if (this != &other) {
-    if (core_) core_->release_quietly();
+    if (core_) core_->abandon();
     core_ = std::move(other.core_);
   }
   return *this;
 }
 
 Lease::~Lease() {
-  if (core_) core_->release_quietly();
+  if (core_) core_->abandon();
 }
 
 bool Lease::valid() const noexcept { return core_ != nullptr; }

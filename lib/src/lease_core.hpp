@@ -31,7 +31,7 @@ class LeaseCore {
   LeaseCore& operator=(const LeaseCore&) = delete;
 
   const LeaseInfo& info() const noexcept { return info_; }
-  bool lost() const noexcept { return lost_.load(); }
+  bool lost() const noexcept { return lost_.load() || connection_lost(); }
   // Lock-free, so the renewer can ask while a release's round trip holds the lease's mutex.
   bool released() const noexcept { return released_.load(); }
   // The TTL of the latest successful acquire or renew (the renewer renews with it).
@@ -54,6 +54,8 @@ class LeaseCore {
   ReleaseOutcome release();
   // release() for destructors: swallows errors (the lease then ends by its TTL).
   void release_quietly() noexcept;
+  // Ends the hold without committing (a dropped Lease): do_abandon() once, never throwing.
+  void abandon() noexcept;
   // Renews unless released; false (and lost) when the lease is gone.
   bool renew(std::chrono::milliseconds ttl);
   // Marks the lease lost and calls on_lost once.
@@ -63,6 +65,12 @@ class LeaseCore {
 
  protected:
   virtual ReleaseOutcome do_release() = 0;
+  // What a dropped lease does. Default: the same as release, errors swallowed. Transactional
+  // strategies roll back instead.
+  virtual void do_abandon() noexcept;
+  // Transactional strategies: true once the lease's connection broke (the server ended the
+  // transaction and with it the lock).
+  virtual bool connection_lost() const noexcept { return false; }
   virtual bool do_renew(std::chrono::milliseconds ttl) = 0;
 
  private:

@@ -59,11 +59,15 @@ struct Interval {
   std::int64_t token, start, end;
 };
 
-TEST_P(LockProcessTest, MutualExclusionOfANonAtomicCounterAcrossProcesses) {
+// 8 processes x 4 threads increment a counter with a non-atomic read - sleep - write under the
+// lock of `strategy` (lock_worker's STRATEGY); the count must be exact and the recorded critical
+// sections must neither overlap nor see fencing tokens go backwards.
+void expect_mutual_exclusion(const Backend& backend, Pool& pool, const TableNames& tables,
+                             const std::string& base_url, const std::string& strategy) {
   constexpr int kProcesses = 8, kThreads = 4, kTotal = 2000;
-  const std::string counter = tables_.qualified(backend().dialect, "counter");
+  const std::string counter = tables.qualified(backend.dialect, "counter");
   {
-    auto c = pool_->acquire();
+    auto c = pool.acquire();
     c->execute("CREATE TABLE " + counter + " (id INT PRIMARY KEY, n BIGINT NOT NULL)");
     c->execute("INSERT INTO " + counter + " (id, n) VALUES (1, 0)");
   }
@@ -73,17 +77,17 @@ TEST_P(LockProcessTest, MutualExclusionOfANonAtomicCounterAcrossProcesses) {
   // 2,000 critical sections of 3 commits each: on PostgreSQL, skip the WAL flush wait per
   // commit (synchronous_commit=off) so the run takes seconds, not a minute. Mutual exclusion
   // does not depend on durability; the crash tests keep full durability.
-  std::string url = url_;
-  if (backend().dialect == Dialect::kPostgreSQL) url += "&options=-c%20synchronous_commit%3Doff";
+  std::string url = base_url;
+  if (backend.dialect == Dialect::kPostgreSQL) url += "&options=-c%20synchronous_commit%3Doff";
   int assigned = 0;
   for (int p = 0; p < kProcesses; ++p) {
     int per_thread = (kTotal - assigned) / ((kProcesses - p) * kThreads);
     assigned += per_thread * kThreads;
     outs.push_back(std::filesystem::temp_directory_path() / (unique_name("intervals") + ".txt"));
     children.push_back(std::make_unique<ChildProcess>(
-        std::vector<std::string>{DBLOCK_LOCK_WORKER_PATH, "count", url, tables_.prefix(),
+        std::vector<std::string>{DBLOCK_LOCK_WORKER_PATH, "count", url, tables.prefix(),
                                  "counter-lock", counter, std::to_string(kThreads),
-                                 std::to_string(per_thread), outs.back().string()},
+                                 std::to_string(per_thread), outs.back().string(), strategy},
         std::map<std::string, std::string>{}));
   }
   ASSERT_EQ(assigned, kTotal);
@@ -91,7 +95,7 @@ TEST_P(LockProcessTest, MutualExclusionOfANonAtomicCounterAcrossProcesses) {
     auto r = child->wait();
     EXPECT_EQ(r.exit_code, 0) << r.err;
   }
-  auto c = pool_->acquire();
+  auto c = pool.acquire();
   EXPECT_EQ(c->execute("SELECT n FROM " + counter + " WHERE id = 1").int64_at(0, "n"), kTotal);
 
   std::vector<Interval> intervals;
@@ -110,6 +114,14 @@ TEST_P(LockProcessTest, MutualExclusionOfANonAtomicCounterAcrossProcesses) {
   }
   EXPECT_EQ(overlaps, 0);
   EXPECT_EQ(token_inversions, 0);
+}
+
+TEST_P(LockProcessTest, MutualExclusionOfANonAtomicCounterAcrossProcesses) {
+  expect_mutual_exclusion(backend(), *pool_, tables_, url_, "unique");
+}
+
+TEST_P(LockProcessTest, RowLocksKeepMutualExclusionAcrossProcesses) {
+  expect_mutual_exclusion(backend(), *pool_, tables_, url_, "row");
 }
 
 TEST_P(LockProcessTest, AKilledHoldersLockIsTakenAfterItsTtl) {

@@ -1,9 +1,10 @@
 // A separate process for the multi-process lock tests (lock_process_test.cpp). Modes:
 //
-//   lock_worker count URL PREFIX KEY COUNTER_TABLE THREADS INCREMENTS OUT_FILE
+//   lock_worker count URL PREFIX KEY COUNTER_TABLE THREADS INCREMENTS OUT_FILE [STRATEGY]
 //     THREADS threads each do INCREMENTS increments of a counter row under the lock, with a
 //     deliberately non-atomic read - sleep - write, and write "token start_us end_us" per
 //     critical section to OUT_FILE (system clock, microseconds; one file per process).
+//     STRATEGY: "unique" (UniqueKeyLock, the default) or "row" (RowLock).
 //   lock_worker hold URL PREFIX KEY TTL_MS
 //     Acquires KEY (auto-renewed), prints "token <n> wall <its clock, s>" and waits. On SIGUSR1 it
 //     renews and releases, prints "renew=<0|1> release=<outcome> lost=<0|1>" and exits.
@@ -24,6 +25,7 @@
 
 #include "dblock/error.hpp"
 #include "dblock/open.hpp"
+#include "dblock/row_lock.hpp"
 #include "dblock/table_names.hpp"
 #include "dblock/unique_key_lock.hpp"
 
@@ -35,7 +37,7 @@ std::int64_t now_us() {
   return duration_cast<microseconds>(system_clock::now().time_since_epoch()).count();
 }
 
-int count_mode(char** argv) {
+int count_mode(int argc, char** argv) {
   auto url = dblock::DatabaseUrl::parse(argv[2]);
   dblock::TableNames tables(argv[3]);
   std::string key = argv[4];
@@ -44,10 +46,17 @@ int count_mode(char** argv) {
   int increments = std::stoi(argv[7]);
   std::ofstream out(argv[8]);
   auto pool = dblock::open_pool(url, {.max_size = static_cast<std::size_t>(threads) + 1});
-  dblock::UniqueKeyLockOptions options;
-  options.tables = tables;
-  options.backoff = {milliseconds(1), milliseconds(20), milliseconds(1)};
-  dblock::UniqueKeyLock lock(*pool, options);
+  const std::string strategy = argc > 9 ? argv[9] : "unique";
+  std::unique_ptr<dblock::Lock> strategy_lock;
+  if (strategy == "row") {
+    strategy_lock = std::make_unique<dblock::RowLock>(*pool, dblock::RowLockOptions{tables});
+  } else {
+    dblock::UniqueKeyLockOptions options;
+    options.tables = tables;
+    options.backoff = {milliseconds(1), milliseconds(20), milliseconds(1)};
+    strategy_lock = std::make_unique<dblock::UniqueKeyLock>(*pool, options);
+  }
+  dblock::Lock& lock = *strategy_lock;
   const bool pg = url.dialect == dblock::Dialect::kPostgreSQL;
   const std::string select = "SELECT n FROM " + counter + " WHERE id = 1";
   const std::string update =
@@ -125,7 +134,7 @@ int hold_mode(char** argv) {
 int main(int argc, char** argv) {
   try {
     std::string mode = argc > 1 ? argv[1] : "";
-    if (mode == "count" && argc == 9) return count_mode(argv);
+    if (mode == "count" && (argc == 9 || argc == 10)) return count_mode(argc, argv);
     if (mode == "hold" && argc == 6) return hold_mode(argv);
     std::cerr << "usage: lock_worker count|hold ...\n";
     return 64;

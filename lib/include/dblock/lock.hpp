@@ -27,7 +27,9 @@
 #include <type_traits>
 #include <utility>
 
+#include "dblock/backoff.hpp"
 #include "dblock/connection.hpp"
+#include "dblock/error.hpp"
 #include "dblock/owner.hpp"
 
 namespace dblock {
@@ -55,11 +57,15 @@ enum class ReleaseOutcome {
   kReleased,     // the key is free now
   kDecremented,  // a reentrant hold was given back; the owner still holds the key
   kNotHeld,      // the lease was lost (expired, taken over) or already released; nothing changed
+  kConflict,     // optimistic strategy: another writer committed first; the transaction was
+                 // rolled back and nothing of the critical section was kept
 };
 
 std::string_view to_string(ReleaseOutcome outcome) noexcept;
 
 // A held lock. Move-only; releasing on destruction, never throwing from the destructor.
+// Destroying a transactional strategy's lease without release() rolls its transaction back
+// (the exception path of a critical section); only release() commits.
 class Lease {
  public:
   Lease() noexcept;
@@ -86,7 +92,10 @@ class Lease {
   bool lost() const noexcept;
 
   // Gives the hold back (owner- and token-checked in one statement). Empties the handle.
-  // Throws dblock::Error on faults (e.g. connection lost: the lease then expires by its TTL).
+  // Transactional strategies commit the lease's transaction here: kReleased means the critical
+  // section's writes are committed; kConflict (optimistic) means they were rolled back.
+  // Throws dblock::Error on faults (e.g. connection lost: a unique-key lease then expires by its
+  // TTL; a transactional lease's writes are rolled back by the server).
   ReleaseOutcome release();
   // Extends the lease to `ttl` from now on the database clock. Returns false and marks the lease
   // lost when it is no longer held.
@@ -101,10 +110,29 @@ class Lease {
   std::shared_ptr<detail::LeaseCore> core_;
 };
 
+// How with_lock retries a critical section that lost a race it could not see coming: an
+// optimistic commit that found the version moved (ReleaseOutcome::kConflict), or a deadlock or
+// serialization failure thrown from inside the critical section. Waits between attempts follow
+// `backoff` (full jitter).
+struct RetryPolicy {
+  int max_attempts = 1;  // 1: no retry
+  BackoffPolicy backoff{};
+};
+
+// What with_lock did: how many times it acquired the lock and ran fn, and how many of those
+// runs ended in a conflict (rolled back and, while attempts were left, retried).
+struct LockAttempts {
+  int attempts = 0;
+  int conflicts = 0;
+};
+
 // The interface of every lock strategy.
 class Lock {
  public:
   virtual ~Lock() = default;
+
+  // How with_lock retries on conflict. Only the optimistic strategy retries by default.
+  virtual RetryPolicy retry_policy() const { return {}; }
 
   // One attempt: a lease, or nothing if another owner holds the key.
   virtual std::optional<Lease> try_acquire(std::string_view key,
@@ -118,24 +146,50 @@ class Lock {
   }
 };
 
-// Runs fn(lease) under the lock and releases it on every path (return or exception). Returns
-// nothing when the lock was not obtained within `timeout`; otherwise fn's result (true for a
-// void fn).
+namespace detail {
+// True for the errors with_lock treats as a conflict: deadlock, serialization failure.
+bool is_conflict_error(const Error& e) noexcept;
+// Sleeps the next backoff step between with_lock attempts.
+void pause_before_retry(Backoff& backoff);
+}  // namespace detail
+
+// Runs fn(lease) under the lock and releases it on every path (return or exception): release()
+// after fn returns (a transactional strategy commits), the lease's destructor when fn throws (a
+// transactional strategy rolls back). Returns nothing when the lock was not obtained within
+// `timeout`, or when every attempt the lock's retry_policy() allows ended in a conflict;
+// otherwise fn's result (true for a void fn). fn may run more than once: on a conflict its
+// transaction is rolled back and it runs again, so side effects outside the lease's transaction
+// must be idempotent. `attempts`, when given, receives what happened.
 template <class Fn>
 auto with_lock(Lock& lock, std::string_view key, std::chrono::milliseconds timeout,
-               const LockOptions& options, Fn&& fn) {
+               const LockOptions& options, Fn&& fn, LockAttempts* attempts = nullptr) {
   using R = std::invoke_result_t<Fn&, Lease&>;
   using Out = std::conditional_t<std::is_void_v<R>, bool, R>;
-  std::optional<Lease> lease = lock.acquire(key, timeout, options);
-  if (!lease) return std::optional<Out>();
-  if constexpr (std::is_void_v<R>) {
-    fn(*lease);
-    lease->release();
-    return std::optional<Out>(true);
-  } else {
-    std::optional<Out> out(fn(*lease));
-    lease->release();
-    return out;
+  const RetryPolicy policy = lock.retry_policy();
+  Backoff backoff(policy.backoff);
+  LockAttempts local;
+  LockAttempts& seen = attempts != nullptr ? *attempts : local;
+  seen = {};
+  for (;;) {
+    std::optional<Lease> lease = lock.acquire(key, timeout, options);
+    if (!lease) return std::optional<Out>();
+    ++seen.attempts;
+    try {
+      std::optional<Out> out;
+      if constexpr (std::is_void_v<R>) {
+        fn(*lease);
+        out.emplace(true);
+      } else {
+        out.emplace(fn(*lease));
+      }
+      if (lease->release() != ReleaseOutcome::kConflict) return out;
+    } catch (const Error& e) {
+      if (!detail::is_conflict_error(e) || seen.attempts >= policy.max_attempts) throw;
+    }
+    lease.reset();  // a conflicted transaction is rolled back before the pause
+    ++seen.conflicts;
+    if (seen.attempts >= policy.max_attempts) return std::optional<Out>();
+    detail::pause_before_retry(backoff);
   }
 }
 

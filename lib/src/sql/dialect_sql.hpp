@@ -40,9 +40,39 @@ struct DialectSql {
   std::string_view clean_delete;  // deletes up to N rows expired more than the grace ago
   std::string_view clean_count;   // column "n": how many clean_delete would take, bounded
   std::string_view clean_oldest;  // column "oldest": the oldest expires_at that has passed
+  // The same for row-lock rows and version rows not used for longer than the grace.
+  std::string_view clean_row_locks_delete;
+  std::string_view clean_row_locks_count;
+  std::string_view clean_versions_delete;
+  std::string_view clean_versions_count;
+
+  // Row lock (see the .cpp for each statement's parameters). Lock statements run inside the
+  // lease's transaction. {{seconds}} / {{max_seconds}} / {{ms}} are filled in with numbers by the
+  // strategy before render_sql (the servers take no parameter there).
+  std::string_view row_lock_exists;        // empty when row_lock_create never waits on a held row
+  std::string_view row_lock_create;        // creates the key's row if missing
+  std::string_view row_lock_set_timeout;   // empty when the wait statement carries its timeout
+  std::string_view row_lock_try;           // NOWAIT
+  std::string_view row_lock_wait;          // waits (after row_lock_set_timeout)
+  std::string_view row_lock_wait_mariadb;  // MySQL dialect on MariaDB: max_statement_time
+  std::string_view row_lock_stamp;         // empty when the lock statement stamps the row itself
+  // A row of the caller's own table by primary key: {{target}} and {{column}} are the quoted
+  // table and column; one row, column "found", when the row exists and is locked.
+  std::string_view target_lock_try;
+  std::string_view target_lock_wait;
+  std::string_view target_lock_wait_mariadb;
+
+  // Optimistic version / CAS.
+  std::string_view version_read;    // column "version"; no row when the key has none yet
+  std::string_view version_create;  // creates the key's row if missing
+  std::string_view version_cas;     // moves the version on when it still is the one read
 };
 
 const DialectSql& dialect_sql(Dialect dialect);
+
+// Replaces every `marker` in `text` with `value` (for the numeric and caller-identifier
+// placeholders some statements carry besides render_sql's).
+std::string replace_all(std::string text, std::string_view marker, std::string_view value);
 
 // Expands {{table:x}}, {{name:x}} and {{schema}} in a statement or migration template.
 // Throws Error(kInvalidArgument) for an unknown or unterminated placeholder, or {{schema}}

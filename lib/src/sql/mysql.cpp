@@ -141,6 +141,83 @@ const DialectSql kMySQL = {
     .clean_oldest =
         "SELECT DATE_FORMAT(MIN(expires_at), '%Y-%m-%dT%H:%i:%s.%fZ') AS oldest"
         " FROM {{table:locks}} WHERE expires_at <= UTC_TIMESTAMP(6)",
+    // Row locks and versions unused for longer than the grace. params: grace in µs, batch size.
+    // A row lock held longer than the grace makes a batch wait for it (InnoDB's DELETE cannot
+    // skip locked rows); the batch is retried after a lock wait timeout.
+    .clean_row_locks_delete =
+        "DELETE FROM {{table:row_locks}}"
+        " WHERE used_at <= UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND ORDER BY used_at LIMIT ?",
+    .clean_row_locks_count =
+        "SELECT COUNT(*) AS n FROM (SELECT 1 FROM {{table:row_locks}}"
+        " WHERE used_at <= UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND LIMIT ?) s",
+    .clean_versions_delete =
+        "DELETE FROM {{table:versions}}"
+        " WHERE updated_at <= UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND ORDER BY updated_at LIMIT "
+        "?",
+    .clean_versions_count =
+        "SELECT COUNT(*) AS n FROM (SELECT 1 FROM {{table:versions}}"
+        " WHERE updated_at <= UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND LIMIT ?) s",
+
+    // Row locks. SELECT ... FOR UPDATE on a missing row takes a gap lock in InnoDB, so the key's
+    // row is made to exist first: a plain (non-locking) read, and INSERT IGNORE only when the
+    // row is missing (INSERT IGNORE on an existing row waits for a shared lock on it, which a
+    // holder's FOR UPDATE blocks). Then, in the lease's transaction, the row is locked (NOWAIT
+    // for a try; a bounded wait otherwise) and stamped with the holder and a fencing token,
+    // GREATEST(previous + 1, clock in µs), returned through LAST_INSERT_ID().
+    // params: key. Column "found" when the row exists.
+    .row_lock_exists = "SELECT 1 AS found FROM {{table:row_locks}} WHERE lock_key = ?",
+    // params: key
+    .row_lock_create =
+        "INSERT IGNORE INTO {{table:row_locks}} (lock_key, used_at) VALUES (?, UTC_TIMESTAMP(6))",
+    .row_lock_set_timeout = "",
+    // params: key. One row when the row exists and is now locked by this transaction.
+    .row_lock_try =
+        "SELECT fencing_token FROM {{table:row_locks}} WHERE lock_key = ? FOR UPDATE NOWAIT",
+    // MySQL 8: innodb_lock_wait_timeout (whole seconds, at least 1) for this statement and
+    // MAX_EXECUTION_TIME in ms, which ends the wait at the exact deadline.
+    .row_lock_wait =
+        "SELECT /*+ MAX_EXECUTION_TIME({{ms}}) SET_VAR(innodb_lock_wait_timeout={{seconds}}) */"
+        " fencing_token FROM {{table:row_locks}} WHERE lock_key = ? FOR UPDATE",
+    // MariaDB: WAIT takes whole seconds only; max_statement_time (seconds, fractional) ends the
+    // wait at the exact deadline (0: no limit).
+    .row_lock_wait_mariadb =
+        "SET STATEMENT max_statement_time={{max_seconds}} FOR"
+        " SELECT fencing_token FROM {{table:row_locks}} WHERE lock_key = ? FOR UPDATE"
+        " WAIT {{seconds}}",
+    // params: host, process, thread, key. LAST_INSERT_ID() = the new fencing token.
+    .row_lock_stamp =
+        "UPDATE {{table:row_locks}} SET owner_host = ?, owner_process = ?, owner_thread = ?,"
+        " used_at = UTC_TIMESTAMP(6), fencing_token = LAST_INSERT_ID(GREATEST(fencing_token + 1,"
+        " TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))))"
+        " WHERE lock_key = ?",
+    // params: the primary key value. One row when the row exists and is locked.
+    .target_lock_try = "SELECT 1 AS found FROM {{target}} WHERE {{column}} = ? FOR UPDATE NOWAIT",
+    .target_lock_wait =
+        "SELECT /*+ MAX_EXECUTION_TIME({{ms}}) SET_VAR(innodb_lock_wait_timeout={{seconds}}) */"
+        " 1 AS found FROM {{target}} WHERE {{column}} = ? FOR UPDATE",
+    .target_lock_wait_mariadb =
+        "SET STATEMENT max_statement_time={{max_seconds}} FOR"
+        " SELECT 1 AS found FROM {{target}} WHERE {{column}} = ? FOR UPDATE WAIT {{seconds}}",
+
+    // Optimistic versions. A version is the database clock in µs, raised past the previous
+    // version (GREATEST(previous + 1, clock)): a row deleted and created again starts above every
+    // version handed out before, so an old reader's compare-and-set can never match it (no ABA).
+    // params: key. Column "version". A consistent (non-locking) read.
+    .version_read = "SELECT version FROM {{table:versions}} WHERE lock_key = ?",
+    // params: key. Run in autocommit after version_read found no row (INSERT IGNORE on an existing
+    // row would wait for a shared lock behind a committer).
+    .version_create =
+        "INSERT IGNORE INTO {{table:versions}} (lock_key, version, updated_at)"
+        " VALUES (?, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)),"
+        " UTC_TIMESTAMP(6))",
+    // params: key, the version read. One row matched when it still was that version;
+    // LAST_INSERT_ID() = the new version. The UPDATE reads the latest committed row, not the
+    // transaction's snapshot, so a version moved on by another commit does not match.
+    .version_cas =
+        "UPDATE {{table:versions}} SET updated_at = UTC_TIMESTAMP(6),"
+        " version = LAST_INSERT_ID(GREATEST(version + 1,"
+        " TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))))"
+        " WHERE lock_key = ? AND version = ?",
 };
 
 }  // namespace

@@ -150,6 +150,84 @@ const DialectSql kPostgreSQL = {
     .clean_oldest =
         "SELECT to_char(min(expires_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
         " AS oldest FROM {{table:locks}} WHERE expires_at <= clock_timestamp()",
+    // Row locks and versions unused for longer than the grace. $1 grace in ms, $2 batch size.
+    // SKIP LOCKED leaves a row that a holder has locked (or a committer is updating) alone.
+    .clean_row_locks_delete =
+        "DELETE FROM {{table:row_locks}} WHERE lock_key = ANY(ARRAY("
+        " SELECT lock_key FROM {{table:row_locks}}"
+        " WHERE used_at <= (SELECT clock_timestamp() - $1::bigint * interval '1 millisecond')"
+        " ORDER BY used_at LIMIT $2 FOR UPDATE SKIP LOCKED))"
+        " AND used_at <= clock_timestamp() - $1::bigint * interval '1 millisecond'",
+    .clean_row_locks_count =
+        "SELECT count(*) AS n FROM (SELECT 1 FROM {{table:row_locks}}"
+        " WHERE used_at <= (SELECT clock_timestamp() - $1::bigint * interval '1 millisecond')"
+        " LIMIT $2) s",
+    .clean_versions_delete =
+        "DELETE FROM {{table:versions}} WHERE lock_key = ANY(ARRAY("
+        " SELECT lock_key FROM {{table:versions}}"
+        " WHERE updated_at <= (SELECT clock_timestamp() - $1::bigint * interval '1 millisecond')"
+        " ORDER BY updated_at LIMIT $2 FOR UPDATE SKIP LOCKED))"
+        " AND updated_at <= clock_timestamp() - $1::bigint * interval '1 millisecond'",
+    .clean_versions_count =
+        "SELECT count(*) AS n FROM (SELECT 1 FROM {{table:versions}}"
+        " WHERE updated_at <= (SELECT clock_timestamp() - $1::bigint * interval '1 millisecond')"
+        " LIMIT $2) s",
+
+    // Row locks. The key's row is created first, in autocommit (ON CONFLICT DO NOTHING does not
+    // wait on a row another transaction has locked), then locked and stamped in one statement
+    // inside the lease's transaction: the CTE takes the row lock (NOWAIT for a try; bounded by
+    // lock_timeout for a wait) and the UPDATE records the holder and a fencing token,
+    // GREATEST(previous + 1, clock in µs), as for unique-key locks. clock_timestamp(), not
+    // statement_timestamp(): a wait may end long after the statement started. No row returned:
+    // the key's row is missing (the cleaner deleted it); the strategy creates it again.
+    .row_lock_exists = "",
+    // $1 key
+    .row_lock_create =
+        "INSERT INTO {{table:row_locks}} (lock_key, used_at) VALUES ($1, clock_timestamp())"
+        " ON CONFLICT (lock_key) DO NOTHING",
+    // $1 lock_timeout as text ('300ms'; '0' waits forever), for this transaction only. Column
+    // "previous": the setting replaced (select-list items are evaluated left to right), which the
+    // strategy puts back once the lock is held.
+    .row_lock_set_timeout =
+        "SELECT current_setting('lock_timeout') AS previous,"
+        " set_config('lock_timeout', $1, true) AS lock_timeout",
+    // $1 key, $2 host, $3 process, $4 thread. Column "fencing_token".
+    .row_lock_try =
+        "WITH l AS (SELECT lock_key FROM {{table:row_locks}} WHERE lock_key = $1"
+        " FOR UPDATE NOWAIT)"
+        " UPDATE {{table:row_locks}} r SET owner_host = $2, owner_process = $3,"
+        " owner_thread = $4, used_at = clock_timestamp(), fencing_token = GREATEST("
+        "r.fencing_token + 1, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint)"
+        " FROM l WHERE r.lock_key = l.lock_key RETURNING r.fencing_token",
+    .row_lock_wait =
+        "WITH l AS (SELECT lock_key FROM {{table:row_locks}} WHERE lock_key = $1 FOR UPDATE)"
+        " UPDATE {{table:row_locks}} r SET owner_host = $2, owner_process = $3,"
+        " owner_thread = $4, used_at = clock_timestamp(), fencing_token = GREATEST("
+        "r.fencing_token + 1, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint)"
+        " FROM l WHERE r.lock_key = l.lock_key RETURNING r.fencing_token",
+    .row_lock_wait_mariadb = "",
+    .row_lock_stamp = "",
+    // $1 the primary key value (sent untyped: the server takes the column's type, and the
+    // primary key index).
+    .target_lock_try = "SELECT 1 AS found FROM {{target}} WHERE {{column}} = $1 FOR UPDATE NOWAIT",
+    .target_lock_wait = "SELECT 1 AS found FROM {{target}} WHERE {{column}} = $1 FOR UPDATE",
+    .target_lock_wait_mariadb = "",
+
+    // Optimistic versions. A version is the database clock in µs, raised past the previous
+    // version (GREATEST(previous + 1, clock)): a row deleted and created again starts above every
+    // version handed out before, so an old reader's compare-and-set can never match it (no ABA).
+    // $1 key. Column "version".
+    .version_read = "SELECT version FROM {{table:versions}} WHERE lock_key = $1",
+    // $1 key
+    .version_create =
+        "INSERT INTO {{table:versions}} (lock_key, version, updated_at)"
+        " VALUES ($1, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint,"
+        " clock_timestamp()) ON CONFLICT (lock_key) DO NOTHING",
+    // $1 key, $2 the version read. One row ("version": the new one) when it still was $2.
+    .version_cas =
+        "UPDATE {{table:versions}} SET updated_at = clock_timestamp(), version = GREATEST("
+        "version + 1, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint)"
+        " WHERE lock_key = $1 AND version = $2 RETURNING version",
 };
 
 }  // namespace

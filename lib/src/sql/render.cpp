@@ -10,6 +10,14 @@ const DialectSql& dialect_sql(Dialect dialect) {
   return dialect == Dialect::kPostgreSQL ? postgresql_sql() : mysql_sql();
 }
 
+std::string replace_all(std::string text, std::string_view marker, std::string_view value) {
+  for (std::size_t pos = text.find(marker); pos != std::string::npos;
+       pos = text.find(marker, pos + value.size())) {
+    text.replace(pos, marker.size(), value);
+  }
+  return text;
+}
+
 std::string render_sql(std::string_view templ, Dialect dialect, const TableNames& names) {
   std::string out;
   out.reserve(templ.size() + 64);

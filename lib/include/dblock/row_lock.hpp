@@ -1,0 +1,86 @@
+// The row lock: SELECT ... FOR UPDATE on a row keyed by the lock key, held by a transaction on a
+// connection dedicated to the lease.
+//
+//   dblock::RowLock locks(*pool);
+//   dblock::with_lock(locks, "voucher:7", 5s, {}, [&](dblock::Lease& lease) {
+//     lease.connection()->execute("UPDATE vouchers SET stock = stock - 1 WHERE id = $1", {7});
+//   });  // commits: the lock ends and the UPDATE lands together
+//
+// The key's row in <prefix>row_locks is created on first use (never locked while missing: in
+// InnoDB that would take a gap lock), then locked in a new transaction: try_acquire with NOWAIT,
+// acquire with the server's lock wait bounded to the timeout (PostgreSQL lock_timeout; MariaDB
+// max_statement_time with WAIT n; MySQL 8 MAX_EXECUTION_TIME with innodb_lock_wait_timeout), so
+// sub-second waits end on time. A wait that times out rolls its transaction back, so it holds
+// nothing even if the grant raced the timeout. Each acquisition stamps the row with the holder
+// and a fencing token (the same scheme as UniqueKeyLock).
+//
+// The lease owns the connection and its open transaction until it ends: Lease::connection() is
+// where the critical section does its writes, so they commit atomically with the release.
+// release() commits; a lease dropped without release() (an exception in the critical section)
+// rolls back. If the connection dies, the server rolls the transaction back and frees the lock
+// at once; the lease then reports lost() and release() throws Error(kConnectionLost).
+//
+// Leases do not expire: the server holds a row lock until commit, rollback or disconnect.
+// LockOptions::ttl, auto_renew and on_lost are not used; renew() checks that the connection is
+// still alive. Reentrant: the same owner acquiring a key it holds gets a second lease on the
+// same transaction (no second connection); the transaction commits when the outermost lease is
+// released, and rolls back if any inner lease was dropped without release().
+//
+// Each lease (and each waiter) occupies one connection of the source for its whole life; the
+// source's size bounds how many keys a process holds or waits for at once.
+//
+// Thread-safety: all methods may be called from many threads at once. A lease and its
+// connection are used by one thread at a time. The ConnectionSource must outlive this object
+// and every lease it returned.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "dblock/connection_source.hpp"
+#include "dblock/lock.hpp"
+#include "dblock/table_names.hpp"
+
+namespace dblock {
+
+struct RowLockOptions {
+  TableNames tables{};
+  // Attempts for one acquire when the server reports a deadlock or serialization failure.
+  int contention_retries = 3;
+};
+
+// A row of the caller's own table, named by its primary key.
+struct TableRow {
+  std::string table;       // "orders", or "schema.orders"; each part a validated identifier
+  std::string key_column;  // a validated identifier, the table's primary key
+  Value key;               // the row's key value, bound as a parameter
+};
+
+class RowLock final : public Lock {
+ public:
+  explicit RowLock(ConnectionSource& source, RowLockOptions options = {});
+  ~RowLock() override;
+
+  std::optional<Lease> try_acquire(std::string_view key, const LockOptions& options = {}) override;
+  std::optional<Lease> acquire(std::string_view key, std::chrono::milliseconds timeout,
+                               const LockOptions& options = {}) override;
+  using Lock::acquire;
+
+  // Locks an existing row of the caller's own table (by primary key, so InnoDB locks that one
+  // row). The lease's key reads "table.column=value" and its fencing token is 0 (the caller's
+  // table has no token column). Throws Error(kFailedPrecondition) when no such row exists and
+  // Error(kInvalidArgument) for an invalid table or column name.
+  std::optional<Lease> try_acquire_row(const TableRow& row, const LockOptions& options = {});
+  std::optional<Lease> acquire_row(const TableRow& row, std::chrono::milliseconds timeout,
+                                   const LockOptions& options = {});
+
+  struct Impl;
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace dblock

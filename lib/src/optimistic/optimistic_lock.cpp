@@ -1,0 +1,124 @@
+#include "dblock/optimistic_lock.hpp"
+
+#include "dblock/error.hpp"
+#include "dblock/unique_key_lock.hpp"
+#include "lease_core.hpp"
+#include "lock_keys.hpp"
+#include "sql/dialect_sql.hpp"
+#include "transaction_hold.hpp"
+
+namespace dblock {
+
+struct OptimisticLock::Impl {
+  Impl(ConnectionSource& src, OptimisticLockOptions opts)
+      : source(src), options(std::move(opts)), dialect(src.dialect()) {
+    const auto& sql = detail::dialect_sql(dialect);
+    read_sql = detail::render_sql(sql.version_read, dialect, options.tables);
+    create_sql = detail::render_sql(sql.version_create, dialect, options.tables);
+    cas_sql = detail::render_sql(sql.version_cas, dialect, options.tables);
+  }
+
+  ConnectionSource& source;
+  OptimisticLockOptions options;
+  Dialect dialect;
+  std::string read_sql, create_sql, cas_sql;
+};
+
+namespace {
+
+class OptimisticLease final : public detail::LeaseCore {
+ public:
+  OptimisticLease(std::shared_ptr<OptimisticLock::Impl> impl, PooledConnection conn,
+                  detail::LeaseInfo info)
+      : LeaseCore(std::move(info), nullptr),
+        impl_(std::move(impl)),
+        tx_(std::move(conn), LeaseCore::info().key) {}
+
+  Connection* connection() override { return &tx_.connection(); }
+
+ protected:
+  ReleaseOutcome do_release() override {
+    const auto& i = info();
+    if (tx_.broken()) tx_.commit();  // throws the "lost before the release" error
+    const Value params[] = {Value(i.key), Value(i.fencing_token)};
+    try {
+      Result r = tx_.connection().execute(impl_->cas_sql, params);
+      if (r.affected_rows() != 1) {
+        tx_.rollback();
+        return ReleaseOutcome::kConflict;
+      }
+    } catch (const Error& e) {
+      tx_.rollback();
+      // Another writer's commit got in the way (PostgreSQL under REPEATABLE READ, InnoDB).
+      if (detail::is_conflict_error(e)) return ReleaseOutcome::kConflict;
+      throw;
+    }
+    tx_.commit();
+    return ReleaseOutcome::kReleased;
+  }
+
+  void do_abandon() noexcept override { tx_.rollback(); }
+
+  bool do_renew(std::chrono::milliseconds) override { return tx_.alive(); }
+
+  bool connection_lost() const noexcept override { return tx_.broken(); }
+
+ private:
+  std::shared_ptr<OptimisticLock::Impl> impl_;
+  detail::TransactionHold tx_;
+};
+
+}  // namespace
+
+OptimisticLock::OptimisticLock(ConnectionSource& source, OptimisticLockOptions options)
+    : impl_(std::make_shared<Impl>(source, std::move(options))) {
+  if (impl_->options.retry.max_attempts < 1) {
+    throw Error(ErrorCode::kInvalidArgument, "retry.max_attempts must be at least 1");
+  }
+}
+
+OptimisticLock::~OptimisticLock() = default;
+
+RetryPolicy OptimisticLock::retry_policy() const { return impl_->options.retry; }
+
+std::optional<Lease> OptimisticLock::try_acquire(std::string_view key, const LockOptions& options) {
+  validate_lock_key(key);
+  detail::LeaseInfo info{std::string(key), 0, detail::random_lease_id(),
+                         options.owner ? *options.owner : Owner::current_thread(), options.ttl};
+  PooledConnection conn = impl_->source.acquire();
+  const Value params[] = {Value(info.key)};
+  for (int attempt = 0;; ++attempt) {
+    conn->begin();
+    try {
+      // Read inside the transaction: on InnoDB (REPEATABLE READ) this read also fixes the
+      // snapshot the critical section reads from.
+      Result r = conn->execute(impl_->read_sql, params);
+      if (!r.empty()) {
+        info.fencing_token = r.int64_at(0, "version");
+        return Lease(std::make_shared<OptimisticLease>(impl_, std::move(conn), std::move(info)));
+      }
+    } catch (...) {
+      conn->rollback();
+      throw;
+    }
+    // First use of the key (or the cleaner deleted its row): create it outside the transaction.
+    conn->rollback();
+    if (attempt >= 3) {
+      throw Error(ErrorCode::kOther, "the version row for '" + info.key +
+                                         "' keeps disappearing; is something deleting it?");
+    }
+    conn->execute(impl_->create_sql, params);
+  }
+}
+
+std::optional<Lease> OptimisticLock::acquire(std::string_view key,
+                                             std::chrono::milliseconds timeout,
+                                             const LockOptions& options) {
+  if (timeout < std::chrono::milliseconds(0)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "the wait timeout is negative; use 0 for a single try");
+  }
+  return try_acquire(key, options);
+}
+
+}  // namespace dblock

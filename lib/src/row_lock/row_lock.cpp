@@ -1,0 +1,375 @@
+#include "dblock/row_lock.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <unordered_set>
+
+#include "dblock/error.hpp"
+#include "dblock/unique_key_lock.hpp"
+#include "lease_core.hpp"
+#include "lock_keys.hpp"
+#include "sql/dialect_sql.hpp"
+#include "transaction_hold.hpp"
+
+namespace dblock {
+
+namespace {
+
+using std::chrono::milliseconds;
+
+// Waits past a century are "forever" (and would overflow the clock's arithmetic).
+bool is_forever(milliseconds timeout) { return timeout >= std::chrono::hours(24 * 365 * 100); }
+
+// InnoDB's largest lock wait timeout (about 34 years).
+constexpr long long kMaxInnodbWaitSeconds = 1073741824;
+
+// One transaction holding one key for one owner, shared by that owner's reentrant leases.
+struct Hold {
+  Hold(PooledConnection conn, std::string key) : tx(std::move(conn), std::move(key)) {}
+  detail::TransactionHold tx;
+  std::string registry_key;
+  std::int64_t fencing_token = 0;
+  int count = 1;               // leases of this owner on this transaction; guarded by Impl::mu
+  bool rollback_only = false;  // an inner lease was dropped without release()
+};
+
+// How the statement for one lock attempt waits.
+struct Wait {
+  bool nowait = true;
+  milliseconds timeout{0};  // when !nowait; milliseconds::max() for forever
+};
+
+std::string format_seconds(milliseconds ms) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%lld.%03lld", static_cast<long long>(ms.count() / 1000),
+                static_cast<long long>(ms.count() % 1000));
+  return buf;
+}
+
+}  // namespace
+
+struct RowLock::Impl {
+  enum class Flavor { kUnknown, kMariaDB, kMySQL };
+
+  Impl(ConnectionSource& src, RowLockOptions opts)
+      : source(src),
+        options(std::move(opts)),
+        dialect(src.dialect()),
+        sql(detail::dialect_sql(dialect)) {}
+
+  std::string render(std::string_view templ) const {
+    return detail::render_sql(templ, dialect, options.tables);
+  }
+
+  // The wait statement for `wait`, numbers filled in; `templ_default` / `templ_mariadb` are the
+  // dialect's two forms (the MariaDB one is empty on PostgreSQL).
+  std::string wait_sql(Connection& conn, const Wait& wait, std::string_view try_templ,
+                       std::string_view wait_templ, std::string_view mariadb_templ,
+                       const std::string& target = {}, const std::string& column = {}) {
+    std::string templ(wait.nowait ? try_templ : wait_templ);
+    if (!wait.nowait && dialect == Dialect::kMySQL && flavor(conn) == Flavor::kMariaDB) {
+      templ = mariadb_templ;
+    }
+    if (!wait.nowait && dialect == Dialect::kMySQL) {
+      const bool forever = wait.timeout == milliseconds::max();
+      const long long secs =
+          forever ? kMaxInnodbWaitSeconds
+                  : std::min<long long>(kMaxInnodbWaitSeconds, (wait.timeout.count() + 999) / 1000);
+      templ = detail::replace_all(std::move(templ), "{{seconds}}", std::to_string(secs));
+      templ = detail::replace_all(std::move(templ), "{{max_seconds}}",
+                                  forever ? "0" : format_seconds(wait.timeout));
+      templ = detail::replace_all(std::move(templ), "{{ms}}",
+                                  forever ? "0" : std::to_string(wait.timeout.count()));
+    }
+    templ = detail::replace_all(std::move(templ), "{{target}}", target);
+    templ = detail::replace_all(std::move(templ), "{{column}}", column);
+    return render(templ);
+  }
+
+  // PostgreSQL: bounds the next statement's lock wait, for this transaction only. Returns the
+  // setting it replaced, for restore_timeout (the critical section's own statements must not
+  // inherit the wait's bound); nullopt when nothing was set.
+  std::optional<std::string> set_timeout(Connection& conn, const Wait& wait) {
+    if (wait.nowait || sql.row_lock_set_timeout.empty()) return std::nullopt;
+    const std::string value =
+        wait.timeout == milliseconds::max() ? "0" : std::to_string(wait.timeout.count()) + "ms";
+    const Value params[] = {Value(value)};
+    return conn.execute(render(sql.row_lock_set_timeout), params).at(0, "previous").value_or("0");
+  }
+
+  void restore_timeout(Connection& conn, const std::optional<std::string>& previous) {
+    if (!previous) return;
+    const Value params[] = {Value(*previous)};
+    conn.execute(render(sql.row_lock_set_timeout), params);
+  }
+
+  Flavor flavor(Connection& conn) {
+    Flavor f = flavor_.load();
+    if (f != Flavor::kUnknown) return f;
+    Result r = conn.execute("SELECT VERSION() AS v");
+    const auto& v = r.at(0, "v");
+    f = v && v->find("MariaDB") != std::string::npos ? Flavor::kMariaDB : Flavor::kMySQL;
+    flavor_ = f;
+    return f;
+  }
+
+  // Makes the key's row exist (outside any transaction), unless it is known to.
+  void ensure_row(Connection& conn, const std::string& key) {
+    {
+      std::lock_guard lock(mu);
+      if (known_rows.count(key) != 0) return;
+    }
+    const Value params[] = {Value(key)};
+    bool exists = false;
+    if (!sql.row_lock_exists.empty()) {
+      exists = !conn.execute(render(sql.row_lock_exists), params).empty();
+    }
+    if (!exists) conn.execute(render(sql.row_lock_create), params);
+    std::lock_guard lock(mu);
+    if (known_rows.size() >= 100000) known_rows.clear();  // bounded memory; rows are re-checked
+    known_rows.insert(key);
+  }
+
+  void forget_row(const std::string& key) {
+    std::lock_guard lock(mu);
+    known_rows.erase(key);
+  }
+
+  // The owner's hold on `registry_key`, with one more lease counted; nullptr if none.
+  std::shared_ptr<Hold> reenter(const std::string& registry_key) {
+    std::lock_guard lock(mu);
+    auto it = holds.find(registry_key);
+    if (it == holds.end()) return nullptr;
+    if (it->second->tx.broken()) {
+      throw Error(ErrorCode::kConnectionLost,
+                  "this owner's transaction holding the same lock was lost; release the outer "
+                  "lease and acquire again");
+    }
+    ++it->second->count;
+    return it->second;
+  }
+
+  void remember(const std::shared_ptr<Hold>& hold) {
+    std::lock_guard lock(mu);
+    holds[hold->registry_key] = hold;
+  }
+
+  // One lease of the hold ends. True when it was the last one (the hold left the registry).
+  bool leave(Hold& hold, bool rollback_only) {
+    std::lock_guard lock(mu);
+    if (rollback_only) hold.rollback_only = true;
+    if (--hold.count > 0) return false;
+    holds.erase(hold.registry_key);
+    return true;
+  }
+
+  ConnectionSource& source;
+  RowLockOptions options;
+  Dialect dialect;
+  const detail::DialectSql& sql;
+  std::atomic<Flavor> flavor_{Flavor::kUnknown};
+  std::mutex mu;
+  std::unordered_set<std::string> known_rows;
+  std::map<std::string, std::shared_ptr<Hold>> holds;  // by key and owner
+};
+
+namespace {
+
+class RowLease final : public detail::LeaseCore {
+ public:
+  RowLease(std::shared_ptr<RowLock::Impl> impl, std::shared_ptr<Hold> hold, detail::LeaseInfo info)
+      : LeaseCore(std::move(info), nullptr), impl_(std::move(impl)), hold_(std::move(hold)) {}
+
+  Connection* connection() override { return &hold_->tx.connection(); }
+
+ protected:
+  ReleaseOutcome do_release() override {
+    if (!impl_->leave(*hold_, false)) return ReleaseOutcome::kDecremented;
+    if (hold_->rollback_only) {
+      hold_->tx.rollback();
+      throw Error(ErrorCode::kFailedPrecondition,
+                  "an inner lease of '" + info().key +
+                      "' was dropped without release(), so the transaction was rolled back "
+                      "and nothing of the critical section was committed");
+    }
+    hold_->tx.commit();
+    return ReleaseOutcome::kReleased;
+  }
+
+  void do_abandon() noexcept override {
+    if (impl_->leave(*hold_, true)) hold_->tx.rollback();
+  }
+
+  bool do_renew(std::chrono::milliseconds) override { return hold_->tx.alive(); }
+
+  bool connection_lost() const noexcept override { return hold_->tx.broken(); }
+
+ private:
+  std::shared_ptr<RowLock::Impl> impl_;
+  std::shared_ptr<Hold> hold_;
+};
+
+bool is_busy(ErrorCode code) {
+  return code == ErrorCode::kLockNotAvailable || code == ErrorCode::kLockWaitTimeout;
+}
+
+bool is_contention(ErrorCode code) {
+  return code == ErrorCode::kDeadlock || code == ErrorCode::kSerializationFailure;
+}
+
+Wait wait_for(milliseconds timeout) {
+  if (timeout < milliseconds(0)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "the wait timeout is negative; use 0 for a single try");
+  }
+  if (timeout == milliseconds(0)) return {};
+  return {false, is_forever(timeout) ? milliseconds::max() : timeout};
+}
+
+// "a.b" -> quoted "a"."b"; throws Error(kInvalidArgument) for anything but one or two
+// identifiers.
+std::string quote_table(Dialect dialect, std::string_view table) {
+  const auto dot = table.find('.');
+  if (dot == std::string_view::npos) return quote_identifier(dialect, table);
+  return quote_identifier(dialect, table.substr(0, dot)) + "." +
+         quote_identifier(dialect, table.substr(dot + 1));
+}
+
+}  // namespace
+
+RowLock::RowLock(ConnectionSource& source, RowLockOptions options)
+    : impl_(std::make_shared<Impl>(source, std::move(options))) {}
+
+RowLock::~RowLock() = default;
+
+namespace {
+
+// What one acquisition locks: the key's row in row_locks, or a row of the caller's table.
+struct Target {
+  std::string display_key;   // the lease's key()
+  std::string registry_key;  // reentrancy: what and for whom
+  bool own_table = false;
+  std::string table, column;  // quoted, for own_table
+  Value row_key;
+};
+
+std::optional<Lease> lock_target(const std::shared_ptr<RowLock::Impl>& impl, Target target,
+                                 const Wait& wait, const LockOptions& options) {
+  detail::LeaseInfo info{target.display_key, 0, detail::random_lease_id(),
+                         options.owner ? *options.owner : Owner::current_thread(), options.ttl};
+  target.registry_key += '\x1f' + info.owner.to_string();
+  if (auto hold = impl->reenter(target.registry_key)) {
+    info.fencing_token = hold->fencing_token;
+    return Lease(std::make_shared<RowLease>(impl, std::move(hold), std::move(info)));
+  }
+  const auto& sql = impl->sql;
+  PooledConnection conn = impl->source.acquire();
+  for (int attempt = 0;; ++attempt) {
+    if (!target.own_table) impl->ensure_row(*conn, target.display_key);
+    conn->begin();
+    try {
+      const std::optional<std::string> previous_timeout = impl->set_timeout(*conn, wait);
+      std::optional<std::int64_t> token;
+      if (target.own_table) {
+        std::string s = impl->wait_sql(*conn, wait, sql.target_lock_try, sql.target_lock_wait,
+                                       sql.target_lock_wait_mariadb, target.table, target.column);
+        const Value params[] = {target.row_key};
+        if (conn->execute(s, params).empty()) {
+          conn->rollback();
+          throw Error(ErrorCode::kFailedPrecondition,
+                      "no row with " + target.display_key +
+                          ": a row lock on your own table needs an existing row; insert it "
+                          "first or lock a key of dblock's row lock table instead");
+        }
+        token = 0;
+      } else {
+        std::string s = impl->wait_sql(*conn, wait, sql.row_lock_try, sql.row_lock_wait,
+                                       sql.row_lock_wait_mariadb);
+        const Owner& o = info.owner;
+        if (sql.row_lock_stamp.empty()) {
+          const Value params[] = {Value(target.display_key), Value(o.host), Value(o.process),
+                                  Value(o.thread)};
+          Result r = conn->execute(s, params);
+          if (!r.empty()) token = r.int64_at(0, "fencing_token");
+        } else {
+          const Value params[] = {Value(target.display_key)};
+          if (!conn->execute(s, params).empty()) {
+            const Value stamp[] = {Value(o.host), Value(o.process), Value(o.thread),
+                                   Value(target.display_key)};
+            token = static_cast<std::int64_t>(
+                conn->execute(impl->render(sql.row_lock_stamp), stamp).last_insert_id());
+          }
+        }
+      }
+      if (!token) {
+        // The key's row is gone (the cleaner deleted it after we looked): make it again.
+        conn->rollback();
+        impl->forget_row(target.display_key);
+        if (attempt >= 3) {
+          throw Error(ErrorCode::kOther, "the row lock row for '" + target.display_key +
+                                             "' keeps disappearing; is something deleting it?");
+        }
+        continue;
+      }
+      impl->restore_timeout(*conn, previous_timeout);
+      info.fencing_token = *token;
+      auto hold = std::make_shared<Hold>(std::move(conn), target.display_key);
+      hold->registry_key = target.registry_key;
+      hold->fencing_token = *token;
+      impl->remember(hold);
+      return Lease(std::make_shared<RowLease>(impl, std::move(hold), std::move(info)));
+    } catch (const Error& e) {
+      // Whatever the wait raced with, the rollback leaves this attempt holding nothing.
+      conn->rollback();
+      if (is_busy(e.code())) return std::nullopt;
+      if (is_contention(e.code()) && attempt < impl->options.contention_retries) continue;
+      throw;
+    }
+  }
+}
+
+Target key_target(std::string_view key) {
+  validate_lock_key(key);
+  return {std::string(key), "key\x1f" + std::string(key), false, {}, {}, {}};
+}
+
+Target row_target(Dialect dialect, const TableRow& row) {
+  if (row.key.is_null()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "the row's key value is NULL; pass the primary key of an existing row");
+  }
+  Target t;
+  t.own_table = true;
+  t.table = quote_table(dialect, row.table);
+  t.column = quote_identifier(dialect, row.key_column);
+  t.row_key = row.key;
+  t.display_key = row.table + "." + row.key_column + "=" + row.key.to_text().value_or("");
+  t.registry_key = "row\x1f" + t.display_key;
+  return t;
+}
+
+}  // namespace
+
+std::optional<Lease> RowLock::try_acquire(std::string_view key, const LockOptions& options) {
+  return lock_target(impl_, key_target(key), Wait{}, options);
+}
+
+std::optional<Lease> RowLock::acquire(std::string_view key, std::chrono::milliseconds timeout,
+                                      const LockOptions& options) {
+  Target target = key_target(key);
+  return lock_target(impl_, std::move(target), wait_for(timeout), options);
+}
+
+std::optional<Lease> RowLock::try_acquire_row(const TableRow& row, const LockOptions& options) {
+  return lock_target(impl_, row_target(impl_->dialect, row), Wait{}, options);
+}
+
+std::optional<Lease> RowLock::acquire_row(const TableRow& row, std::chrono::milliseconds timeout,
+                                          const LockOptions& options) {
+  Target target = row_target(impl_->dialect, row);
+  return lock_target(impl_, std::move(target), wait_for(timeout), options);
+}
+
+}  // namespace dblock

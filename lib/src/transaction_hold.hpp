@@ -1,0 +1,35 @@
+// A connection on loan for the life of a transactional lease (row lock, optimistic), with the
+// transaction the critical section runs in. Shared by the transactional strategies. Internal.
+//
+// Thread-safety: used by one thread at a time (the lease's).
+#pragma once
+
+#include <string>
+
+#include "dblock/connection_source.hpp"
+
+namespace dblock::detail {
+
+class TransactionHold {
+ public:
+  TransactionHold(PooledConnection conn, std::string key)
+      : conn_(std::move(conn)), key_(std::move(key)) {}
+
+  Connection& connection() const noexcept { return *conn_; }
+  bool broken() const noexcept { return conn_->broken(); }
+
+  // Commits. Throws Error(kConnectionLost) with advice when the connection broke before or
+  // during the commit (the server rolled the transaction back, or, for a commit whose reply
+  // was lost, may have committed it); any other failure rolls back and rethrows.
+  void commit();
+  // Rolls back; never throws (a broken connection has nothing left to roll back).
+  void rollback() noexcept { conn_->rollback(); }
+  // One round trip on the connection: false when it is gone.
+  bool alive();
+
+ private:
+  PooledConnection conn_;
+  std::string key_;
+};
+
+}  // namespace dblock::detail

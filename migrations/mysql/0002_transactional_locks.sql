@@ -1,0 +1,24 @@
+-- Row locks: one row per lock key, created on first use and locked with SELECT ... FOR UPDATE by
+-- the transaction that holds the lock. The owner columns and fencing_token describe the latest
+-- acquisition; the row lock itself is the lock. Keys compare byte for byte, as in the lock table.
+CREATE TABLE IF NOT EXISTS {{table:row_locks}} (
+    lock_key      VARBINARY(1020) NOT NULL,
+    owner_host    VARCHAR(255) NOT NULL DEFAULT '',
+    owner_process VARCHAR(255) NOT NULL DEFAULT '',
+    owner_thread  VARCHAR(255) NOT NULL DEFAULT '',
+    fencing_token BIGINT       NOT NULL DEFAULT 0,
+    used_at       DATETIME(6)  NOT NULL,
+    PRIMARY KEY (lock_key),
+    KEY used_at_idx (used_at)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+-- Optimistic versions: one row per key. A commit under the key moves version forward with
+-- compare-and-set; versions come from the database clock, so a row deleted and created again
+-- never repeats a version an old reader saw.
+CREATE TABLE IF NOT EXISTS {{table:versions}} (
+    lock_key   VARBINARY(1020) NOT NULL,
+    version    BIGINT       NOT NULL,
+    updated_at DATETIME(6)  NOT NULL,
+    PRIMARY KEY (lock_key),
+    KEY updated_at_idx (updated_at)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
