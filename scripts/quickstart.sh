@@ -60,4 +60,7 @@ heading "quickstart example"
 heading "transfer example"
 "$build_dir/examples/transfer"
 
+heading "flash sale example (unique-key lock, row lock, optimistic CAS)"
+"$build_dir/examples/flash_sale"
+
 heading "done"

@@ -10,6 +10,8 @@
 #include "dblock/lock_table.hpp"
 #include "dblock/migrator.hpp"
 #include "dblock/open.hpp"
+#include "dblock/optimistic_lock.hpp"
+#include "dblock/row_lock.hpp"
 #include "dblock/unique_key_lock.hpp"
 #include "lock_rows.hpp"
 
@@ -46,7 +48,7 @@ TEST_P(CleanerTest, DeletesRowsPastTheGraceAndKeepsTheRest) {
   CleanResult r = clean(*conn_, tables_);  // default grace: 5 minutes
   EXPECT_EQ(r.deleted, 20u);
   EXPECT_EQ(r.tables.at("locks"), 20u);
-  EXPECT_EQ(r.batches, 1u);
+  EXPECT_EQ(r.batches, 3u);  // one per table: locks, row_locks, versions
   EXPECT_TRUE(r.complete);
   EXPECT_FALSE(r.dry_run);
   EXPECT_EQ(rows("old"), 0u);
@@ -72,6 +74,37 @@ TEST_P(CleanerTest, DeletesRowsPastTheGraceAndKeepsTheRest) {
   EXPECT_GT(again->fencing_token(), 1);
 }
 
+TEST_P(CleanerTest, DeletesRowLockAndVersionRowsUnusedForLongerThanTheGrace) {
+  auto pool = open_pool(backend().url(), {.max_size = 4});
+  RowLock row_locks(*pool, {.tables = tables_});
+  OptimisticLock versions(*pool, {.tables = tables_});
+  for (const char* key : {"a", "b", "c"}) {
+    row_locks.try_acquire(key)->release();
+    versions.try_acquire(key)->release();
+  }
+  auto held = row_locks.try_acquire("held");  // a row lock held now is never deleted
+  ASSERT_TRUE(held);
+  CleanResult kept = clean(*conn_, tables_);  // all used within the 5 minute grace
+  EXPECT_EQ(kept.tables.at("row_locks"), 0u);
+  EXPECT_EQ(kept.tables.at("versions"), 0u);
+  std::this_thread::sleep_for(10ms);
+  CleanOptions o = no_grace();
+  if (backend().dialect == Dialect::kMySQL) held.reset();  // InnoDB's DELETE would wait for it
+  CleanResult r = clean(*conn_, tables_, o);
+  EXPECT_EQ(r.tables.at("versions"), 3u);
+  EXPECT_EQ(r.tables.at("row_locks"), backend().dialect == Dialect::kMySQL ? 4u : 3u);
+  // The keys work as before: their rows are created again on use.
+  auto again = row_locks.try_acquire("a");
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->release(), ReleaseOutcome::kReleased);
+  auto v = versions.try_acquire("a");
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->release(), ReleaseOutcome::kReleased);
+  if (held) {
+    EXPECT_EQ(held->release(), ReleaseOutcome::kReleased);
+  }
+}
+
 TEST_P(CleanerTest, GraceIsMeasuredOnTheDatabaseClock) {
   insert_lock_rows(*conn_, tables_, "a", 4, -30);
   CleanOptions o = no_grace();
@@ -88,12 +121,12 @@ TEST_P(CleanerTest, DeletesInBoundedBatches) {
   o.on_batch = [&](const CleanProgress& p) {
     ++calls;
     EXPECT_EQ(p.batches, static_cast<std::uint64_t>(calls));
-    EXPECT_EQ(p.deleted, std::min<std::uint64_t>(35, 10u * p.batches));
+    EXPECT_EQ(p.deleted, std::min<std::uint64_t>(35, 10u * p.batches));  // locks come first
   };
   CleanResult r = clean(*conn_, tables_, o);
   EXPECT_EQ(r.deleted, 35u);
-  EXPECT_EQ(r.batches, 4u);
-  EXPECT_EQ(calls, 4);
+  EXPECT_EQ(r.batches, 6u);  // 4 for the locks, 1 each for the empty row_locks and versions
+  EXPECT_EQ(calls, 6);
   EXPECT_TRUE(r.complete);
   EXPECT_EQ(rows(), 0u);
 }

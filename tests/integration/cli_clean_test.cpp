@@ -96,7 +96,11 @@ TEST_P(CliCleanTest, VerbosePrintsOneSummaryLine) {
   auto r = clean({"-v", "--batch", "5"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err, "");
-  EXPECT_EQ(r.out.rfind("dblock clean: deleted 12 rows (locks 12) in 3 batches, ", 0), 0u) << r.out;
+  EXPECT_EQ(
+      r.out.rfind(
+          "dblock clean: deleted 12 rows (locks 12, row_locks 0, versions 0) in 5 batches, ", 0),
+      0u)
+      << r.out;
   EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << r.out;
   EXPECT_NE(r.out.find("oldest expiry left: none"), std::string::npos) << r.out;
 }
@@ -109,7 +113,7 @@ TEST_P(CliCleanTest, JsonSummary) {
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["deleted"], 7);
   EXPECT_EQ(j["tables"]["locks"], 7);
-  EXPECT_EQ(j["batches"], 3);
+  EXPECT_EQ(j["batches"], 5);  // 3 for the locks, 1 each for row_locks and versions
   EXPECT_TRUE(j["duration_ms"].is_number_integer());
   EXPECT_TRUE(j["oldest_expiry_left"].is_string()) << r.out;
   EXPECT_EQ(j["dry_run"], false);

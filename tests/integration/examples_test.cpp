@@ -1,0 +1,45 @@
+// The concurrent examples, run as a user runs them, against every database x driver pair:
+// flash_sale must sell exactly the stock with each lock strategy, and transfer must let exactly
+// one of a thousand requests through.
+#include <regex>
+
+#include "backends.hpp"
+#include "process.hpp"
+
+namespace dblock::testing {
+namespace {
+
+class ExamplesTest : public ::testing::TestWithParam<Backend> {
+ protected:
+  void SetUp() override {
+    ASSERT_STRNE(DBLOCK_FLASH_SALE_PATH, "") << "the examples were not built";
+    url_ = std::getenv(backend().url_env.c_str()) ? std::getenv(backend().url_env.c_str()) : "";
+    ASSERT_FALSE(url_.empty()) << backend().url_env << " is not set";
+    url_ += (url_.find('?') == std::string::npos ? "?" : "&") + std::string("driver=") +
+            backend().driver;
+  }
+  const Backend& backend() const { return GetParam(); }
+  std::string url_;
+};
+
+TEST_P(ExamplesTest, FlashSaleSellsTheStockExactlyOnceWithEveryStrategy) {
+  auto r = run_process({DBLOCK_FLASH_SALE_PATH, "--url", url_});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  for (const std::string strategy : {"unique-key", "row-lock", "optimistic"}) {
+    const std::regex line("strategy=" + strategy +
+                          " sold=100 oversold=0 duplicates=0 seconds=[0-9.]+\n");
+    EXPECT_TRUE(std::regex_search(r.out, line)) << strategy << ":\n" << r.out << r.err;
+  }
+  std::printf("%s", r.out.c_str());
+}
+
+TEST_P(ExamplesTest, TransferLetsExactlyOneRequestThrough) {
+  auto r = run_process({DBLOCK_TRANSFER_PATH, "--url", url_});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("OK: exactly one transfer succeeded"), std::string::npos) << r.out << r.err;
+}
+
+INSTANTIATE_TEST_SUITE_P(Pairs, ExamplesTest, ::testing::ValuesIn(all_backends()), BackendName());
+
+}  // namespace
+}  // namespace dblock::testing
