@@ -229,23 +229,19 @@ int main(int argc, char** argv) {
       dblock::Migrator(*conn).up();
       create_tables(*conn, demo);
     }
-    bool ok = true;
-    try {
-      for (const auto& strategy : strategies) {
-        auto setup = [&demo, strategy](dblock::ConnectionSource& pool) -> examples::Request {
-          auto shop = std::make_shared<Shop>(pool, demo, strategy);
-          return [shop](long request) { return (*shop)(request); };
-        };
-        ok &= report(url, demo, strategy, examples::race(url, race, setup, kSold));
-      }
-    } catch (...) {
-      try {
-        drop_tables(url, demo);
-      } catch (const dblock::Error&) {  // report the first error, not this one
-      }
-      throw;
-    }
-    drop_tables(url, demo);
+    const bool ok = examples::with_cleanup(
+        [&] {
+          bool all_ok = true;
+          for (const auto& strategy : strategies) {
+            auto setup = [&demo, strategy](dblock::ConnectionSource& pool) -> examples::Request {
+              auto shop = std::make_shared<Shop>(pool, demo, strategy);
+              return [shop](long request) { return (*shop)(request); };
+            };
+            all_ok &= report(url, demo, strategy, examples::race(url, race, setup, kSold));
+          }
+          return all_ok;
+        },
+        [&] { drop_tables(url, demo); });
     return ok ? 0 : 1;
   } catch (const std::exception& e) {  // dblock::Error, or a failed pipe() / fork()
     std::fprintf(stderr, "flash_sale: %s\n", e.what());

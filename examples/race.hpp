@@ -55,4 +55,22 @@ std::string placeholders(dblock::Dialect dialect, const std::string& text);
 bool parse_flags(int argc, char** argv, const std::vector<std::string>& known,
                  std::map<std::string, std::string>& out);
 
+// Returns body(), running cleanup() after it on every path. When body throws, a failing cleanup
+// is ignored so that the first error is the one reported.
+template <class Body, class Cleanup>
+auto with_cleanup(Body&& body, Cleanup&& cleanup) {
+  decltype(body()) result;
+  try {
+    result = body();
+  } catch (...) {
+    try {
+      cleanup();
+    } catch (...) {
+    }
+    throw;
+  }
+  cleanup();
+  return result;
+}
+
 }  // namespace examples

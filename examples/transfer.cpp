@@ -188,20 +188,12 @@ int main(int argc, char** argv) {
       dblock::Migrator(*conn).up();
       create_tables(*conn, demo);
     }
-    bool ok = false;
-    try {
-      auto setup = [&demo](dblock::ConnectionSource& pool) {
-        return transfer_requests(pool, demo);
-      };
-      ok = report(url, demo, cfg.race, examples::race(url, cfg.race, setup, kTransferred));
-    } catch (...) {
-      try {
-        drop_tables(url, demo);
-      } catch (const dblock::Error&) {  // report the first error, not this one
-      }
-      throw;
-    }
-    drop_tables(url, demo);
+    auto setup = [&demo](dblock::ConnectionSource& pool) { return transfer_requests(pool, demo); };
+    const bool ok = examples::with_cleanup(
+        [&] {
+          return report(url, demo, cfg.race, examples::race(url, cfg.race, setup, kTransferred));
+        },
+        [&] { drop_tables(url, demo); });
     return ok ? 0 : 1;
   } catch (const std::exception& e) {  // dblock::Error, or a failed pipe() / fork()
     std::fprintf(stderr, "transfer: %s\n", e.what());

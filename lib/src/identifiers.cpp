@@ -50,6 +50,13 @@ std::string quote_identifier(Dialect dialect, std::string_view name) {
   return q + std::string(name) + q;
 }
 
+std::string quote_table_name(Dialect dialect, std::string_view table) {
+  const auto dot = table.find('.');
+  if (dot == std::string_view::npos) return quote_identifier(dialect, table);
+  return quote_identifier(dialect, table.substr(0, dot)) + "." +
+         quote_identifier(dialect, table.substr(dot + 1));
+}
+
 TableNames::TableNames(std::string prefix, std::string schema)
     : prefix_(std::move(prefix)), schema_(std::move(schema)) {
   if (!prefix_.empty()) validate_identifier(prefix_, "table prefix");

@@ -21,6 +21,10 @@ void validate_identifier(std::string_view name, std::string_view what);
 // `name` quoted for the dialect: "name" on PostgreSQL, `name` on MySQL. Validates first.
 std::string quote_identifier(Dialect dialect, std::string_view name);
 
+// "table" or "schema.table" quoted part by part for the dialect ("app"."orders"). Validates each
+// part; throws Error(kInvalidArgument) for anything else.
+std::string quote_table_name(Dialect dialect, std::string_view table);
+
 class TableNames {
  public:
   static constexpr std::string_view kDefaultPrefix = "dblock_";

@@ -15,13 +15,6 @@ std::string placeholder(Dialect dialect, std::size_t n) {
   return dialect == Dialect::kPostgreSQL ? "$" + std::to_string(n) : "?";
 }
 
-std::string quote_table(Dialect dialect, std::string_view table) {
-  const auto dot = table.find('.');
-  if (dot == std::string_view::npos) return quote_identifier(dialect, table);
-  return quote_identifier(dialect, table.substr(0, dot)) + "." +
-         quote_identifier(dialect, table.substr(dot + 1));
-}
-
 const std::string& checked_op(const std::string& op) {
   static constexpr std::array<std::string_view, 6> kOps = {"=", "<>", "<", "<=", ">", ">="};
   for (auto ok : kOps) {
@@ -46,7 +39,7 @@ CasOutcome conditional_update(Connection& conn, const ConditionalUpdate& update)
     throw Error(ErrorCode::kInvalidArgument, "the key value is NULL; pass the row's primary key");
   }
   std::vector<Value> params;
-  std::string sql = "UPDATE " + quote_table(d, update.table) + " SET ";
+  std::string sql = "UPDATE " + quote_table_name(d, update.table) + " SET ";
   for (std::size_t i = 0; i < update.set.size(); ++i) {
     const Assignment& a = update.set[i];
     const std::string col = quote_identifier(d, a.column);

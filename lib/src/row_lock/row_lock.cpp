@@ -228,15 +228,6 @@ Wait wait_for(milliseconds timeout) {
   return {false, is_forever(timeout) ? milliseconds::max() : timeout};
 }
 
-// "a.b" -> quoted "a"."b"; throws Error(kInvalidArgument) for anything but one or two
-// identifiers.
-std::string quote_table(Dialect dialect, std::string_view table) {
-  const auto dot = table.find('.');
-  if (dot == std::string_view::npos) return quote_identifier(dialect, table);
-  return quote_identifier(dialect, table.substr(0, dot)) + "." +
-         quote_identifier(dialect, table.substr(dot + 1));
-}
-
 }  // namespace
 
 RowLock::RowLock(ConnectionSource& source, RowLockOptions options)
@@ -342,7 +333,7 @@ Target row_target(Dialect dialect, const TableRow& row) {
   }
   Target t;
   t.own_table = true;
-  t.table = quote_table(dialect, row.table);
+  t.table = quote_table_name(dialect, row.table);
   t.column = quote_identifier(dialect, row.key_column);
   t.row_key = row.key;
   t.display_key = row.table + "." + row.key_column + "=" + row.key.to_text().value_or("");
