@@ -45,8 +45,8 @@ struct Target {
 struct Headline {
   std::string label;  // "dblock/raw, 8 connections"
   double value = 0;
-  std::string unit;        // "x", "ms", "rows/s"
-  std::string target;      // "≥ 0.95", or empty when the issue sets none
+  std::string unit{};      // "x", "ms", "rows/s"
+  std::string target{};    // ">= 0.95", or empty when the issue sets none
   int met = -1;            // 1 met, 0 not met, -1 no target
   bool ratio = false;      // listed first
   std::string database{};  // Target::name (set by BenchContext::headline)

@@ -33,6 +33,8 @@ class CountingSource::Counted final : public Connection {
   std::atomic<std::uint64_t>& count_;
 };
 
+CountingSource::CountingSource(ConnectionSource& inner) : inner_(inner) {}
+
 CountingSource::~CountingSource() {
   std::lock_guard lock(mu_);
   loans_.clear();

@@ -17,7 +17,7 @@ namespace dblock::bench {
 
 class CountingSource final : public ConnectionSource {
  public:
-  explicit CountingSource(ConnectionSource& inner) : inner_(inner) {}
+  explicit CountingSource(ConnectionSource& inner);
   ~CountingSource() override;
 
   Dialect dialect() const noexcept override { return inner_.dialect(); }

@@ -87,6 +87,7 @@ LoadResult run_load(int threads, std::chrono::milliseconds duration,
     std::this_thread::sleep_for(warmup);
     phase.store(kMeasure);
     auto start = Clock::now();
+    result.started = start;
     std::this_thread::sleep_for(duration);
     phase.store(kStop);
     result.seconds = std::chrono::duration<double>(Clock::now() - start).count();

@@ -36,6 +36,7 @@ struct LoadResult {
   double seconds = 0;
   Latencies latency;
   std::vector<std::uint64_t> ops_per_thread;
+  std::chrono::steady_clock::time_point started;  // the measured window's start
   double per_second() const { return seconds > 0 ? static_cast<double>(ops) / seconds : 0; }
 };
 
