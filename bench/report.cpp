@@ -106,18 +106,23 @@ void print_table(std::ostream& out, const std::vector<Headline>& headlines,
       }
     }
     if (section.contains("hot_key")) {
-      out << "\n" << db << ": hot key, blocking acquire (handoff = release start to next grant)\n";
-      out << "  mode              clients  acq/s    handoff p50/p99 ms  stmts/acq  fairness "
-             "max/min\n";
+      out << "\n"
+          << db
+          << ": hot key, blocking acquire (handoff = release start to the next grant to another "
+             "client)\n";
+      out << "  mode              clients  acq/s    handoff p50/p99 ms  release p50  re-took  "
+             "stmts/acq  fairness max/min\n";
       for (const auto& p : section["hot_key"]["points"]) {
-        char line[220];
-        std::snprintf(line, sizeof line, "  %-16s  %7d  %7.0f  %8.3f/%-9.3f  %9.2f  %s\n",
-                      p["mode"].get<std::string>().c_str(), p["clients"].get<int>(),
-                      num(p, "acquisitions_per_s"), num(p["handoff"], "p50_ms"),
-                      num(p["handoff"], "p99_ms"), num(p, "statements_per_acquisition"),
-                      p["fairness_max_over_min"].is_number()
-                          ? format(p["fairness_max_over_min"].get<double>(), "x").c_str()
-                          : "inf (a client got none)");
+        char line[240];
+        std::snprintf(
+            line, sizeof line, "  %-16s  %7d  %7.0f  %8.3f/%-9.3f  %11.3f  %6.0f%%  %9.2f  %s\n",
+            p["mode"].get<std::string>().c_str(), p["clients"].get<int>(),
+            num(p, "acquisitions_per_s"), num(p["handoff"], "p50_ms"), num(p["handoff"], "p99_ms"),
+            num(p["release"], "p50_ms"), 100 * num(p, "reacquired_by_previous_holder"),
+            num(p, "statements_per_acquisition"),
+            p["fairness_max_over_min"].is_number()
+                ? format(p["fairness_max_over_min"].get<double>(), "x").c_str()
+                : "inf (a client got none)");
         out << line;
       }
     }

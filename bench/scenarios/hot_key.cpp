@@ -15,40 +15,73 @@
 
 namespace dblock::bench {
 
+void GrantLog::granted(int i) {
+  auto now = std::chrono::steady_clock::now();
+  std::int64_t from = release_started_.load();
+  const bool same = holder_.exchange(i) == i;
+  grants_[i].emplace_back(
+      now, same        ? -2.0
+           : from == 0 ? -1.0
+                       : static_cast<double>(now.time_since_epoch().count() - from) / 1000.0);
+}
+
+std::chrono::steady_clock::time_point GrantLog::releasing() {
+  auto now = std::chrono::steady_clock::now();
+  release_started_.store(now.time_since_epoch().count());
+  return now;
+}
+
+void GrantLog::released(int i, std::chrono::steady_clock::time_point started) {
+  auto now = std::chrono::steady_clock::now();
+  releases_[i].emplace_back(now, std::chrono::duration<double, std::micro>(now - started).count());
+}
+
+HotKeyResult GrantLog::summarize(LoadResult load) const {
+  HotKeyResult out;
+  const auto end = load.started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                      std::chrono::duration<double>(load.seconds));
+  load.ops = 0;
+  load.ops_per_thread.assign(grants_.size(), 0);
+  for (std::size_t i = 0; i < grants_.size(); ++i) {
+    for (auto [when, us] : grants_[i]) {
+      if (when < load.started || when > end) continue;
+      ++load.ops;
+      ++load.ops_per_thread[i];
+      if (us >= 0) out.handoff.add(us);
+      if (us == -2.0) out.reacquired += 1;
+    }
+    for (auto [when, us] : releases_[i]) {
+      if (when >= load.started && when <= end) out.release.add(us);
+    }
+  }
+  if (load.ops > 0) out.reacquired /= static_cast<double>(load.ops);
+  out.load = std::move(load);
+  return out;
+}
+
 HotKeyResult measure_hot_key(BenchContext& ctx, const TableNames& tables, int clients,
                              UniqueKeyLockOptions options) {
-  using Clock = std::chrono::steady_clock;
   auto pool = ctx.pool(clients);
   CountingSource counting(*pool);
   options.tables = tables;
   UniqueKeyLock lock(counting, options);
   const std::string key = random_key("hot:");
-  std::atomic<std::int64_t> release_started{0};  // steady clock, ns
   std::atomic<std::uint64_t> acquisitions{0};
-  std::vector<std::vector<std::pair<Clock::time_point, double>>> handoffs(clients);
+  GrantLog log(clients);
   LoadResult load = run_load(clients, ctx.settings().duration, [&](int i) -> Operation {
     return [&, i] {
       auto lease = lock.acquire(key, std::chrono::seconds(10));
       if (!lease) return false;
-      auto granted = Clock::now();
-      std::int64_t from = release_started.load();
-      if (from != 0) {
-        handoffs[i].emplace_back(
-            granted, static_cast<double>(granted.time_since_epoch().count() - from) / 1000.0);
-      }
+      log.granted(i);
       acquisitions.fetch_add(1);
-      release_started.store(Clock::now().time_since_epoch().count());
+      auto releasing = log.releasing();
       lease->release();
+      log.released(i, releasing);
       return true;
     };
   });
-  HotKeyResult out;
-  out.load = std::move(load);
-  for (const auto& per_thread : handoffs) {
-    for (auto [when, us] : per_thread) {
-      if (when >= out.load.started) out.handoff.add(us);
-    }
-  }
+  HotKeyResult out = log.summarize(std::move(load));
+  // Statements and acquisitions over the whole run (warm-up included), so they match.
   out.statements_per_acquisition = static_cast<double>(counting.statements()) /
                                    static_cast<double>(std::max<std::uint64_t>(acquisitions, 1));
   return out;
@@ -61,6 +94,8 @@ nlohmann::json HotKeyResult::to_json(const std::string& mode, int clients) {
                    {"acquisitions", load.ops},
                    {"acquisitions_per_s", load.per_second()},
                    {"handoff", handoff.summary_ms()},
+                   {"release", release.summary_ms()},
+                   {"reacquired_by_previous_holder", reacquired},
                    {"statements_per_acquisition", statements_per_acquisition},
                    {"fewest_per_client", *lo},
                    {"most_per_client", *hi}};
@@ -101,8 +136,10 @@ void run(BenchContext& ctx) {
   }
   ctx.out()["hot_key"] = {
       {"what",
-       "N clients loop acquire(key, 10 s) + release on one key; handoff = next grant minus the "
-       "previous holder's release start; statements_per_acquisition counts every statement "
+       "N clients loop acquire(key, 10 s) + release on one key; handoff = a grant to another "
+       "client minus the previous holder's release start (a holder re-taking the key at once is "
+       "counted in reacquired_by_previous_holder, not as a handoff); statements_per_acquisition "
+       "counts every statement "
        "(tries and the release) over successful acquisitions"},
       {"points", points}};
 }

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "../bench.hpp"
+#include "../hot_key.hpp"
 #include "../load.hpp"
 #include "../lock_sql.hpp"
 #include "../raw_client.hpp"
@@ -38,7 +39,6 @@ double dblock_rate(BenchContext& ctx, int connections) {
 }
 
 void run(BenchContext& ctx) {
-  using Clock = std::chrono::steady_clock;
   const Dialect d = ctx.dialect();
   const NativeSql sql(d);
   const std::string name = d == Dialect::kPostgreSQL ? "advisory" : "GET_LOCK";
@@ -73,42 +73,23 @@ void run(BenchContext& ctx) {
   for (int clients : ctx.settings().hot_clients) {
     ctx.progress("native " + name + " hot key, " + std::to_string(clients) + " clients");
     const std::vector<Value> key{native_key(d, std::random_device{}())};
-    std::atomic<std::int64_t> release_started{0};
-    std::vector<std::vector<std::pair<Clock::time_point, double>>> handoffs(clients);
+    GrantLog log(clients);
     LoadResult r = run_load(clients, ctx.settings().duration, [&](int i) -> Operation {
       auto client = std::shared_ptr<RawClient>(connect_raw(ctx.target().url));
       return [&, client, i] {
         RawResult got = client->execute(sql.lock, key);
         // GET_LOCK returns 0 on its 10 s timeout; pg_advisory_lock waits as long as it takes.
         if (d == Dialect::kMySQL && got.first != 1) return false;
-        auto granted = Clock::now();
-        if (std::int64_t from = release_started.load(); from != 0) {
-          handoffs[i].emplace_back(
-              granted, static_cast<double>(granted.time_since_epoch().count() - from) / 1000.0);
-        }
-        release_started.store(Clock::now().time_since_epoch().count());
+        log.granted(i);
+        auto releasing = log.releasing();
         client->execute(sql.unlock, key);
+        log.released(i, releasing);
         return true;
       };
     });
-    Latencies handoff;
-    for (const auto& per_thread : handoffs) {
-      for (auto [when, us] : per_thread) {
-        if (when >= r.started) handoff.add(us);
-      }
-    }
-    auto [lo, hi] = std::minmax_element(r.ops_per_thread.begin(), r.ops_per_thread.end());
-    nlohmann::json j{{"mode", name},
-                     {"clients", clients},
-                     {"acquisitions", r.ops},
-                     {"acquisitions_per_s", r.per_second()},
-                     {"handoff", handoff.summary_ms()},
-                     {"statements_per_acquisition", 2.0},
-                     {"fewest_per_client", *lo},
-                     {"most_per_client", *hi}};
-    j["fairness_max_over_min"] =
-        *lo == 0 ? nlohmann::json(nullptr)
-                 : nlohmann::json(static_cast<double>(*hi) / static_cast<double>(*lo));
+    HotKeyResult result = log.summarize(std::move(r));
+    result.statements_per_acquisition = 2;
+    nlohmann::json j = result.to_json(name, clients);
     if (clients == ctx.settings().hot_clients.front()) {
       ctx.headline(
           {.label = "hot key handoff p50, " + name + ", " + std::to_string(clients) + " clients",
