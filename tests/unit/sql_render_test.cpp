@@ -15,6 +15,15 @@ TEST(RenderSql, ExpandsTableNameAndSchemaPlaceholders) {
             "CREATE DATABASE IF NOT EXISTS `infra`");
 }
 
+TEST(RenderSql, KeepsRelaxedSectionsOnlyForRelaxedDurability) {
+  TableNames names("app_");
+  const char* templ = "UPDATE {{table:locks}} SET x = 1 WHERE {{relaxed:f() AND}} k = $1";
+  EXPECT_EQ(render_sql(templ, Dialect::kPostgreSQL, names),
+            "UPDATE \"app_locks\" SET x = 1 WHERE  k = $1");
+  EXPECT_EQ(render_sql(templ, Dialect::kPostgreSQL, names, true),
+            "UPDATE \"app_locks\" SET x = 1 WHERE f() AND k = $1");
+}
+
 TEST(RenderSql, RejectsUnknownOrBrokenPlaceholders) {
   TableNames names;
   EXPECT_THROW(render_sql("SELECT {{oops}}", Dialect::kMySQL, names), Error);

@@ -40,6 +40,23 @@ struct UniqueKeyLockOptions {
   bool notify = true;
   // Attempts for one try when the server reports a deadlock or serialization failure.
   int contention_retries = 3;
+  // Relaxed durability, for locks used only for efficiency (avoiding duplicate work), never for
+  // correctness. Off by default.
+  //
+  // PostgreSQL: acquire, release and renew commit with synchronous_commit = off, set for each
+  // statement's own transaction only (no extra round trip; the session's setting is untouched),
+  // so a commit no longer waits for its WAL flush. The risk: a server crash (not a client crash,
+  // not a clean restart) can lose the last few hundred milliseconds of acknowledged lock
+  // changes (up to 3 x wal_writer_delay). After such a crash a lock thought released can
+  // reappear until its TTL ends, and a lock that was granted can vanish, so a second client can
+  // acquire it while the first still believes it holds it, and a fencing token can be handed
+  // out again. Claims (claim()) always commit durably. On a replica set-up,
+  // synchronous_commit = off also stops waiting for synchronous standbys.
+  //
+  // MySQL/MariaDB: no effect. InnoDB's flush-at-commit setting (innodb_flush_log_at_trx_commit)
+  // is global only and cannot be changed for one session or statement; set it on the server if
+  // the whole server may trade durability for speed.
+  bool relaxed_durability = false;
 };
 
 struct ClaimOptions {

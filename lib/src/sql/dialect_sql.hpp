@@ -2,8 +2,9 @@
 // lib/src/sql/mysql.cpp each hold the whole set for one database, to be reviewed as a whole.
 //
 // Statements are templates: {{table:x}} becomes the schema-qualified, quoted name of table
-// prefix+x, {{name:x}} the quoted name prefix+x, {{schema}} the quoted schema name (see
-// render_sql). Values are always bound parameters ($n on PostgreSQL, ? on MySQL), never spliced.
+// prefix+x, {{name:x}} the quoted name prefix+x, {{schema}} the quoted schema name, and
+// {{relaxed:text}} becomes text only when rendered for relaxed durability (see render_sql). Values
+// are always bound parameters ($n on PostgreSQL, ? on MySQL), never spliced.
 //
 // Thread-safety: read-only data and pure functions.
 #pragma once
@@ -74,9 +75,11 @@ const DialectSql& dialect_sql(Dialect dialect);
 // placeholders some statements carry besides render_sql's).
 std::string replace_all(std::string text, std::string_view marker, std::string_view value);
 
-// Expands {{table:x}}, {{name:x}} and {{schema}} in a statement or migration template.
+// Expands {{table:x}}, {{name:x}} and {{schema}} in a statement or migration template, and
+// {{relaxed:text}} to text when `relaxed_durability` is set (to nothing otherwise).
 // Throws Error(kInvalidArgument) for an unknown or unterminated placeholder, or {{schema}}
 // without a schema.
-std::string render_sql(std::string_view templ, Dialect dialect, const TableNames& names);
+std::string render_sql(std::string_view templ, Dialect dialect, const TableNames& names,
+                       bool relaxed_durability = false);
 
 }  // namespace dblock::detail

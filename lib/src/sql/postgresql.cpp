@@ -5,6 +5,14 @@ namespace dblock::detail {
 
 namespace {
 
+// Relaxed durability (UniqueKeyLockOptions::relaxed_durability): {{relaxed:...}} in acquire,
+// release and renew adds set_config('synchronous_commit', 'off', true), which switches off
+// synchronous_commit for the statement's own implicit transaction only (is_local = true lasts
+// until that transaction's commit, which is when the setting is read), so the commit
+// returns before its WAL reaches the disk. Placed as the first AND of the WHERE that decides
+// whether a row is written: whenever the statement writes, the call has run (a qual that fails
+// first means no row, no write, nothing to flush). The session's own setting is untouched, which
+// matters on a connection borrowed from a service. Costs no extra round trip.
 const DialectSql kPostgreSQL = {
     .create_schema = "CREATE SCHEMA IF NOT EXISTS {{schema}}",
     // Transaction-scoped: released by COMMIT/ROLLBACK, and works through transaction poolers.
@@ -55,7 +63,8 @@ const DialectSql kPostgreSQL = {
         " statement_timestamp(), statement_timestamp() + $6::bigint * interval '1 millisecond', "
         "$7::jsonb"
         // A busy try stops here, as a read: no transaction id, no WAL flush, no row lock.
-        " WHERE NOT EXISTS (SELECT 1 FROM {{table:locks}} b WHERE b.lock_key = $1"
+        " WHERE {{relaxed:set_config('synchronous_commit', 'off', true) IS NOT NULL AND}}"
+        " NOT EXISTS (SELECT 1 FROM {{table:locks}} b WHERE b.lock_key = $1"
         "   AND b.expires_at > statement_timestamp() AND NOT (b.owner_host = $3"
         "   AND b.owner_process = $4 AND b.owner_thread = $5))"
         " ON CONFLICT (lock_key) DO UPDATE SET"
@@ -82,7 +91,8 @@ const DialectSql kPostgreSQL = {
     .lock_release =
         "WITH r AS (UPDATE {{table:locks}} SET hold_count = hold_count - 1,"
         " expires_at = CASE WHEN hold_count = 1 THEN statement_timestamp() ELSE expires_at END"
-        " WHERE lock_key = $1 AND owner_host = $2 AND owner_process = $3 AND owner_thread = $4"
+        " WHERE {{relaxed:set_config('synchronous_commit', 'off', true) IS NOT NULL AND}}"
+        " lock_key = $1 AND owner_host = $2 AND owner_process = $3 AND owner_thread = $4"
         " AND fencing_token = $5 AND hold_count > 0 AND expires_at > statement_timestamp()"
         " RETURNING lock_key, hold_count)"
         " SELECT hold_count,"
@@ -93,7 +103,8 @@ const DialectSql kPostgreSQL = {
     .lock_renew =
         "UPDATE {{table:locks}}"
         " SET expires_at = statement_timestamp() + $1::bigint * interval '1 millisecond'"
-        " WHERE lock_key = $2 AND owner_host = $3 AND owner_process = $4 AND owner_thread = $5"
+        " WHERE {{relaxed:set_config('synchronous_commit', 'off', true) IS NOT NULL AND}}"
+        " lock_key = $2 AND owner_host = $3 AND owner_process = $4 AND owner_thread = $5"
         " AND fencing_token = $6 AND hold_count > 0 AND expires_at > statement_timestamp()",
     // $1 key, $2 claim id, $3 host, $4 process, $5 thread, $6 metadata JSON or NULL.
     // A claim never expires. Succeeds for a new or free key, or for a retry with the same claim

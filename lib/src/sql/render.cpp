@@ -18,7 +18,8 @@ std::string replace_all(std::string text, std::string_view marker, std::string_v
   return text;
 }
 
-std::string render_sql(std::string_view templ, Dialect dialect, const TableNames& names) {
+std::string render_sql(std::string_view templ, Dialect dialect, const TableNames& names,
+                       bool relaxed_durability) {
   std::string out;
   out.reserve(templ.size() + 64);
   std::size_t pos = 0;
@@ -35,6 +36,8 @@ std::string render_sql(std::string_view templ, Dialect dialect, const TableNames
       out += names.qualified(dialect, token.substr(6));
     } else if (token.starts_with("name:")) {
       out += quote_identifier(dialect, names.name(token.substr(5)));
+    } else if (token.starts_with("relaxed:")) {
+      if (relaxed_durability) out += token.substr(8);
     } else if (token == "schema" && !names.schema().empty()) {
       out += quote_identifier(dialect, names.schema());
     } else {

@@ -35,9 +35,10 @@ struct UniqueKeyLock::Impl {
   Impl(ConnectionSource& src, UniqueKeyLockOptions opts)
       : source(src), options(std::move(opts)), dialect(src.dialect()) {
     const auto& sql = detail::dialect_sql(dialect);
-    acquire_sql = detail::render_sql(sql.lock_acquire, dialect, options.tables);
-    release_sql = detail::render_sql(sql.lock_release, dialect, options.tables);
-    renew_sql = detail::render_sql(sql.lock_renew, dialect, options.tables);
+    const bool relaxed = options.relaxed_durability;
+    acquire_sql = detail::render_sql(sql.lock_acquire, dialect, options.tables, relaxed);
+    release_sql = detail::render_sql(sql.lock_release, dialect, options.tables, relaxed);
+    renew_sql = detail::render_sql(sql.lock_renew, dialect, options.tables, relaxed);
     claim_sql = detail::render_sql(sql.lock_claim, dialect, options.tables);
     rows = sql.lock_results_in_rows;
     channel = options.tables.name("locks");

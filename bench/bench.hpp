@@ -1,0 +1,117 @@
+// The benchmark's shared vocabulary: run settings, the database a run measures, the context a
+// scenario gets, and the scenario registry. Each scenario lives in its own file under
+// scenarios/ and registers itself with DBLOCK_BENCH_SCENARIO, so adding one touches no other file.
+//
+// Figures go into one JSON document (context.out()), from which the human table and the chart
+// are made. Comparisons put their ratio in a field whose name starts with "ratio".
+//
+// Thread-safety: a BenchContext is used by the scenario's controlling thread only; the load
+// helpers in load.hpp run the worker threads.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "dblock/connection.hpp"
+#include "dblock/connection_source.hpp"
+#include "dblock/table_names.hpp"
+#include "dblock/url.hpp"
+
+namespace dblock::bench {
+
+struct Settings {
+  bool quick = false;
+  // Measured time per point, and alternating rounds per comparison (raw, dblock, raw, ...).
+  std::chrono::milliseconds duration{1500};
+  int rounds = 3;
+  std::vector<int> connections{1, 2, 4, 8, 16};  // uncontended sweep (1 and 8 always included)
+  std::vector<int> hot_clients{8, 16, 32, 64};
+  std::vector<std::int64_t> table_rows{1'000, 1'000'000, 10'000'000};
+  std::int64_t cleaner_rows = 200'000;
+};
+
+// A database to measure.
+struct Target {
+  std::string name;  // "postgresql", "mysql"
+  DatabaseUrl url;
+  Dialect dialect() const { return url.dialect; }
+};
+
+// A headline figure: one line of the summary table, ratios first.
+struct Headline {
+  std::string label;  // "dblock/raw, 8 connections"
+  double value = 0;
+  std::string unit{};      // "x", "ms", "rows/s"
+  std::string target{};    // ">= 0.95", or empty when the issue sets none
+  int met = -1;            // 1 met, 0 not met, -1 no target
+  bool ratio = false;      // listed first
+  std::string database{};  // Target::name (set by BenchContext::headline)
+};
+
+// Lock tables under a fresh random prefix, migrated; dropped when this goes away.
+class ScopedTables {
+ public:
+  explicit ScopedTables(const DatabaseUrl& url);
+  ~ScopedTables();
+  ScopedTables(const ScopedTables&) = delete;
+  ScopedTables& operator=(const ScopedTables&) = delete;
+  const TableNames& names() const noexcept { return names_; }
+  // The admin connection the tables were made with (one thread at a time).
+  Connection& connection() { return *conn_; }
+
+ private:
+  std::unique_ptr<Connection> conn_;
+  TableNames names_;
+};
+
+class BenchContext {
+ public:
+  BenchContext(const Settings& settings, const Target& target, nlohmann::json& out,
+               std::vector<Headline>& headlines)
+      : settings_(settings), target_(target), out_(out), headlines_(headlines) {}
+
+  const Settings& settings() const noexcept { return settings_; }
+  const Target& target() const noexcept { return target_; }
+  Dialect dialect() const { return target_.dialect(); }
+  bool postgresql() const { return dialect() == Dialect::kPostgreSQL; }
+  // This database's section of the JSON document.
+  nlohmann::json& out() { return out_; }
+
+  // dblock's built-in pool for the target, sized for `connections`.
+  std::unique_ptr<Pool> pool(int connections) const;
+
+  void headline(Headline h) {
+    h.database = target_.name;
+    headlines_.push_back(std::move(h));
+  }
+  // A progress line on stderr, so stdout holds only the results.
+  void progress(const std::string& text) const;
+
+ private:
+  const Settings& settings_;
+  const Target& target_;
+  nlohmann::json& out_;
+  std::vector<Headline>& headlines_;
+};
+
+struct Scenario {
+  std::string name;  // JSON key and --only filter
+  int order = 0;     // scenarios run in this order
+  std::function<void(BenchContext&)> run;
+};
+
+bool register_scenario(Scenario scenario);
+std::vector<Scenario> scenarios();  // sorted by order
+
+}  // namespace dblock::bench
+
+#define DBLOCK_BENCH_CONCAT_(a, b) a##b
+#define DBLOCK_BENCH_CONCAT(a, b) DBLOCK_BENCH_CONCAT_(a, b)
+// At namespace scope in a scenario file: DBLOCK_BENCH_SCENARIO("hot_key", 30, run_hot_key);
+#define DBLOCK_BENCH_SCENARIO(name, order, fn)                                                 \
+  [[maybe_unused]] static const bool DBLOCK_BENCH_CONCAT(dblock_bench_registered_, __LINE__) = \
+      ::dblock::bench::register_scenario({name, order, fn})

@@ -1,0 +1,153 @@
+// dblock-bench: measures dblock against raw client loops on PostgreSQL and MySQL/MariaDB and
+// prints a table (ratios first); --json writes every figure, --svg the chart. Databases come from
+// --pg-url / --mysql-url or DBLOCK_BENCH_PG_URL / DBLOCK_BENCH_MYSQL_URL (scripts/bench.sh starts
+// throwaway servers and sets them). Scenarios live in scenarios/, one file each.
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <regex>
+#include <thread>
+
+#include "bench.hpp"
+#include "dblock/error.hpp"
+#include "raw_client.hpp"
+#include "report.hpp"
+
+namespace dblock::bench {
+namespace {
+
+std::string first_line_of(const std::string& path, const std::string& prefix) {
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(prefix, 0) == 0) {
+      auto colon = line.find(':');
+      std::string v = colon == std::string::npos ? line : line.substr(colon + 1);
+      v.erase(0, v.find_first_not_of(" \t"));
+      return v;
+    }
+  }
+  return "";
+}
+
+nlohmann::json machine() {
+  utsname u{};
+  uname(&u);
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  return {{"hostname", host},
+          {"kernel", std::string(u.sysname) + " " + u.release},
+          {"arch", u.machine},
+          {"cpus", std::thread::hardware_concurrency()},
+          {"cpu_model", first_line_of("/proc/cpuinfo", "model name")},
+          {"memory", first_line_of("/proc/meminfo", "MemTotal")},
+          {"load_average_at_start", first_line_of("/proc/loadavg", "")}};
+}
+
+std::optional<std::string> env(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return std::nullopt;
+  return std::string(v);
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"dblock-bench: dblock against raw client loops on PostgreSQL and MySQL/MariaDB"};
+  std::string pg_url = env("DBLOCK_BENCH_PG_URL").value_or("");
+  std::string mysql_url = env("DBLOCK_BENCH_MYSQL_URL").value_or("");
+  std::string json_path, svg_path, only;
+  Settings settings;
+  long duration_ms = 0;
+  app.add_option("--pg-url", pg_url, "PostgreSQL URL (default $DBLOCK_BENCH_PG_URL)");
+  app.add_option("--mysql-url", mysql_url, "MySQL/MariaDB URL (default $DBLOCK_BENCH_MYSQL_URL)");
+  app.add_option("--json", json_path, "write every figure, the machine and settings here");
+  app.add_option("--svg", svg_path, "write the chart (SVG) here");
+  app.add_flag("--quick", settings.quick,
+               "short run: fewer rounds and points, 100k rows instead of 10M (not for reports)");
+  app.add_option("--only", only, "run only the scenarios whose name matches this regex");
+  app.add_option("--duration-ms", duration_ms, "measured time per point (default 1500, quick 500)");
+  app.add_option("--rounds", settings.rounds, "alternating raw/dblock rounds per comparison");
+  CLI11_PARSE(app, argc, argv);
+
+  if (settings.quick) {
+    settings.duration = std::chrono::milliseconds(500);
+    settings.rounds = std::min(settings.rounds, 1);
+    settings.connections = {1, 8};
+    settings.hot_clients = {8, 64};
+    settings.table_rows = {1'000, 100'000};
+    settings.cleaner_rows = 50'000;
+  }
+  if (duration_ms > 0) settings.duration = std::chrono::milliseconds(duration_ms);
+
+  std::vector<Target> targets;
+  if (!pg_url.empty()) targets.push_back({"postgresql", DatabaseUrl::parse(pg_url)});
+  if (!mysql_url.empty()) targets.push_back({"mysql", DatabaseUrl::parse(mysql_url)});
+  if (targets.empty()) {
+    std::cerr << "dblock-bench: no database given; pass --pg-url and/or --mysql-url (or run "
+                 "scripts/bench.sh, which starts throwaway servers)\n";
+    return 64;
+  }
+
+  nlohmann::json document;
+  document["machine"] = machine();
+  document["versions"] = {{"dblock", DBLOCK_BENCH_VERSION},
+                          {"build_type", DBLOCK_BENCH_BUILD_TYPE},
+                          {"compiler", __VERSION__},
+                          {"libpq", libpq_version()},
+                          {"mysql_client", mysql_client_version()}};
+  document["settings"] = {{"quick", settings.quick},
+                          {"duration_ms", settings.duration.count()},
+                          {"rounds", settings.rounds},
+                          {"connections", settings.connections},
+                          {"hot_key_clients", settings.hot_clients},
+                          {"table_rows", settings.table_rows},
+                          {"cleaner_rows", settings.cleaner_rows}};
+  std::vector<Headline> headlines;
+  const std::regex filter(only.empty() ? ".*" : only);
+  const auto started = std::chrono::steady_clock::now();
+  for (const Target& target : targets) {
+    nlohmann::json& section = document["databases"][target.name];
+    section["server_version"] = connect_raw(target.url)->server_version();
+    section["url"] = target.url.redacted();
+    BenchContext ctx(settings, target, section, headlines);
+    for (const Scenario& s : scenarios()) {
+      if (!std::regex_search(s.name, filter)) continue;
+      auto t0 = std::chrono::steady_clock::now();
+      s.run(ctx);
+      section["scenario_seconds"][s.name] =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+  }
+  document["total_seconds"] =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  document["headlines"] = headlines_json(headlines);
+
+  print_table(std::cout, headlines, document);
+  if (!json_path.empty()) {
+    std::ofstream(json_path) << document.dump(2) << "\n";
+    std::cout << "\nfigures: " << json_path << "\n";
+  }
+  if (!svg_path.empty()) {
+    std::ofstream(svg_path) << render_chart(document);
+    std::cout << "chart: " << svg_path << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace dblock::bench
+
+int main(int argc, char** argv) {
+  try {
+    return dblock::bench::run(argc, argv);
+  } catch (const dblock::Error& e) {
+    std::cerr << "dblock-bench: " << e.what() << "\n";
+  } catch (const std::exception& e) {
+    std::cerr << "dblock-bench: " << e.what() << "\n";
+  }
+  return 1;
+}

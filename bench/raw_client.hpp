@@ -1,0 +1,45 @@
+// The baseline: the same statements sent by a plain client loop, without dblock. PostgreSQL goes
+// through libpq's PQexecParams with text parameters (what dblock's libpqxx driver sends);
+// MySQL/MariaDB through libmysqlclient server-side prepared statements, prepared once per
+// connection (what dblock's libmysqlclient driver does). No pool, no error classification, no
+// result conversion beyond reading the one number the lock statements hand back.
+//
+// Thread-safety: one RawClient per thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "dblock/connection.hpp"
+#include "dblock/url.hpp"
+
+namespace dblock::bench {
+
+struct RawResult {
+  bool has_row = false;    // a row came back (PostgreSQL RETURNING, SELECT)
+  std::int64_t first = 0;  // the first column of the first row, when an integer
+  std::uint64_t affected = 0;
+  std::uint64_t insert_id = 0;  // MySQL: LAST_INSERT_ID() the statement left
+};
+
+class RawClient {
+ public:
+  virtual ~RawClient() = default;
+  // Runs one statement; throws std::runtime_error with the server's message on failure.
+  virtual RawResult execute(const std::string& sql, std::span<const Value> params) = 0;
+  RawResult execute(const std::string& sql) { return execute(sql, {}); }
+  // The server's version string.
+  virtual std::string server_version() = 0;
+};
+
+std::unique_ptr<RawClient> connect_raw_postgresql(const DatabaseUrl& url);
+std::unique_ptr<RawClient> connect_raw_mysql(const DatabaseUrl& url);
+std::unique_ptr<RawClient> connect_raw(const DatabaseUrl& url);
+
+// The client libraries' versions, for the report.
+std::string libpq_version();
+std::string mysql_client_version();
+
+}  // namespace dblock::bench

@@ -1,0 +1,132 @@
+#include "report.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+namespace dblock::bench {
+
+namespace {
+
+std::string format(double v, const std::string& unit) {
+  char buf[64];
+  if (unit == "x") {
+    std::snprintf(buf, sizeof buf, "%.3f", v);
+  } else if (v >= 1000) {
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  } else if (v >= 10) {
+    std::snprintf(buf, sizeof buf, "%.1f", v);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.2f", v);
+  }
+  return std::string(buf) + (unit == "x" ? "" : " " + unit);
+}
+
+std::string pad(const std::string& s, std::size_t width) {
+  // Widths count bytes; the labels are ASCII.
+  return s.size() >= width ? s : s + std::string(width - s.size(), ' ');
+}
+
+const char* verdict(int met) { return met == 1 ? "met" : met == 0 ? "NOT MET" : ""; }
+
+double num(const nlohmann::json& j, const char* key) {
+  return j.contains(key) && j[key].is_number() ? j[key].get<double>() : 0.0;
+}
+
+}  // namespace
+
+nlohmann::json headlines_json(const std::vector<Headline>& headlines) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Headline& h : headlines) {
+    nlohmann::json j{{"label", h.label}, {"database", h.database}, {"unit", h.unit}};
+    j[h.ratio ? "ratio" : "value"] = h.value;
+    if (!h.target.empty()) {
+      j["target"] = h.target;
+      j["met"] = h.met == 1;
+    }
+    out.push_back(j);
+  }
+  return out;
+}
+
+void print_table(std::ostream& out, const std::vector<Headline>& headlines,
+                 const nlohmann::json& document) {
+  std::vector<std::string> databases;
+  for (const auto& h : headlines) {
+    if (std::find(databases.begin(), databases.end(), h.database) == databases.end()) {
+      databases.push_back(h.database);
+    }
+  }
+  // One row per label, one column per database; ratios first, then figures, in run order.
+  for (bool ratios : {true, false}) {
+    std::vector<std::string> labels;
+    std::map<std::string, std::map<std::string, const Headline*>> cells;
+    for (const auto& h : headlines) {
+      if (h.ratio != ratios) continue;
+      if (!cells.contains(h.label)) labels.push_back(h.label);
+      cells[h.label][h.database] = &h;
+    }
+    if (labels.empty()) continue;
+    out << "\n" << (ratios ? "Ratios" : "Figures") << "\n";
+    std::string header = pad("", 46);
+    for (const auto& d : databases) header += pad(d, 30);
+    out << header << "target\n";
+    for (const auto& label : labels) {
+      std::string line = pad(label, 46);
+      std::string target;
+      for (const auto& d : databases) {
+        auto it = cells[label].find(d);
+        if (it == cells[label].end()) {
+          line += pad("-", 30);
+          continue;
+        }
+        const Headline& h = *it->second;
+        std::string cell = format(h.value, h.unit);
+        if (h.met >= 0) cell += std::string(" (") + verdict(h.met) + ")";
+        line += pad(cell, 30);
+        if (!h.target.empty()) target = h.target;
+      }
+      out << line << target << "\n";
+    }
+  }
+
+  // The curves behind the chart.
+  for (const auto& [db, section] : document["databases"].items()) {
+    if (section.contains("uncontended")) {
+      out << "\n" << db << ": uncontended acquire+release (pairs/s; p50/p99 ms)\n";
+      out << "  conns   raw pairs/s  raw p50/p99       dblock pairs/s  dblock p50/p99    ratio\n";
+      for (const auto& p : section["uncontended"]["points"]) {
+        char line[200];
+        std::snprintf(
+            line, sizeof line, "  %5d  %12.0f  %6.3f/%-8.3f  %14.0f  %6.3f/%-8.3f  %.3f\n",
+            p["connections"].get<int>(), num(p["raw"], "ops_per_s"), num(p["raw"], "p50_ms"),
+            num(p["raw"], "p99_ms"), num(p["dblock"], "ops_per_s"), num(p["dblock"], "p50_ms"),
+            num(p["dblock"], "p99_ms"), num(p, "ratio_dblock_vs_raw"));
+        out << line;
+      }
+    }
+    if (section.contains("hot_key")) {
+      out << "\n"
+          << db
+          << ": hot key, blocking acquire (handoff = release start to the next grant to another "
+             "client)\n";
+      out << "  mode              clients  acq/s    handoff p50/p99 ms  release p50  re-took  "
+             "stmts/acq  fairness max/min\n";
+      for (const auto& p : section["hot_key"]["points"]) {
+        char line[240];
+        std::snprintf(
+            line, sizeof line, "  %-16s  %7d  %7.0f  %8.3f/%-9.3f  %11.3f  %6.0f%%  %9.2f  %s\n",
+            p["mode"].get<std::string>().c_str(), p["clients"].get<int>(),
+            num(p, "acquisitions_per_s"), num(p["handoff"], "p50_ms"), num(p["handoff"], "p99_ms"),
+            num(p["release"], "p50_ms"), 100 * num(p, "reacquired_by_previous_holder"),
+            num(p, "statements_per_acquisition"),
+            p["fairness_max_over_min"].is_number()
+                ? format(p["fairness_max_over_min"].get<double>(), "x").c_str()
+                : "inf (a client got none)");
+        out << line;
+      }
+    }
+  }
+}
+
+}  // namespace dblock::bench

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Build dblock-bench (Release) and run it against throwaway PostgreSQL and MariaDB servers:
+# prints the table (ratios first), writes every figure as JSON and the chart as SVG.
+#
+# Usage: scripts/bench.sh [dblock-bench options, e.g. --quick, --only hot_key]
+#
+# Environment:
+#   BENCH_BUILD_DIR      build directory (default: build-bench, relative to the repo)
+#   BENCH_OUT_DIR        where bench.json and bench.svg go (default: the build directory)
+#   DBLOCK_BENCH_PG_URL, DBLOCK_BENCH_MYSQL_URL
+#                        when both are set, these servers are measured and none is started
+#   DBLOCK_BENCH_DB_DIR  state directory for the servers started here
+#                        (default: ${TMPDIR:-/tmp}/dblock-bench-db-$(id -u))
+set -euo pipefail
+
+repo_root=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd)
+cd -- "$repo_root"
+
+build_dir=${BENCH_BUILD_DIR:-build-bench}
+out_dir=${BENCH_OUT_DIR:-$build_dir}
+started_at=$SECONDS
+
+heading() { printf '\n== %s (%ds) ==\n' "$*" "$((SECONDS - started_at))" >&2; }
+
+heading "dependencies"
+scripts/install-deps.sh
+
+heading "configure (Release, $build_dir)"
+# Only what the benchmark needs: the library with the libpqxx and libmysqlclient drivers and the
+# cleaner. No -Werror here: GCC 12 reports a false -Wrestrict in optimised builds.
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DDBLOCK_BUILD_BENCH=ON \
+  -DDBLOCK_BUILD_TESTS=OFF -DDBLOCK_BUILD_EXAMPLES=OFF -DDBLOCK_BUILD_CLI=OFF \
+  -DDBLOCK_WITH_SOCI=OFF -DDBLOCK_WITH_LIBPQXX=ON -DDBLOCK_WITH_MYSQL=ON -DDBLOCK_INSTALL=OFF \
+  >/dev/null
+
+heading "build"
+cmake --build "$build_dir" -j "$(nproc)" --target dblock_bench >/dev/null
+
+started_dbs=0
+stop_dbs() {
+  local rc=$?
+  if ((started_dbs)); then
+    started_dbs=0
+    scripts/dev-db.sh stop || rc=1
+  fi
+  exit "$rc"
+}
+trap stop_dbs EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+if [[ -z "${DBLOCK_BENCH_PG_URL:-}" || -z "${DBLOCK_BENCH_MYSQL_URL:-}" ]]; then
+  heading "databases"
+  DBLOCK_DEV_DB_DIR="${DBLOCK_BENCH_DB_DIR:-${TMPDIR:-/tmp}/dblock-bench-db-$(id -u)}"
+  export DBLOCK_DEV_DB_DIR
+  started_dbs=1
+  scripts/dev-db.sh start >&2
+  db_env=$(scripts/dev-db.sh env)
+  eval "$db_env"
+  # The URLs travel in the environment, so the password stays out of `ps`.
+  export DBLOCK_BENCH_PG_URL="$DBLOCK_TEST_PG_URL"
+  export DBLOCK_BENCH_MYSQL_URL="$DBLOCK_TEST_MYSQL_URL"
+else
+  heading "databases (provided by the caller)"
+fi
+
+heading "run"
+mkdir -p -- "$out_dir"
+"$build_dir/bench/dblock-bench" --json "$out_dir/bench.json" --svg "$out_dir/bench.svg" "$@"
+heading "done"

@@ -1,0 +1,105 @@
+// UniqueKeyLockOptions::relaxed_durability on every database x driver pair. On PostgreSQL the
+// lock statements must switch synchronous_commit off for their own transaction, and only for
+// it: each lock statement is run inside an explicit transaction by a connection wrapper that
+// reads SHOW synchronous_commit right after it, before the commit that the setting governs. On
+// MySQL/MariaDB the option changes nothing (the statements are identical). On both, the lock
+// keeps excluding other owners and hands the key over with a higher fencing token.
+#include <gtest/gtest.h>
+
+#include "backends.hpp"
+#include "dblock/connection_source.hpp"
+#include "dblock/unique_key_lock.hpp"
+#include "sql/dialect_sql.hpp"
+
+namespace dblock::testing {
+namespace {
+
+// Runs every statement that touches the lock table inside BEGIN ... COMMIT and records the
+// transaction's synchronous_commit as the statement left it.
+class ObservingConnection final : public Connection {
+ public:
+  ObservingConnection(std::unique_ptr<Connection> inner, std::string table)
+      : inner_(std::move(inner)), table_(std::move(table)) {}
+
+  Dialect dialect() const noexcept override { return inner_->dialect(); }
+  Result execute(std::string_view sql, std::span<const Value> params) override {
+    if (sql.find(table_) == std::string_view::npos) return inner_->execute(sql, params);
+    inner_->begin();
+    Result r = inner_->execute(sql, params);
+    seen.push_back(setting());
+    inner_->commit();
+    return r;
+  }
+  void begin() override { inner_->begin(); }
+  void commit() override { inner_->commit(); }
+  void rollback() noexcept override { inner_->rollback(); }
+  bool in_transaction() const noexcept override { return inner_->in_transaction(); }
+  bool broken() const noexcept override { return inner_->broken(); }
+  std::string describe() const override { return inner_->describe(); }
+
+  std::string setting() { return inner_->execute("SHOW synchronous_commit").at(0, 0).value_or(""); }
+
+  std::vector<std::string> seen;
+
+ private:
+  std::unique_ptr<Connection> inner_;
+  std::string table_;
+};
+
+class RelaxedDurabilityTest : public MigratedTablesTest {
+ protected:
+  LockOptions as(const std::string& owner) {
+    return {.owner = Owner::named(owner), .auto_renew = false};
+  }
+};
+
+TEST_P(RelaxedDurabilityTest, PostgreSQLLockStatementsCommitAsynchronouslyAndOnlyThemselves) {
+  if (backend().dialect == Dialect::kMySQL) {
+    // Documented: no effect on MySQL/MariaDB, whose flush-at-commit setting is global only.
+    const detail::DialectSql& sql = detail::dialect_sql(Dialect::kMySQL);
+    for (std::string_view t : {sql.lock_acquire, sql.lock_release, sql.lock_renew}) {
+      EXPECT_EQ(detail::render_sql(t, Dialect::kMySQL, tables_, true),
+                detail::render_sql(t, Dialect::kMySQL, tables_, false));
+    }
+    return;
+  }
+  for (bool relaxed : {true, false}) {
+    SCOPED_TRACE(relaxed ? "relaxed" : "durable");
+    auto owned = std::make_unique<ObservingConnection>(
+        backend().connect(), tables_.qualified(backend().dialect, "locks"));
+    ObservingConnection& conn = *owned;
+    auto source = single(std::move(owned));
+    UniqueKeyLock lock(*source,
+                       {.tables = tables_, .notify = false, .relaxed_durability = relaxed});
+    auto lease = lock.try_acquire("k", as("a"));
+    ASSERT_TRUE(lease);
+    EXPECT_TRUE(lease->renew());
+    EXPECT_EQ(lease->release(), ReleaseOutcome::kReleased);
+    const std::string expected = relaxed ? "off" : "on";
+    EXPECT_EQ(conn.seen, std::vector<std::string>(3, expected));
+    // The session keeps its own setting once the statement's transaction is over.
+    EXPECT_EQ(conn.setting(), "on");
+  }
+}
+
+TEST_P(RelaxedDurabilityTest, LockStillExcludesAndHandsOverWithAHigherToken) {
+  auto source = single(backend().connect());
+  UniqueKeyLock lock(*source, {.tables = tables_, .notify = false, .relaxed_durability = true});
+  auto a = lock.try_acquire("k", as("a"));
+  ASSERT_TRUE(a);
+  EXPECT_FALSE(lock.try_acquire("k", as("b")));
+  EXPECT_TRUE(a->renew());
+  EXPECT_FALSE(lock.try_acquire("k", as("b")));
+  const std::int64_t first = a->fencing_token();
+  EXPECT_EQ(a->release(), ReleaseOutcome::kReleased);
+  auto b = lock.try_acquire("k", as("b"));
+  ASSERT_TRUE(b);
+  EXPECT_GT(b->fencing_token(), first);
+  EXPECT_EQ(b->release(), ReleaseOutcome::kReleased);
+}
+
+INSTANTIATE_TEST_SUITE_P(Pairs, RelaxedDurabilityTest, ::testing::ValuesIn(all_backends()),
+                         BackendName());
+
+}  // namespace
+}  // namespace dblock::testing
