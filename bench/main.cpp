@@ -69,8 +69,14 @@ int run(int argc, char** argv) {
   app.add_flag("--quick", settings.quick,
                "short run: fewer rounds and points, 100k rows instead of 10M (not for reports)");
   app.add_option("--only", only, "run only the scenarios whose name matches this regex");
-  app.add_option("--duration-ms", duration_ms, "measured time per point (default 1500, quick 500)");
+  app.add_option("--duration-ms", duration_ms, "measured time per point (default 1000, quick 500)");
   app.add_option("--rounds", settings.rounds, "alternating raw/dblock rounds per comparison");
+  std::vector<std::int64_t> table_rows;
+  app.add_option("--table-rows", table_rows,
+                 "lock-table sizes for table_size (default 1000 1000000 10000000)")
+      ->delimiter(',');
+  std::int64_t cleaner_rows = 0;
+  app.add_option("--cleaner-rows", cleaner_rows, "expired rows for the cleaner (default 200000)");
   CLI11_PARSE(app, argc, argv);
 
   if (settings.quick) {
@@ -82,6 +88,8 @@ int run(int argc, char** argv) {
     settings.cleaner_rows = 50'000;
   }
   if (duration_ms > 0) settings.duration = std::chrono::milliseconds(duration_ms);
+  if (!table_rows.empty()) settings.table_rows = table_rows;
+  if (cleaner_rows > 0) settings.cleaner_rows = cleaner_rows;
 
   std::vector<Target> targets;
   if (!pg_url.empty()) targets.push_back({"postgresql", DatabaseUrl::parse(pg_url)});
