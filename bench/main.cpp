@@ -130,6 +130,7 @@ int run(int argc, char** argv) {
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
   }
+  document["machine"]["load_average_at_end"] = first_line_of("/proc/loadavg", "");
   document["total_seconds"] =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   document["headlines"] = headlines_json(headlines);

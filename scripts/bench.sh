@@ -34,7 +34,11 @@ cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DDBLOCK_BUILD_BENCH=ON \
   >/dev/null
 
 heading "build"
-cmake --build "$build_dir" -j "$(nproc)" --target dblock_bench >/dev/null
+if ! cmake --build "$build_dir" -j "$(nproc)" --target dblock_bench >"$build_dir/build.log" 2>&1; then
+  tail -n 40 "$build_dir/build.log" >&2
+  echo "bench: the build failed; the whole log is in $build_dir/build.log" >&2
+  exit 1
+fi
 
 started_dbs=0
 stop_dbs() {
