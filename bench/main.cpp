@@ -49,6 +49,26 @@ nlohmann::json machine() {
           {"load_average_at_start", first_line_of("/proc/loadavg", "")}};
 }
 
+// The server settings that decide what the figures mean: commit flushing and cache sizes.
+nlohmann::json server_settings(const Target& target) {
+  auto client = connect_raw(target.url);
+  nlohmann::json out;
+  auto read = [&](const char* name, const std::string& sql) {
+    out[name] = client->execute(sql).first;
+  };
+  if (target.dialect() == Dialect::kPostgreSQL) {
+    read("synchronous_commit_on", "SELECT (current_setting('synchronous_commit') = 'on')::int");
+    read("fsync_on", "SELECT (current_setting('fsync') = 'on')::int");
+    read("shared_buffers_mb", "SELECT pg_size_bytes(current_setting('shared_buffers')) >> 20");
+    read("max_wal_size_mb", "SELECT pg_size_bytes(current_setting('max_wal_size')) >> 20");
+  } else {
+    read("innodb_flush_log_at_trx_commit", "SELECT @@innodb_flush_log_at_trx_commit");
+    read("innodb_buffer_pool_size_mb", "SELECT @@innodb_buffer_pool_size >> 20");
+    read("innodb_log_file_size_mb", "SELECT @@innodb_log_file_size >> 20");
+  }
+  return out;
+}
+
 std::optional<std::string> env(const char* name) {
   const char* v = std::getenv(name);
   if (v == nullptr || *v == '\0') return std::nullopt;
@@ -121,6 +141,7 @@ int run(int argc, char** argv) {
     nlohmann::json& section = document["databases"][target.name];
     section["server_version"] = connect_raw(target.url)->server_version();
     section["url"] = target.url.redacted();
+    section["server_settings"] = server_settings(target);
     BenchContext ctx(settings, target, section, headlines);
     for (const Scenario& s : scenarios()) {
       if (!std::regex_search(s.name, filter)) continue;
