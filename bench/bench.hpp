@@ -26,8 +26,8 @@ namespace dblock::bench {
 struct Settings {
   bool quick = false;
   // Measured time per point, and alternating rounds per comparison (raw, dblock, raw, ...).
-  std::chrono::milliseconds duration{1500};
-  int rounds = 3;
+  std::chrono::milliseconds duration{1000};
+  int rounds = 2;
   std::vector<int> connections{1, 2, 4, 8, 16};  // uncontended sweep (1 and 8 always included)
   std::vector<int> hot_clients{8, 16, 32, 64};
   std::vector<std::int64_t> table_rows{1'000, 1'000'000, 10'000'000};

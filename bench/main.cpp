@@ -49,6 +49,26 @@ nlohmann::json machine() {
           {"load_average_at_start", first_line_of("/proc/loadavg", "")}};
 }
 
+// The server settings that decide what the figures mean: commit flushing and cache sizes.
+nlohmann::json server_settings(const Target& target) {
+  auto client = connect_raw(target.url);
+  nlohmann::json out;
+  auto read = [&](const char* name, const std::string& sql) {
+    out[name] = client->execute(sql).first;
+  };
+  if (target.dialect() == Dialect::kPostgreSQL) {
+    read("synchronous_commit_on", "SELECT (current_setting('synchronous_commit') = 'on')::int");
+    read("fsync_on", "SELECT (current_setting('fsync') = 'on')::int");
+    read("shared_buffers_mb", "SELECT pg_size_bytes(current_setting('shared_buffers')) >> 20");
+    read("max_wal_size_mb", "SELECT pg_size_bytes(current_setting('max_wal_size')) >> 20");
+  } else {
+    read("innodb_flush_log_at_trx_commit", "SELECT @@innodb_flush_log_at_trx_commit");
+    read("innodb_buffer_pool_size_mb", "SELECT @@innodb_buffer_pool_size >> 20");
+    read("innodb_log_file_size_mb", "SELECT @@innodb_log_file_size >> 20");
+  }
+  return out;
+}
+
 std::optional<std::string> env(const char* name) {
   const char* v = std::getenv(name);
   if (v == nullptr || *v == '\0') return std::nullopt;
@@ -69,8 +89,14 @@ int run(int argc, char** argv) {
   app.add_flag("--quick", settings.quick,
                "short run: fewer rounds and points, 100k rows instead of 10M (not for reports)");
   app.add_option("--only", only, "run only the scenarios whose name matches this regex");
-  app.add_option("--duration-ms", duration_ms, "measured time per point (default 1500, quick 500)");
+  app.add_option("--duration-ms", duration_ms, "measured time per point (default 1000, quick 500)");
   app.add_option("--rounds", settings.rounds, "alternating raw/dblock rounds per comparison");
+  std::vector<std::int64_t> table_rows;
+  app.add_option("--table-rows", table_rows,
+                 "lock-table sizes for table_size (default 1000 1000000 10000000)")
+      ->delimiter(',');
+  std::int64_t cleaner_rows = 0;
+  app.add_option("--cleaner-rows", cleaner_rows, "expired rows for the cleaner (default 200000)");
   CLI11_PARSE(app, argc, argv);
 
   if (settings.quick) {
@@ -82,6 +108,8 @@ int run(int argc, char** argv) {
     settings.cleaner_rows = 50'000;
   }
   if (duration_ms > 0) settings.duration = std::chrono::milliseconds(duration_ms);
+  if (!table_rows.empty()) settings.table_rows = table_rows;
+  if (cleaner_rows > 0) settings.cleaner_rows = cleaner_rows;
 
   std::vector<Target> targets;
   if (!pg_url.empty()) targets.push_back({"postgresql", DatabaseUrl::parse(pg_url)});
@@ -113,6 +141,7 @@ int run(int argc, char** argv) {
     nlohmann::json& section = document["databases"][target.name];
     section["server_version"] = connect_raw(target.url)->server_version();
     section["url"] = target.url.redacted();
+    section["server_settings"] = server_settings(target);
     BenchContext ctx(settings, target, section, headlines);
     for (const Scenario& s : scenarios()) {
       if (!std::regex_search(s.name, filter)) continue;
@@ -122,6 +151,7 @@ int run(int argc, char** argv) {
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
   }
+  document["machine"]["load_average_at_end"] = first_line_of("/proc/loadavg", "");
   document["total_seconds"] =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   document["headlines"] = headlines_json(headlines);

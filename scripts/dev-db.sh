@@ -19,6 +19,9 @@
 # Optional overrides:
 #   DBLOCK_PG_BINDIR   PostgreSQL binaries (default: highest version found in
 #                      /usr/lib/postgresql/<ver>/bin)
+#   DBLOCK_DEV_DB_MYSQL_ARGS
+#                      extra mariadbd options, space-separated, after the
+#                      defaults (e.g. --innodb-buffer-pool-size=1G)
 set -euo pipefail
 
 readonly STATE_DIR="${DBLOCK_DEV_DB_DIR:-${TMPDIR:-/tmp}/dblock-dev-db-$(id -u)}"
@@ -293,6 +296,9 @@ mysql_server_args() {
     --innodb-buffer-pool-size=256M
     --skip-log-bin
   )
+  local extra=()
+  read -r -a extra <<<"${DBLOCK_DEV_DB_MYSQL_ARGS:-}"
+  args+=("${extra[@]}")
   is_root && args+=(--user="$user")
   printf '%s\n' "${args[@]}"
 }

@@ -37,7 +37,8 @@ void run(BenchContext& ctx) {
   options.grace = std::chrono::milliseconds(0);
 
   ctx.progress("cleaner: " + std::to_string(rows) + " expired rows");
-  double fill_s = fill_lock_rows(tables.connection(), tables.names(), "x:", 0, rows, -3600);
+  double fill_s =
+      fill_lock_rows(ctx.target().url, tables.connection(), tables.names(), "x:", 0, rows, -3600);
   CleanResult alone = clean(*cleaner_conn, tables.names(), options);
   double alone_s = std::chrono::duration<double>(alone.duration).count();
   double rate = alone_s > 0 ? static_cast<double>(alone.deleted) / alone_s : 0;
@@ -51,7 +52,7 @@ void run(BenchContext& ctx) {
   auto pool = ctx.pool(kClients);
   UniqueKeyLock lock(*pool, {.tables = tables.names()});
   LoadResult idle = acquire_load(ctx, lock);
-  fill_lock_rows(tables.connection(), tables.names(), "y:", 0, rows, -3600);
+  fill_lock_rows(ctx.target().url, tables.connection(), tables.names(), "y:", 0, rows, -3600);
   std::atomic<bool> stop{false};
   std::atomic<bool> finished{false};
   CleanResult during_clean;

@@ -2,6 +2,9 @@
 // 10 million rows (held by other owners), filled in the server and grown in place; at each size
 // one connection acquires and releases fresh random keys. The fill time is reported too.
 #include <algorithm>
+#include <cstdio>
+#include <random>
+#include <stdexcept>
 
 #include "../bench.hpp"
 #include "../fill.hpp"
@@ -28,8 +31,8 @@ void run(BenchContext& ctx) {
   double first_p50 = 0;
   for (std::int64_t rows : ctx.settings().table_rows) {
     ctx.progress("filling the lock table to " + rows_label(rows) + " rows");
-    double fill_s =
-        fill_lock_rows(tables.connection(), tables.names(), "fill:", filled, rows - filled, 86400);
+    double fill_s = fill_lock_rows(ctx.target().url, tables.connection(), tables.names(),
+                                   "fill:", filled, rows - filled, 86400);
     double fill_rows = static_cast<double>(rows - filled);
     filled = rows;
     // Fresh statistics, as autovacuum / InnoDB would have after a while.
@@ -52,10 +55,24 @@ void run(BenchContext& ctx) {
     for (auto [when, us] : samples) {
       if (when >= r.started) acquire.add(us);
     }
+    // A busy try on a random key held by another owner: the lookup alone (no write, no flush).
+    Latencies busy;
+    std::mt19937_64 rng{std::random_device{}()};
+    const auto busy_until = Clock::now() + ctx.settings().duration / 2;
+    while (Clock::now() < busy_until) {
+      char key[32];
+      std::snprintf(key, sizeof key, "fill:%010lld",
+                    static_cast<long long>(rng() % static_cast<std::uint64_t>(rows)));
+      auto t0 = Clock::now();
+      if (lock.try_acquire(key))
+        throw std::runtime_error("a filled row was free: " + std::string(key));
+      busy.add(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+    }
     nlohmann::json j{{"rows", rows},
                      {"fill_seconds", fill_s},
                      {"fill_rows_per_s", fill_s > 0 ? fill_rows / fill_s : 0},
                      {"acquire", acquire.summary_ms()},
+                     {"busy_try", busy.summary_ms()},
                      {"acquire_release_per_s", r.per_second()}};
     double p50 = j["acquire"]["p50_ms"].get<double>();
     if (points.empty()) first_p50 = p50;
@@ -72,8 +89,23 @@ void run(BenchContext& ctx) {
                     .met = last && rows >= 10'000'000 ? (j[name].get<double>() <= 1.2 ? 1 : 0) : -1,
                     .ratio = true});
     }
+    if (!points.empty()) {
+      double base = points[0]["busy_try"]["p50_ms"].get<double>();
+      double now = j["busy_try"]["p50_ms"].get<double>();
+      std::string name =
+          "ratio_busy_try_p50_vs_" + rows_label(points[0]["rows"].get<std::int64_t>());
+      j[name] = base > 0 ? now / base : 0;
+      ctx.headline({.label = "busy try p50 at " + rows_label(rows) + " / at " +
+                             rows_label(points[0]["rows"].get<std::int64_t>()) + " rows",
+                    .value = j[name].get<double>(),
+                    .unit = "x",
+                    .ratio = true});
+    }
     ctx.headline(
         {.label = "acquire p50 at " + rows_label(rows) + " rows", .value = p50, .unit = "ms"});
+    ctx.headline({.label = "busy try p50 at " + rows_label(rows) + " rows",
+                  .value = j["busy_try"]["p50_ms"].get<double>(),
+                  .unit = "ms"});
     ctx.headline({.label = "acquire p99 at " + rows_label(rows) + " rows",
                   .value = j["acquire"]["p99_ms"].get<double>(),
                   .unit = "ms"});
