@@ -86,6 +86,10 @@ struct PoolOptions {
   std::size_t max_size = 4;
   // How long acquire() waits for a free connection before throwing Error(kOther).
   std::chrono::milliseconds acquire_timeout = std::chrono::seconds(30);
+  // Whether open_dedicated() may open session-long connections. false behind a transaction
+  // pooler (PgBouncer in transaction mode), where a session's state such as LISTEN does not stay
+  // with the client: waiters then poll.
+  bool dedicated_sessions = true;
 };
 
 // A small built-in pool: opens connections lazily up to max_size, reuses idle ones, and drops
@@ -98,7 +102,9 @@ class Pool final : public ConnectionSource {
   Dialect dialect() const noexcept override { return dialect_; }
   PooledConnection acquire() override;
   std::string describe() const override;
-  std::unique_ptr<Connection> open_dedicated() override { return factory_(); }
+  std::unique_ptr<Connection> open_dedicated() override {
+    return options_.dedicated_sessions ? factory_() : nullptr;
+  }
 
   // Connections currently open (idle + lent).
   std::size_t open_count() const;

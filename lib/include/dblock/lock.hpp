@@ -82,11 +82,16 @@ class Lease {
   // The random id of this acquisition.
   const std::string& lease_id() const;
   const Owner& owner() const;
-  // True once dblock found the lease gone (a renewal or release matched no row of ours).
+  // True once dblock found the lease gone (a renewal or release matched no row of ours), or
+  // once a whole TTL has passed since the latest successful acquire or renewal was sent (by this
+  // process's steady clock): the database has expired the lease by then, even if a renewal is
+  // still stuck on a connection that stopped answering. on_lost may come later in that case.
   bool lost() const noexcept;
 
   // Gives the hold back (owner- and token-checked in one statement). Empties the handle.
-  // Throws dblock::Error on faults (e.g. connection lost: the lease then expires by its TTL).
+  // A connection lost on the way is retried once; the retry recognises an attempt the server
+  // already applied, so a hold is never given back twice. Throws dblock::Error on faults that
+  // remain (the lease then expires by its TTL).
   ReleaseOutcome release();
   // Extends the lease to `ttl` from now on the database clock. Returns false and marks the lease
   // lost when it is no longer held.

@@ -11,7 +11,11 @@
 // Deadlocks and serialization failures during an acquire storm (InnoDB takes next-key locks on
 // duplicate-key inserts) are retried a few times and then reported as "not acquired", never
 // thrown. A connection lost during acquire is retried once with the same lease id, so an insert
-// the server applied is recognised as ours.
+// the server applied is recognised as ours; a release is retried once with the same release id,
+// written into the row's lease_id, so a decrement the server applied is not applied again. (The
+// retry is exact as long as one owner's calls do not run concurrently, as with the default
+// per-thread owner; a named owner shared by threads at once may see a retried release decrement
+// a second hold.)
 //
 // Claim-once: claim(key) takes a key for good (never expires, never released by dblock), for
 // idempotency keys such as "one order per user and voucher".

@@ -75,15 +75,23 @@ const DialectSql kPostgreSQL = {
         "   OR (l.owner_host = EXCLUDED.owner_host AND l.owner_process = EXCLUDED.owner_process"
         "       AND l.owner_thread = EXCLUDED.owner_thread)"
         " RETURNING fencing_token, hold_count",
-    // $1 key, $2 host, $3 process, $4 thread, $5 fencing token, $6 notification channel.
+    // $1 key, $2 host, $3 process, $4 thread, $5 fencing token, $6 notification channel,
+    // $7 release id (random per release call; a retry after a lost reply reuses it).
     // Owner- and token-checked; a lease that expired is lost and changes nothing. The last
     // release frees the row and NOTIFYs waiters (delivered at commit). Returns the remaining
     // hold_count, or no row when the lease was not held.
+    // Idempotent under retry: the release id is written into lease_id, and a row that already
+    // carries it was released by this very call, so the retry changes nothing and reports the
+    // count left by the first attempt (a decrement applied twice would drop an outer hold).
     .lock_release =
-        "WITH r AS (UPDATE {{table:locks}} SET hold_count = hold_count - 1,"
-        " expires_at = CASE WHEN hold_count = 1 THEN statement_timestamp() ELSE expires_at END"
+        "WITH r AS (UPDATE {{table:locks}} SET"
+        " hold_count = CASE WHEN lease_id = $7 THEN hold_count ELSE hold_count - 1 END,"
+        " expires_at = CASE WHEN lease_id <> $7 AND hold_count = 1 THEN statement_timestamp()"
+        "   ELSE expires_at END,"
+        " lease_id = $7"
         " WHERE lock_key = $1 AND owner_host = $2 AND owner_process = $3 AND owner_thread = $4"
-        " AND fencing_token = $5 AND hold_count > 0 AND expires_at > statement_timestamp()"
+        " AND fencing_token = $5 AND (lease_id = $7"
+        "   OR (hold_count > 0 AND expires_at > statement_timestamp()))"
         " RETURNING lock_key, hold_count)"
         " SELECT hold_count,"
         " CASE WHEN hold_count = 0 THEN pg_notify($6, lock_key)::text END AS notified"

@@ -104,11 +104,20 @@ class UniqueKeyLease final : public detail::LeaseCore {
  protected:
   ReleaseOutcome do_release() override {
     const auto& i = info();
-    std::vector<Value> params{Value(i.key), Value(i.owner.host), Value(i.owner.process),
-                              Value(i.owner.thread), Value(i.fencing_token)};
-    if (impl_->dialect == Dialect::kPostgreSQL) params.emplace_back(impl_->channel);
-    // Not retried on a lost connection: a decrement applied twice would drop an outer hold.
-    auto r = impl_->run(impl_->release_sql, params, false);
+    // A retry after a lost connection sends the same release id, which the statement
+    // recognises as its own earlier attempt (see lock_release), so it is safe to repeat.
+    const std::string release_id = "r-" + detail::random_lease_id();
+    std::vector<Value> params;
+    if (impl_->dialect == Dialect::kPostgreSQL) {
+      params = {Value(i.key),          Value(i.owner.host),    Value(i.owner.process),
+                Value(i.owner.thread), Value(i.fencing_token), Value(impl_->channel),
+                Value(release_id)};
+    } else {
+      params = {Value(release_id),     Value(release_id),      Value(release_id),
+                Value(i.key),          Value(i.owner.host),    Value(i.owner.process),
+                Value(i.owner.thread), Value(i.fencing_token), Value(release_id)};
+    }
+    auto r = impl_->run(impl_->release_sql, params, true);
     if (!r) {
       throw Error(ErrorCode::kDeadlock,
                   "release of '" + i.key + "' kept meeting deadlocks; the lease ends by its TTL");
@@ -162,6 +171,7 @@ std::optional<Lease> UniqueKeyLock::try_acquire(std::string_view key, const Lock
   if (!token) return std::nullopt;
   info.fencing_token = *token;
   auto core = std::make_shared<UniqueKeyLease>(impl_, std::move(info), options.on_lost);
+  core->note_renewed(sent, options.ttl);  // lost() counts the TTL from here
   if (options.auto_renew) detail::Renewer::instance().watch(core, sent);
   return Lease(std::move(core));
 }
