@@ -52,14 +52,16 @@ int connect_to(const std::string& host, int port) {
 
 }  // namespace
 
-FaultProxy::FaultProxy(std::string target_host, int target_port)
-    : target_host_(std::move(target_host)), target_port_(target_port) {
+FaultProxy::FaultProxy(std::string target_host, int target_port, const std::string& listen_host)
+    : target_host_(std::move(target_host)), listen_host_(listen_host), target_port_(target_port) {
   if (target_host_.empty() || target_host_ == "localhost") target_host_ = "127.0.0.1";
   listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (listen_fd_ < 0) fail("socket");
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::inet_pton(AF_INET, listen_host_.c_str(), &addr.sin_addr) != 1) {
+    throw std::runtime_error("fault proxy: not an IPv4 address: " + listen_host_);
+  }
   addr.sin_port = 0;
   if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) fail("bind");
   if (::listen(listen_fd_, 128) != 0) fail("listen");
@@ -83,7 +85,7 @@ FaultProxy::~FaultProxy() {
 }
 
 DatabaseUrl FaultProxy::through(DatabaseUrl url) const {
-  url.host = "127.0.0.1";
+  url.host = listen_host_;
   url.port = port_;
   return url;
 }

@@ -23,13 +23,16 @@ namespace dblock::testing {
 
 class FaultProxy {
  public:
-  // Listens on 127.0.0.1 (a free port) and forwards to target_host:target_port.
-  FaultProxy(std::string target_host, int target_port);
+  // Listens on listen_host (an IPv4 address; a free port) and forwards to
+  // target_host:target_port.
+  FaultProxy(std::string target_host, int target_port,
+             const std::string& listen_host = "127.0.0.1");
   ~FaultProxy();
   FaultProxy(const FaultProxy&) = delete;
   FaultProxy& operator=(const FaultProxy&) = delete;
 
   int port() const noexcept { return port_; }
+  const std::string& listen_host() const noexcept { return listen_host_; }
   // `url` with its host and port replaced by the proxy's.
   DatabaseUrl through(DatabaseUrl url) const;
 
@@ -66,6 +69,7 @@ class FaultProxy {
   bool forward(int from, int to, bool client_to_server, Pair& p);
 
   std::string target_host_;
+  std::string listen_host_;
   int target_port_;
   int listen_fd_ = -1;
   int wake_pipe_[2] = {-1, -1};

@@ -3,12 +3,15 @@
 //
 //   fault_worker hold STRATEGY URL PREFIX KEY TTL_MS HISTORY CLIENT
 //     Acquires KEY (waiting up to 30 s), renews it every TTL/3, prints "token <n> wall <its
-//     clock, s>" and waits. On SIGUSR1 it makes a fenced write with its token, renews, releases,
+//     clock, s>" and waits; prints "lost_at <us> valid_until <us>" (monotonic) if the lease turns
+//     lost meanwhile. On SIGUSR1 it makes a fenced write with its token, renews, releases,
 //     prints "fenced=<rows> renew=<0|1> release=<outcome> lost=<0|1>" and exits.
 //   fault_worker loop STRATEGY URL PREFIX KEY TTL_MS HISTORY CLIENT SECONDS
 //     For SECONDS: acquires KEY (waiting up to 1 s), makes a fenced write, releases; then takes
 //     and releases a key of its own (KEY-CLIENT-<n>) once. Faults are counted and retried after
 //     50 ms. Prints "acquired=<n> released=<n> errors=<n> fenced_rejected=<n>" at the end.
+//
+// A URL without a password takes it from DBLOCK_PASSWORD (DatabaseUrl::resolve).
 //
 // The fenced write: UPDATE <prefix>resource SET token = <token>, writer = CLIENT WHERE id = 1
 // AND token < <token> (the table is the test's). Exit status 0 unless a mode could not run.
@@ -47,7 +50,7 @@ struct Args {
 
 Args parse(char** argv) {
   return Args{dblock::testing::strategy_named(argv[2]),
-              dblock::DatabaseUrl::parse(argv[3]),
+              dblock::DatabaseUrl::resolve(std::string(argv[3])),
               dblock::TableNames(argv[4]),
               argv[5],
               milliseconds(std::stoll(argv[6])),
@@ -82,7 +85,19 @@ int hold_mode(char** argv) {
                   duration_cast<seconds>(system_clock::now().time_since_epoch()).count()));
   std::fflush(stdout);
   signal(SIGUSR1, [](int) { g_usr1 = true; });
-  while (!g_usr1) std::this_thread::sleep_for(milliseconds(10));
+  bool reported_lost = false;
+  while (!g_usr1) {
+    // Says when the lease turned lost (monotonic microseconds) and when its TTL since the last
+    // successful renewal ran out, even while a renewal hangs on a dead network.
+    if (!reported_lost && holder.lost()) {
+      reported_lost = true;
+      std::printf("lost_at %lld valid_until %lld\n",
+                  static_cast<long long>(dblock::testing::monotonic_us()),
+                  static_cast<long long>(holder.valid_until_us()));
+      std::fflush(stdout);
+    }
+    std::this_thread::sleep_for(milliseconds(2));
+  }
   auto fenced = fenced_write(*pool, a, holder.token());
   bool renewed = holder.renew_now();
   bool lost = holder.lost();
