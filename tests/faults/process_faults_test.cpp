@@ -23,6 +23,9 @@ std::int64_t token_in(const std::string& output) {
 
 using ProcessFaultTest = FaultTest;
 
+// How much later than its TTL a dead holder's lease may be taken over on a busy machine.
+constexpr int kSlackMs = 2000;
+
 // Scenario 1. The lease of a killed holder is taken over once its TTL has run out (a row lock
 // would be released by the server at once: strategy().ends_with_ttl).
 TEST_P(ProcessFaultTest, AHolderKilledWithSigkillIsReplacedAfterItsTtl) {
@@ -44,8 +47,9 @@ TEST_P(ProcessFaultTest, AHolderKilledWithSigkillIsReplacedAfterItsTtl) {
   ASSERT_TRUE(taker.acquire(milliseconds(10000)));
   const auto took_ms = (monotonic_us() - killed_at) / 1000;
   EXPECT_GT(taker.token(), held_token);
-  // The lease ends at most one TTL after the holder's last renewal, plus one 20 ms retry.
-  const int limit_ms = strategy().ends_with_ttl ? kTtlMs + 500 : 500;
+  // The lease ends one TTL after the holder's last renewal (not before: the history check), and
+  // the next try takes it. The bound is loose because the machine may be busy with other tests.
+  const int limit_ms = (strategy().ends_with_ttl ? kTtlMs : 0) + kSlackMs;
   EXPECT_LE(took_ms, limit_ms);
   std::printf("[ sigkill  ] %s: lock taken %lld ms after SIGKILL (TTL %d ms)\n",
               backend().name.c_str(), static_cast<long long>(took_ms), kTtlMs);
@@ -128,7 +132,7 @@ TEST_P(ProcessFaultTest, ClientClocksTwoHoursOffChangeNothing) {
     RecordedHolder heir(*lock, history, "local", dying_key, milliseconds(30000));
     ASSERT_TRUE(heir.acquire(milliseconds(10000))) << offset;
     const auto took_ms = (monotonic_us() - killed_at) / 1000;
-    EXPECT_LE(took_ms, kTtlMs + 500) << offset;
+    EXPECT_LE(took_ms, kTtlMs + kSlackMs) << offset;  // a second, not hours
     std::printf("[ skew     ] %s %s: lease of a killed holder taken after %lld ms (TTL %d ms)\n",
                 backend().name.c_str(), offset.c_str(), static_cast<long long>(took_ms), kTtlMs);
     EXPECT_EQ(heir.release(), "released");

@@ -47,7 +47,8 @@ struct LockOptions {
   // Renew in the background at a third of the TTL until released. A renewal that finds the
   // lease gone marks it lost and calls on_lost.
   bool auto_renew = true;
-  // Called (from the renewer's thread) when the lease is found lost. Must not block long.
+  // Called (from the renewer's or its watchdog's thread) when the lease is found lost, at the
+  // latest when a TTL has passed since the last successful renewal was sent. Must not block long.
   std::function<void(const std::string& key)> on_lost{};
 };
 
@@ -85,7 +86,7 @@ class Lease {
   // True once dblock found the lease gone (a renewal or release matched no row of ours), or
   // once a whole TTL has passed since the latest successful acquire or renewal was sent (by this
   // process's steady clock): the database has expired the lease by then, even if a renewal is
-  // still stuck on a connection that stopped answering. on_lost may come later in that case.
+  // still stuck on a connection that stopped answering.
   bool lost() const noexcept;
 
   // Gives the hold back (owner- and token-checked in one statement). Empties the handle.
