@@ -40,7 +40,8 @@ struct UniqueKeyLockOptions {
   TableNames tables{};
   BackoffPolicy backoff{};
   // PostgreSQL: wake waiters by LISTEN/NOTIFY (falls back to polling when the source cannot
-  // open a dedicated connection or the driver cannot wait for notifications).
+  // open a dedicated connection, e.g. a pool opened from a URL with ?pool_mode=transaction, or
+  // the driver cannot wait for notifications).
   bool notify = true;
   // Attempts for one try when the server reports a deadlock or serialization failure.
   int contention_retries = 3;
