@@ -1,5 +1,6 @@
 #include "network_namespace.hpp"
 
+#include <cstdio>
 #include <random>
 #include <stdexcept>
 

@@ -5,9 +5,11 @@
 // Thread-safety: one thread at a time.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "dblock/connection.hpp"
 #include "process.hpp"
