@@ -200,6 +200,50 @@ TEST_P(ConnectionFaultTest, LostRepliesAreRetriedAndRecognised) {
   check_histories();
 }
 
+// Scenario 4, when the retry's reply is lost too: the caller gets Error(kConnectionLost) and no
+// lease, but the server applied the acquire. The owner's next acquire re-enters that orphaned
+// hold; its release must free the key all the same (this process holds no other lease of the
+// owner on it), not leave it held for as long as the owner keeps coming back.
+TEST_P(ConnectionFaultTest, AnAcquireWhoseRepliesAreAllLostLeavesNothingHeldAfterTheNextRelease) {
+  const DatabaseUrl direct = backend().url();
+  FaultProxy proxy(direct.host, direct.effective_port());
+  auto pool = open_pool(proxy.through(direct), {.max_size = 2});
+  auto lock = make_lock(*pool);
+  auto other = make_lock();
+  HistoryWriter history(new_history("orphan"));
+  const std::string key = "orphan";
+  LockOptions me;
+  me.owner = Owner::named("me");
+  me.auto_renew = false;
+
+  proxy.cut_after_request_containing(key, 2);  // the attempt and its retry
+  try {
+    lock->try_acquire(key, me);
+    ADD_FAILURE() << "an acquire whose replies were all lost reported an outcome";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kConnectionLost) << e.what();
+  }
+  EXPECT_EQ(proxy.answered_after_cut(), 2);
+  auto orphan = row(key);
+  ASSERT_TRUE(orphan) << "the server did not apply the acquire";
+  EXPECT_EQ(orphan->hold_count, 1);
+
+  const auto sent = monotonic_us();
+  auto lease = lock->try_acquire(key, me);  // re-enters the orphaned hold
+  ASSERT_TRUE(lease);
+  const auto token = lease->fencing_token();
+  history.acquired("me", key, token, monotonic_us(), sent, 30000);
+  EXPECT_EQ(row(key)->hold_count, 2);
+  const auto release_sent = monotonic_us();
+  EXPECT_EQ(lease->release(), ReleaseOutcome::kReleased);
+  history.released("me", key, token, release_sent, "released");
+  EXPECT_FALSE(row(key)) << "the orphaned hold kept the key";
+  RecordedHolder intruder(*other, history, "intruder", key, milliseconds(30000));
+  EXPECT_TRUE(intruder.acquire(milliseconds(0)));
+  EXPECT_EQ(intruder.release(), "released");
+  check_histories();
+}
+
 // Scenario 6, without privileges: the proxy stops forwarding in both directions and keeps the
 // sockets open, so the holder's renewal hangs. The holder reports its lease lost when its TTL
 // has passed since its last renewal was sent, and nobody else gets the key before then.

@@ -90,10 +90,10 @@ DatabaseUrl FaultProxy::through(DatabaseUrl url) const {
   return url;
 }
 
-void FaultProxy::cut_after_request_containing(std::string needle) {
+void FaultProxy::cut_after_request_containing(std::string needle, int times) {
   std::lock_guard lock(mu_);
   needle_ = std::move(needle);
-  armed_ = true;
+  armed_ = times;
 }
 
 void FaultProxy::set_blackhole(bool on) {
@@ -139,9 +139,9 @@ bool FaultProxy::forward(int from, int to, bool client_to_server, Pair& p) {
   bool cut = false;
   if (client_to_server) {
     std::lock_guard lock(mu_);
-    if (armed_ && std::string_view(buf, static_cast<std::size_t>(n)).find(needle_) !=
-                      std::string_view::npos) {
-      armed_ = false;
+    if (armed_ > 0 && std::string_view(buf, static_cast<std::size_t>(n)).find(needle_) !=
+                          std::string_view::npos) {
+      --armed_;
       cut = true;
     }
   }

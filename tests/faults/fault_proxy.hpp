@@ -40,7 +40,8 @@ class FaultProxy {
   // more is, and once the server answers (or two seconds pass) its reply is dropped and both
   // sides of that connection are closed. The client thus loses the reply of a statement the
   // server has run.
-  void cut_after_request_containing(std::string needle);
+  // `times` > 1 cuts as many such requests in a row (a retry's too).
+  void cut_after_request_containing(std::string needle, int times = 1);
   // Connections cut so far by armed cuts, and how many of those saw the server answer after
   // the cut (proof that the server applied the request whose reply was lost).
   int cuts() const noexcept { return cuts_.load(); }
@@ -77,7 +78,7 @@ class FaultProxy {
 
   std::mutex mu_;  // guards needle_, armed_, blackhole_, close_all_
   std::string needle_;
-  bool armed_ = false;
+  int armed_ = 0;  // cuts still to make
   bool blackhole_ = false;
   bool close_all_ = false;
   std::atomic<bool> stop_{false};

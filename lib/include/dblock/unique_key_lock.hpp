@@ -15,7 +15,10 @@
 // written into the row's lease_id, so a decrement the server applied is not applied again. (The
 // retry is exact as long as one owner's calls do not run concurrently, as with the default
 // per-thread owner; a named owner shared by threads at once may see a retried release decrement
-// a second hold.)
+// a second hold.) When the retry's reply is lost too, the caller gets Error(kConnectionLost)
+// and no lease although the server may have granted the key; the owner's next acquire of the
+// key re-enters that hold, and releasing it frees the key, since this process then holds no
+// other lease of that owner on the key.
 //
 // Claim-once: claim(key) takes a key for good (never expires, never released by dblock), for
 // idempotency keys such as "one order per user and voucher".

@@ -95,6 +95,16 @@ const DialectSql kMySQL = {
         " WHERE lock_key = ? AND owner_host = ? AND owner_process = ? AND owner_thread = ?"
         " AND fencing_token = ? AND (lease_id = ?"
         "   OR (hold_count > 0 AND expires_at > UTC_TIMESTAMP(6)))",
+    // params: key, host, process, thread, fencing token, release id. Run right after a release
+    // that left holds behind although this process holds no other lease of the owner on the
+    // key: those holds belong to acquires whose reply never came (the caller got an error and
+    // no lease), and would otherwise keep the key for as long as the owner keeps re-entering it.
+    // Frees the row only if it still carries the release id that release just wrote.
+    .lock_release_rest =
+        "UPDATE {{table:locks}} SET hold_count = 0, expires_at = UTC_TIMESTAMP(6)"
+        " WHERE lock_key = ? AND owner_host = ? AND owner_process = ? AND owner_thread = ?"
+        " AND fencing_token = ? AND lease_id = ? AND hold_count > 0"
+        " AND expires_at > UTC_TIMESTAMP(6)",
     // params: ttl in ms, key, host, process, thread, fencing token. One row matched when the
     // lease is still held.
     .lock_renew =

@@ -96,6 +96,18 @@ const DialectSql kPostgreSQL = {
         " SELECT hold_count,"
         " CASE WHEN hold_count = 0 THEN pg_notify($6, lock_key)::text END AS notified"
         " FROM r",
+    // Params as lock_release. Run right after a release that left holds behind although this
+    // process holds no other lease of the owner on the key: those holds belong to acquires whose
+    // reply never came (the caller got an error and no lease), and would otherwise keep the key
+    // for as long as the owner keeps re-entering it. Frees the row only if it still carries the
+    // release id that release just wrote (nothing happened to it since), and NOTIFYs waiters.
+    .lock_release_rest =
+        "WITH r AS (UPDATE {{table:locks}} SET hold_count = 0, expires_at = statement_timestamp()"
+        " WHERE lock_key = $1 AND owner_host = $2 AND owner_process = $3 AND owner_thread = $4"
+        " AND fencing_token = $5 AND lease_id = $7 AND hold_count > 0"
+        " AND expires_at > statement_timestamp()"
+        " RETURNING lock_key)"
+        " SELECT pg_notify($6, lock_key)::text AS notified FROM r",
     // $1 ttl in ms, $2 key, $3 host, $4 process, $5 thread, $6 fencing token (the MySQL order).
     // One row matched when the lease is still held.
     .lock_renew =
