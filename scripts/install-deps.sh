@@ -28,6 +28,10 @@ packages=(
   mariadb-server
   mariadb-client
   faketime
+  # The fault suite (tests/faults): a transaction pooler and a firewall for the blackhole.
+  pgbouncer
+  nftables
+  iproute2
 )
 
 # Collect the packages that are not fully installed.

@@ -133,16 +133,25 @@ PooledConnection Pool::acquire() {
 }
 
 void Pool::give_back(Connection* conn) noexcept {
+  std::vector<std::unique_ptr<Connection>> closing;  // closed outside the mutex
   {
     std::lock_guard lock(mu_);
     auto it = std::find_if(lent_.begin(), lent_.end(),
                            [&](const std::unique_ptr<Connection>& c) { return c.get() == conn; });
     if (it != lent_.end()) {
-      if (!(*it)->broken()) idle_.push_back(std::move(*it));
-      lent_.erase(it);  // a broken connection is closed here
+      if ((*it)->broken()) {
+        // What broke one connection (a server restart, a network cut) has most likely broken
+        // the idle ones too: drop them, so a retry gets a fresh connection, not another dead one.
+        closing = std::move(idle_);
+        idle_.clear();
+        closing.push_back(std::move(*it));
+      } else {
+        idle_.push_back(std::move(*it));
+      }
+      lent_.erase(it);
     }
   }
-  cv_.notify_one();
+  cv_.notify_all();
 }
 
 std::string Pool::describe() const {

@@ -127,7 +127,9 @@ const std::string& Lease::key() const { return checked(core_).info().key; }
 std::int64_t Lease::fencing_token() const { return checked(core_).info().fencing_token; }
 const std::string& Lease::lease_id() const { return checked(core_).info().lease_id; }
 const Owner& Lease::owner() const { return checked(core_).info().owner; }
-bool Lease::lost() const noexcept { return core_ != nullptr && core_->lost(); }
+bool Lease::lost() const noexcept {
+  return core_ != nullptr && (core_->lost() || core_->out_of_time());
+}
 
 ReleaseOutcome Lease::release() {
   checked(core_);

@@ -31,7 +31,15 @@ class LeaseCore {
   LeaseCore& operator=(const LeaseCore&) = delete;
 
   const LeaseInfo& info() const noexcept { return info_; }
+  // True once dblock found the lease gone (mark_lost) or its transaction's connection broke.
+  // The renewer reads this flag.
   bool lost() const noexcept { return lost_.load() || connection_lost(); }
+  // True once a whole TTL has passed since the latest successful acquire or renew was sent:
+  // the database has expired the lease by then, whatever became of the statements after it
+  // (a renewal stuck on a connection that no longer answers cannot say so itself).
+  bool out_of_time() const noexcept {
+    return !released() && std::chrono::steady_clock::now() - renewed_at() >= ttl();
+  }
   // Lock-free, so the renewer can ask while a release's round trip holds the lease's mutex.
   bool released() const noexcept { return released_.load(); }
   // The TTL of the latest successful acquire or renew (the renewer renews with it).

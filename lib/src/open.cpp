@@ -57,6 +57,7 @@ std::unique_ptr<Connection> open_connection(const DatabaseUrl& url) {
 }
 
 std::unique_ptr<Pool> open_pool(const DatabaseUrl& url, PoolOptions options) {
+  if (url.transaction_pooler) options.dedicated_sessions = false;
   return std::make_unique<Pool>(
       url.dialect, [url] { return open_connection(url); }, options);
 }

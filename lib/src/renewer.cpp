@@ -23,7 +23,9 @@ Renewer::~Renewer() {
     stop_ = true;
   }
   cv_.notify_all();
+  watchdog_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  if (watchdog_.joinable()) watchdog_.join();
 }
 
 void Renewer::watch(const std::shared_ptr<LeaseCore>& lease,
@@ -34,11 +36,44 @@ void Renewer::watch(const std::shared_ptr<LeaseCore>& lease,
     if (stop_) return;
     entries_.push_back(Entry{lease, std::nullopt});
     if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+    if (!watchdog_.joinable()) watchdog_ = std::thread([this] { watch_deadlines(); });
   }
   cv_.notify_all();
+  watchdog_cv_.notify_all();
 }
 
-void Renewer::reschedule() { cv_.notify_all(); }
+void Renewer::reschedule() {
+  cv_.notify_all();
+  watchdog_cv_.notify_all();
+}
+
+void Renewer::watch_deadlines() {
+  std::unique_lock lock(mu_);
+  while (!stop_) {
+    auto now = std::chrono::steady_clock::now();
+    auto next = now + std::chrono::seconds(1);
+    std::vector<std::shared_ptr<LeaseCore>> expired;
+    for (const auto& e : entries_) {
+      auto lease = e.lease.lock();
+      if (!lease || lease->released() || lease->lost()) continue;
+      auto deadline = lease->renewed_at() + lease->ttl();
+      if (deadline <= now) {
+        expired.push_back(std::move(lease));
+      } else {
+        next = std::min(next, deadline);
+      }
+    }
+    if (expired.empty()) {
+      watchdog_cv_.wait_until(lock, next);
+      continue;
+    }
+    lock.unlock();
+    for (const auto& lease : expired) {
+      if (lease->out_of_time()) lease->mark_lost();  // calls on_lost: never under the mutex
+    }
+    lock.lock();
+  }
+}
 
 std::size_t Renewer::watched() const {
   std::lock_guard lock(mu_);

@@ -4,7 +4,9 @@
 // last successful renewal was sent (by this process's steady clock) the lease is marked lost
 // too, since the database will have expired it. Renewals run one after another on the one
 // thread: a renewal stuck on a dead connection delays the others until the driver gives up.
-// Internal.
+// So that such a stuck renewal cannot hold back the verdict, a second thread (the watchdog)
+// marks a lease lost, and calls its on_lost, as soon as a whole TTL has passed since its last
+// successful renewal was sent, whatever the renewal thread is doing. Internal.
 //
 // Released leases drop out at the next tick; the thread stops at process exit.
 //
@@ -39,6 +41,7 @@ class Renewer {
  private:
   Renewer() = default;
   void run();
+  void watch_deadlines();
 
   struct Entry {
     std::weak_ptr<LeaseCore> lease;
@@ -52,6 +55,8 @@ class Renewer {
   std::vector<Entry> entries_;
   bool stop_ = false;
   std::thread thread_;
+  std::condition_variable watchdog_cv_;
+  std::thread watchdog_;
 };
 
 }  // namespace dblock::detail

@@ -177,6 +177,11 @@ DatabaseUrl DatabaseUrl::parse(std::string_view url) {
     if (name == "password") fail(url, "put the password in the user part or in DBLOCK_PASSWORD");
     if (name == "driver") {
       out.driver = value;
+    } else if (name == "pool_mode") {
+      if (value != "session" && value != "transaction") {
+        fail(url, "pool_mode must be session or transaction, not '" + value + "'");
+      }
+      out.transaction_pooler = value == "transaction";
     } else {
       out.params.emplace_back(std::move(name), std::move(value));
     }
@@ -246,6 +251,11 @@ std::string DatabaseUrl::redacted() const {
   char sep = '?';
   if (!driver.empty()) {
     out += "?driver=" + detail::percent_encode(driver);
+    sep = '&';
+  }
+  if (transaction_pooler) {
+    out += sep;
+    out += "pool_mode=transaction";
     sep = '&';
   }
   for (const auto& [k, v] : params) {

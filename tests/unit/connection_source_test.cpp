@@ -51,6 +51,31 @@ TEST(Pool, ReusesIdleConnections) {
   EXPECT_EQ(opened.load(), 1);
 }
 
+TEST(Pool, ABrokenConnectionTakesTheIdleOnesWithIt) {
+  std::atomic<int> live{0};
+  Pool pool(Dialect::kPostgreSQL, [&] { return std::make_unique<RecordingConnection>(&live); });
+  {
+    auto a = pool.acquire();
+    auto b = pool.acquire();
+  }
+  EXPECT_EQ(pool.open_count(), 2u);
+  {
+    auto c = pool.acquire();  // one of the idle two
+    static_cast<RecordingConnection*>(c.get())->broken_ = true;
+  }
+  EXPECT_EQ(pool.open_count(), 0u);
+  EXPECT_EQ(live.load(), 0);
+}
+
+TEST(Pool, OpensDedicatedSessionsUnlessToldItSitsBehindATransactionPooler) {
+  std::atomic<int> live{0};
+  auto factory = [&] { return std::make_unique<RecordingConnection>(&live); };
+  Pool sessions(Dialect::kPostgreSQL, factory);
+  EXPECT_NE(sessions.open_dedicated(), nullptr);
+  Pool pooled(Dialect::kPostgreSQL, factory, {.dedicated_sessions = false});
+  EXPECT_EQ(pooled.open_dedicated(), nullptr);
+}
+
 TEST(Pool, DropsBrokenConnectionsAndRollsBackOpenTransactions) {
   std::atomic<int> live{0};
   Pool pool(Dialect::kPostgreSQL, [&] { return std::make_unique<RecordingConnection>(&live); });

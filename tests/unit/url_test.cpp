@@ -42,6 +42,16 @@ TEST(Url, ParsesIpv6HostAndDriverParameter) {
   EXPECT_EQ(u.params[0].first, "connect_timeout");
 }
 
+TEST(Url, PoolModeTransactionMarksATransactionPoolerAndIsNotADriverParameter) {
+  auto u = DatabaseUrl::parse("postgresql://u:p@h:6432/db?pool_mode=transaction&sslmode=disable");
+  EXPECT_TRUE(u.transaction_pooler);
+  ASSERT_EQ(u.params.size(), 1u);
+  EXPECT_EQ(u.params[0].first, "sslmode");
+  EXPECT_EQ(u.redacted(), "postgresql://u:***@h:6432/db?pool_mode=transaction&sslmode=disable");
+  EXPECT_FALSE(DatabaseUrl::parse("postgresql://u@h/db?pool_mode=session").transaction_pooler);
+  EXPECT_THROW(DatabaseUrl::parse("postgresql://u@h/db?pool_mode=statement"), Error);
+}
+
 TEST(Url, PasswordMayContainAtSign) {
   auto u = DatabaseUrl::parse("postgresql://u:p@ss@h/db");
   EXPECT_EQ(u.password, "p@ss");

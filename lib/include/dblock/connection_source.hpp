@@ -86,10 +86,16 @@ struct PoolOptions {
   std::size_t max_size = 4;
   // How long acquire() waits for a free connection before throwing Error(kOther).
   std::chrono::milliseconds acquire_timeout = std::chrono::seconds(30);
+  // Whether open_dedicated() may open session-long connections. false behind a transaction
+  // pooler (PgBouncer in transaction mode), where a session's state such as LISTEN does not stay
+  // with the client: waiters then poll.
+  bool dedicated_sessions = true;
 };
 
 // A small built-in pool: opens connections lazily up to max_size, reuses idle ones, and drops
-// broken ones.
+// broken ones. A connection that comes back broken takes the idle ones with it (whatever broke
+// it, a server restart or a network cut, has most likely broken them too), so the next
+// acquire() opens a fresh connection instead of lending another dead one.
 class Pool final : public ConnectionSource {
  public:
   Pool(Dialect dialect, ConnectionFactory factory, PoolOptions options = {});
@@ -98,7 +104,9 @@ class Pool final : public ConnectionSource {
   Dialect dialect() const noexcept override { return dialect_; }
   PooledConnection acquire() override;
   std::string describe() const override;
-  std::unique_ptr<Connection> open_dedicated() override { return factory_(); }
+  std::unique_ptr<Connection> open_dedicated() override {
+    return options_.dedicated_sessions ? factory_() : nullptr;
+  }
 
   // Connections currently open (idle + lent).
   std::size_t open_count() const;

@@ -49,7 +49,8 @@ struct LockOptions {
   // Renew in the background at a third of the TTL until released. A renewal that finds the
   // lease gone marks it lost and calls on_lost.
   bool auto_renew = true;
-  // Called (from the renewer's thread) when the lease is found lost. Must not block long.
+  // Called (from the renewer's or its watchdog's thread) when the lease is found lost, at the
+  // latest when a TTL has passed since the last successful renewal was sent. Must not block long.
   std::function<void(const std::string& key)> on_lost{};
 };
 
@@ -88,14 +89,19 @@ class Lease {
   // The random id of this acquisition.
   const std::string& lease_id() const;
   const Owner& owner() const;
-  // True once dblock found the lease gone (a renewal or release matched no row of ours).
+  // True once dblock found the lease gone (a renewal or release matched no row of ours), or
+  // once a whole TTL has passed since the latest successful acquire or renewal was sent (by this
+  // process's steady clock): the database has expired the lease by then, even if a renewal is
+  // still stuck on a connection that stopped answering.
   bool lost() const noexcept;
 
   // Gives the hold back (owner- and token-checked in one statement). Empties the handle.
   // Transactional strategies commit the lease's transaction here: kReleased means the critical
   // section's writes are committed; kConflict (optimistic) means they were rolled back.
-  // Throws dblock::Error on faults (e.g. connection lost: a unique-key lease then expires by its
-  // TTL; a transactional lease's writes are rolled back by the server).
+  // A unique-key release whose connection is lost on the way is retried once; the retry
+  // recognises an attempt the server already applied, so a hold is never given back twice.
+  // Throws dblock::Error on faults that remain (a unique-key lease then expires by its TTL; a
+  // transactional lease's writes are rolled back by the server).
   ReleaseOutcome release();
   // Extends the lease to `ttl` from now on the database clock. Returns false and marks the lease
   // lost when it is no longer held.

@@ -21,7 +21,8 @@ namespace dblock {
 // built in, and the driver's errors (kConnectFailed, kAccessDenied, ...) otherwise.
 std::unique_ptr<Connection> open_connection(const DatabaseUrl& url);
 
-// A built-in pool that opens connections for `url` on demand.
+// A built-in pool that opens connections for `url` on demand. With ?pool_mode=transaction it
+// opens no dedicated sessions (PoolOptions::dedicated_sessions = false).
 std::unique_ptr<Pool> open_pool(const DatabaseUrl& url, PoolOptions options = {});
 
 // The drivers built into this library for a dialect, default first ("libpqxx", "soci").

@@ -11,7 +11,14 @@
 // Deadlocks and serialization failures during an acquire storm (InnoDB takes next-key locks on
 // duplicate-key inserts) are retried a few times and then reported as "not acquired", never
 // thrown. A connection lost during acquire is retried once with the same lease id, so an insert
-// the server applied is recognised as ours.
+// the server applied is recognised as ours; a release is retried once with the same release id,
+// written into the row's lease_id, so a decrement the server applied is not applied again. (The
+// retry is exact as long as one owner's calls do not run concurrently, as with the default
+// per-thread owner; a named owner shared by threads at once may see a retried release decrement
+// a second hold.) When the retry's reply is lost too, the caller gets Error(kConnectionLost)
+// and no lease although the server may have granted the key; the owner's next acquire of the
+// key re-enters that hold, and releasing it frees the key, since this process then holds no
+// other lease of that owner on the key.
 //
 // Claim-once: claim(key) takes a key for good (never expires, never released by dblock), for
 // idempotency keys such as "one order per user and voucher".
@@ -36,7 +43,8 @@ struct UniqueKeyLockOptions {
   TableNames tables{};
   BackoffPolicy backoff{};
   // PostgreSQL: wake waiters by LISTEN/NOTIFY (falls back to polling when the source cannot
-  // open a dedicated connection or the driver cannot wait for notifications).
+  // open a dedicated connection, e.g. a pool opened from a URL with ?pool_mode=transaction, or
+  // the driver cannot wait for notifications).
   bool notify = true;
   // Attempts for one try when the server reports a deadlock or serialization failure.
   int contention_retries = 3;

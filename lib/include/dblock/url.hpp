@@ -2,7 +2,8 @@
 // mysql://user:password@host:port/database?param=value (also postgres:// and mariadb://).
 //
 // User, password and database are percent-decoded. The query parameter `driver` picks the
-// driver (libpqxx, libmysqlclient or soci); all other parameters go to the driver. When the URL
+// driver (libpqxx, libmysqlclient or soci) and `pool_mode` (session or transaction) says
+// whether a transaction pooler stands in front; all other parameters go to the driver. When the URL
 // carries no password, DBLOCK_PASSWORD or the file named by DBLOCK_PASSWORD_FILE supplies it,
 // so passwords can stay out of command lines and crontabs.
 //
@@ -29,6 +30,11 @@ struct DatabaseUrl {
   int port = 0;      // 0: the dialect's default port
   std::string database;
   std::string driver;  // from ?driver=; empty: the dialect's default driver
+  // From ?pool_mode=transaction (default: session): a transaction pooler such as PgBouncer in
+  // transaction mode sits between dblock and the server, so no connection keeps a session of
+  // its own. Pools opened from such a URL open no dedicated sessions (waiters poll instead of
+  // LISTENing: a LISTEN would stay behind on a server connection the pooler hands to others).
+  bool transaction_pooler = false;
   std::vector<std::pair<std::string, std::string>> params;  // other query parameters, in order
 
   // Parses a URL. Throws Error(kInvalidArgument) naming what is wrong and showing the expected

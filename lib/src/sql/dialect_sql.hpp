@@ -33,6 +33,7 @@ struct DialectSql {
   bool lock_results_in_rows;
   std::string_view lock_acquire;
   std::string_view lock_release;
+  std::string_view lock_release_rest;  // frees the holds left by acquires whose reply was lost
   std::string_view lock_renew;
   std::string_view lock_claim;
   std::string_view lock_list;  // columns as in `dblock locks --json`

@@ -5,8 +5,8 @@ namespace dblock::detail {
 
 namespace {
 
-// Relaxed durability (UniqueKeyLockOptions::relaxed_durability): {{relaxed:...}} in acquire,
-// release and renew adds set_config('synchronous_commit', 'off', true), which switches off
+// Relaxed durability (UniqueKeyLockOptions::relaxed_durability): {{relaxed:...}} in the acquire,
+// release(_rest) and renew statements adds set_config('synchronous_commit', 'off', true), which switches off
 // synchronous_commit for the statement's own implicit transaction only (is_local = true lasts
 // until that transaction's commit, which is when the setting is read), so the commit
 // returns before its WAL reaches the disk. Placed as the first AND of the WHERE that decides
@@ -84,20 +84,41 @@ const DialectSql kPostgreSQL = {
         "   OR (l.owner_host = EXCLUDED.owner_host AND l.owner_process = EXCLUDED.owner_process"
         "       AND l.owner_thread = EXCLUDED.owner_thread)"
         " RETURNING fencing_token, hold_count",
-    // $1 key, $2 host, $3 process, $4 thread, $5 fencing token, $6 notification channel.
+    // $1 key, $2 host, $3 process, $4 thread, $5 fencing token, $6 notification channel,
+    // $7 release id (random per release call; a retry after a lost reply reuses it).
     // Owner- and token-checked; a lease that expired is lost and changes nothing. The last
     // release frees the row and NOTIFYs waiters (delivered at commit). Returns the remaining
     // hold_count, or no row when the lease was not held.
+    // Idempotent under retry: the release id is written into lease_id, and a row that already
+    // carries it was released by this very call, so the retry changes nothing and reports the
+    // count left by the first attempt (a decrement applied twice would drop an outer hold).
     .lock_release =
-        "WITH r AS (UPDATE {{table:locks}} SET hold_count = hold_count - 1,"
-        " expires_at = CASE WHEN hold_count = 1 THEN statement_timestamp() ELSE expires_at END"
+        "WITH r AS (UPDATE {{table:locks}} SET"
+        " hold_count = CASE WHEN lease_id = $7 THEN hold_count ELSE hold_count - 1 END,"
+        " expires_at = CASE WHEN lease_id <> $7 AND hold_count = 1 THEN statement_timestamp()"
+        "   ELSE expires_at END,"
+        " lease_id = $7"
         " WHERE {{relaxed:set_config('synchronous_commit', 'off', true) IS NOT NULL AND}}"
         " lock_key = $1 AND owner_host = $2 AND owner_process = $3 AND owner_thread = $4"
-        " AND fencing_token = $5 AND hold_count > 0 AND expires_at > statement_timestamp()"
+        " AND fencing_token = $5 AND (lease_id = $7"
+        "   OR (hold_count > 0 AND expires_at > statement_timestamp()))"
         " RETURNING lock_key, hold_count)"
         " SELECT hold_count,"
         " CASE WHEN hold_count = 0 THEN pg_notify($6, lock_key)::text END AS notified"
         " FROM r",
+    // Params as lock_release. Run right after a release that left holds behind although this
+    // process holds no other lease of the owner on the key: those holds belong to acquires whose
+    // reply never came (the caller got an error and no lease), and would otherwise keep the key
+    // for as long as the owner keeps re-entering it. Frees the row only if it still carries the
+    // release id that release just wrote (nothing happened to it since), and NOTIFYs waiters.
+    .lock_release_rest =
+        "WITH r AS (UPDATE {{table:locks}} SET hold_count = 0, expires_at = statement_timestamp()"
+        " WHERE {{relaxed:set_config('synchronous_commit', 'off', true) IS NOT NULL AND}}"
+        " lock_key = $1 AND owner_host = $2 AND owner_process = $3 AND owner_thread = $4"
+        " AND fencing_token = $5 AND lease_id = $7 AND hold_count > 0"
+        " AND expires_at > statement_timestamp()"
+        " RETURNING lock_key)"
+        " SELECT pg_notify($6, lock_key)::text AS notified FROM r",
     // $1 ttl in ms, $2 key, $3 host, $4 process, $5 thread, $6 fencing token (the MySQL order).
     // One row matched when the lease is still held.
     .lock_renew =

@@ -1,5 +1,7 @@
 #include "dblock/unique_key_lock.hpp"
 
+#include <map>
+#include <mutex>
 #include <random>
 #include <thread>
 
@@ -29,6 +31,36 @@ Value json_param(const nlohmann::json& metadata) {
   return metadata.is_null() ? Value() : Value(metadata.dump());
 }
 
+// The leases this process holds, counted per lock table, key and owner. An owner's row whose
+// holds outnumber its live leases here carries holds of acquires whose reply never came: the
+// statement ran, the caller got an error and no lease. Release gives those back too (see
+// lock_release_rest), or the owner's next acquire would re-enter them and its release leave
+// the key held.
+class LiveHolds {
+ public:
+  static LiveHolds& instance() {
+    static LiveHolds holds;
+    return holds;
+  }
+  void add(const std::string& id) {
+    std::lock_guard lock(mu_);
+    ++counts_[id];
+  }
+  // Forgets one and returns how many remain.
+  int remove(const std::string& id) {
+    std::lock_guard lock(mu_);
+    auto it = counts_.find(id);
+    if (it == counts_.end()) return 0;
+    int left = --it->second;
+    if (left <= 0) counts_.erase(it);
+    return std::max(left, 0);
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, int> counts_;
+};
+
 }  // namespace
 
 struct UniqueKeyLock::Impl {
@@ -38,6 +70,9 @@ struct UniqueKeyLock::Impl {
     const bool relaxed = options.relaxed_durability;
     acquire_sql = detail::render_sql(sql.lock_acquire, dialect, options.tables, relaxed);
     release_sql = detail::render_sql(sql.lock_release, dialect, options.tables, relaxed);
+    release_rest_sql = detail::render_sql(sql.lock_release_rest, dialect, options.tables, relaxed);
+    holds_scope =
+        std::string(to_string(dialect)) + '\n' + options.tables.qualified(dialect, "locks") + '\n';
     renew_sql = detail::render_sql(sql.lock_renew, dialect, options.tables, relaxed);
     claim_sql = detail::render_sql(sql.lock_claim, dialect, options.tables);
     rows = sql.lock_results_in_rows;
@@ -88,7 +123,13 @@ struct UniqueKeyLock::Impl {
   ConnectionSource& source;
   UniqueKeyLockOptions options;
   Dialect dialect;
-  std::string acquire_sql, release_sql, renew_sql, claim_sql, channel;
+  // The LiveHolds id of `owner`'s holds of `key` through this lock's table.
+  std::string holds_id(const std::string& key, const Owner& owner) const {
+    return holds_scope + key + '\n' + owner.host + '\n' + owner.process + '\n' + owner.thread;
+  }
+
+  std::string acquire_sql, release_sql, release_rest_sql, renew_sql, claim_sql, channel;
+  std::string holds_scope;
   bool rows = true;
   std::once_flag listener_once;
   std::unique_ptr<detail::ReleaseListener> listener_;
@@ -105,11 +146,22 @@ class UniqueKeyLease final : public detail::LeaseCore {
  protected:
   ReleaseOutcome do_release() override {
     const auto& i = info();
-    std::vector<Value> params{Value(i.key), Value(i.owner.host), Value(i.owner.process),
-                              Value(i.owner.thread), Value(i.fencing_token)};
-    if (impl_->dialect == Dialect::kPostgreSQL) params.emplace_back(impl_->channel);
-    // Not retried on a lost connection: a decrement applied twice would drop an outer hold.
-    auto r = impl_->run(impl_->release_sql, params, false);
+    // This lease is gone from here on, whatever the statement's fate.
+    const int other_live_leases = LiveHolds::instance().remove(impl_->holds_id(i.key, i.owner));
+    // A retry after a lost connection sends the same release id, which the statement
+    // recognises as its own earlier attempt (see lock_release), so it is safe to repeat.
+    const std::string release_id = "r-" + detail::random_lease_id();
+    std::vector<Value> params;
+    if (impl_->dialect == Dialect::kPostgreSQL) {
+      params = {Value(i.key),          Value(i.owner.host),    Value(i.owner.process),
+                Value(i.owner.thread), Value(i.fencing_token), Value(impl_->channel),
+                Value(release_id)};
+    } else {
+      params = {Value(release_id),     Value(release_id),      Value(release_id),
+                Value(i.key),          Value(i.owner.host),    Value(i.owner.process),
+                Value(i.owner.thread), Value(i.fencing_token), Value(release_id)};
+    }
+    auto r = impl_->run(impl_->release_sql, params, true);
     if (!r) {
       throw Error(ErrorCode::kDeadlock,
                   "release of '" + i.key + "' kept meeting deadlocks; the lease ends by its TTL");
@@ -117,7 +169,22 @@ class UniqueKeyLease final : public detail::LeaseCore {
     if (r->affected_rows() == 0) return ReleaseOutcome::kNotHeld;
     std::int64_t remaining =
         impl_->rows ? r->int64_at(0, "hold_count") : static_cast<std::int64_t>(r->last_insert_id());
+    if (remaining > 0 && other_live_leases == 0 && release_rest(release_id)) {
+      return ReleaseOutcome::kReleased;
+    }
     return remaining == 0 ? ReleaseOutcome::kReleased : ReleaseOutcome::kDecremented;
+  }
+
+  // Frees the holds left behind by acquires whose reply was lost (lock_release_rest). True
+  // when it did.
+  bool release_rest(const std::string& release_id) {
+    const auto& i = info();
+    std::vector<Value> params{Value(i.key), Value(i.owner.host), Value(i.owner.process),
+                              Value(i.owner.thread), Value(i.fencing_token)};
+    if (impl_->dialect == Dialect::kPostgreSQL) params.emplace_back(impl_->channel);
+    params.emplace_back(release_id);
+    auto r = impl_->run(impl_->release_rest_sql, params, true);  // idempotent: frees or not
+    return r && r->affected_rows() == 1;
   }
 
   bool do_renew(std::chrono::milliseconds ttl) override {
@@ -162,7 +229,9 @@ std::optional<Lease> UniqueKeyLock::try_acquire(std::string_view key, const Lock
   auto token = impl_->token_from(*r);
   if (!token) return std::nullopt;
   info.fencing_token = *token;
+  LiveHolds::instance().add(impl_->holds_id(info.key, info.owner));
   auto core = std::make_shared<UniqueKeyLease>(impl_, std::move(info), options.on_lost);
+  core->note_renewed(sent, options.ttl);  // lost() counts the TTL from here
   if (options.auto_renew) detail::Renewer::instance().watch(core, sent);
   return Lease(std::move(core));
 }

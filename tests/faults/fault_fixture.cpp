@@ -1,0 +1,81 @@
+#include "fault_fixture.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include "dblock/migrator.hpp"
+#include "dblock/open.hpp"
+
+namespace dblock::testing {
+
+std::vector<FaultCase> fault_cases() {
+  std::vector<FaultCase> out;
+  for (const auto& strategy : fault_strategies()) {
+    for (const auto& backend : all_backends()) {
+      if (backend.driver == "soci") continue;  // the drivers have their own suite
+      out.push_back(FaultCase{backend, strategy});
+    }
+  }
+  return out;
+}
+
+void FaultTest::SetUp() {
+  tables_ = TableNames(unique_name("f") + "_");
+  pool_ = open_pool(backend().url(), {.max_size = 4});
+  conn_ = backend().connect();
+  Migrator(*conn_, tables_).up();
+  const std::string resource = tables_.qualified(backend().dialect, "resource");
+  conn_->execute("CREATE TABLE " + resource +
+                 " (id INT PRIMARY KEY, token BIGINT NOT NULL, writer VARCHAR(64) NOT NULL)");
+  conn_->execute("INSERT INTO " + resource + " (id, token, writer) VALUES (1, 0, '')");
+}
+
+void FaultTest::TearDown() {
+  for (const auto& h : histories_) std::filesystem::remove(h);
+  auto c = backend().connect();
+  backend().drop_tables_with_prefix(*c, tables_.prefix());
+}
+
+std::string FaultTest::worker_url() const {
+  std::string url = std::getenv(backend().url_env.c_str());
+  return url + (url.find('?') == std::string::npos ? "?" : "&") + "driver=" + backend().driver;
+}
+
+std::string FaultTest::new_history(const std::string& stem) {
+  auto path = std::filesystem::temp_directory_path() / (unique_name("history-" + stem) + ".txt");
+  histories_.push_back(path.string());
+  return histories_.back();
+}
+
+std::vector<std::string> FaultTest::worker_argv(const std::string& mode, const std::string& key,
+                                                int ttl_ms, const std::string& history,
+                                                const std::string& client,
+                                                const std::vector<std::string>& extra) const {
+  std::vector<std::string> argv{
+      DBLOCK_FAULT_WORKER_PATH, mode,    strategy().name, worker_url(), tables_.prefix(), key,
+      std::to_string(ttl_ms),   history, client};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return argv;
+}
+
+std::uint64_t FaultTest::fenced_write(std::int64_t token, const std::string& writer) {
+  const std::string p1 = backend().param(1), p2 = backend().param(2), p3 = backend().param(3);
+  return conn_
+      ->execute("UPDATE " + tables_.qualified(backend().dialect, "resource") +
+                    " SET token = " + p1 + ", writer = " + p2 + " WHERE id = 1 AND token < " + p3,
+                {Value(token), Value(writer), Value(token)})
+      .affected_rows();
+}
+
+HistoryReport FaultTest::check_histories() {
+  HistoryReport report = check_mutual_exclusion(load_holds(histories_));
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::printf("[ history  ] %s.%s: %s\n", info->test_suite_name(), info->name(),
+              report.summary().c_str());
+  EXPECT_TRUE(report.clean()) << report.summary();
+  EXPECT_GT(report.holds, 0u) << "the scenario recorded no hold at all";
+  return report;
+}
+
+}  // namespace dblock::testing

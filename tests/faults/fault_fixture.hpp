@@ -1,0 +1,73 @@
+// The fixture every fault scenario starts from: one strategy on one database (the default
+// driver of each: PostgreSQL x libpqxx, MariaDB/MySQL x libmysqlclient), dblock's tables
+// migrated under a fresh prefix, a `resource` table for fenced writes, and history files that
+// are checked for mutual exclusion (history.hpp) when the test asks.
+//
+// Thread-safety: as GoogleTest fixtures (one test thread; helpers open their own connections).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends.hpp"
+#include "dblock/connection_source.hpp"
+#include "dblock/lock.hpp"
+#include "history.hpp"
+#include "strategies.hpp"
+
+namespace dblock::testing {
+
+struct FaultCase {
+  Backend backend;
+  StrategyUnderTest strategy;
+};
+
+// Every strategy x the default driver of each database built.
+std::vector<FaultCase> fault_cases();
+
+inline void PrintTo(const FaultCase& c, std::ostream* os) {
+  *os << c.strategy.name << "_" << c.backend.name;
+}
+
+struct FaultCaseName {
+  std::string operator()(const ::testing::TestParamInfo<FaultCase>& info) const {
+    return info.param.strategy.name + "_" + info.param.backend.name;
+  }
+};
+
+class FaultTest : public ::testing::TestWithParam<FaultCase> {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+
+  const Backend& backend() const { return GetParam().backend; }
+  const StrategyUnderTest& strategy() const { return GetParam().strategy; }
+  std::unique_ptr<Lock> make_lock(ConnectionSource& source) const {
+    return strategy().make(source, tables_);
+  }
+  std::unique_ptr<Lock> make_lock() const { return make_lock(*pool_); }
+
+  // The database URL (with ?driver=) as text, for worker processes.
+  std::string worker_url() const;
+  // A fresh history file for this test (removed at teardown).
+  std::string new_history(const std::string& stem);
+  // argv for the fault worker: MODE STRATEGY URL PREFIX KEY TTL_MS HISTORY CLIENT [extra].
+  std::vector<std::string> worker_argv(const std::string& mode, const std::string& key, int ttl_ms,
+                                       const std::string& history, const std::string& client,
+                                       const std::vector<std::string>& extra = {}) const;
+  // UPDATE resource SET token = `token` WHERE token < `token`: rows changed (0: fenced off).
+  std::uint64_t fenced_write(std::int64_t token, const std::string& writer);
+  // Checks every history this test wrote (scenario 10), prints the summary, expects it clean.
+  HistoryReport check_histories();
+
+  TableNames tables_;
+  std::unique_ptr<Pool> pool_;
+  std::unique_ptr<Connection> conn_;  // a connection of the test's own, outside any lock
+  std::vector<std::string> histories_;
+};
+
+}  // namespace dblock::testing

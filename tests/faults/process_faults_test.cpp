@@ -1,0 +1,147 @@
+// Scenarios 1, 2 and 7: a holder process killed with SIGKILL, a holder paused past its TTL and
+// resumed, and holders whose wall clock is two hours off (faketime). The holders are
+// fault_worker processes; every client's history is checked for mutual exclusion.
+#include <signal.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "dblock/lock_table.hpp"
+#include "fault_fixture.hpp"
+#include "process.hpp"
+#include "recorded_holder.hpp"
+
+namespace dblock::testing {
+namespace {
+
+using std::chrono::milliseconds;
+
+std::int64_t token_in(const std::string& output) {
+  auto pos = output.find("token ");
+  return pos == std::string::npos ? -1 : std::stoll(output.substr(pos + 6));
+}
+
+using ProcessFaultTest = FaultTest;
+
+// How much later than its TTL a dead holder's lease may be taken over on a busy machine.
+constexpr int kSlackMs = 2000;
+
+// Scenario 1. The lease of a killed holder is taken over once its TTL has run out (a row lock
+// would be released by the server at once: strategy().ends_with_ttl).
+TEST_P(ProcessFaultTest, AHolderKilledWithSigkillIsReplacedAfterItsTtl) {
+  constexpr int kTtlMs = 1000;
+  const auto holder_history = new_history("holder");
+  ChildProcess holder(worker_argv("hold", "job", kTtlMs, holder_history, "holder"), {});
+  ASSERT_TRUE(holder.wait_for_output("token ", milliseconds(15000))) << holder.output_so_far();
+  const auto held_token = token_in(holder.output_so_far());
+  auto lock = make_lock();
+  HistoryWriter history(new_history("taker"));
+  {
+    RecordedHolder early(*lock, history, "early", "job", milliseconds(30000));
+    EXPECT_FALSE(early.acquire(milliseconds(0)));
+  }
+  holder.signal(SIGKILL);
+  const auto killed_at = monotonic_us();
+  holder.wait();
+  RecordedHolder taker(*lock, history, "taker", "job", milliseconds(30000));
+  ASSERT_TRUE(taker.acquire(milliseconds(10000)));
+  const auto took_ms = (monotonic_us() - killed_at) / 1000;
+  EXPECT_GT(taker.token(), held_token);
+  // The lease ends one TTL after the holder's last renewal (not before: the history check), and
+  // the next try takes it. The bound is loose because the machine may be busy with other tests.
+  const int limit_ms = (strategy().ends_with_ttl ? kTtlMs : 0) + kSlackMs;
+  EXPECT_LE(took_ms, limit_ms);
+  std::printf("[ sigkill  ] %s: lock taken %lld ms after SIGKILL (TTL %d ms)\n",
+              backend().name.c_str(), static_cast<long long>(took_ms), kTtlMs);
+  EXPECT_EQ(taker.release(), "released");
+  check_histories();
+}
+
+// Scenario 2. A holder stopped (SIGSTOP) past its TTL and resumed: the new holder has a higher
+// token; the stale holder's fenced write, renew and release change nothing and say "lost".
+TEST_P(ProcessFaultTest, APausedHolderWakesUpToALostLeaseAndChangesNothing) {
+  constexpr int kTtlMs = 1000;
+  ChildProcess holder(worker_argv("hold", "job", kTtlMs, new_history("stale"), "stale"), {});
+  ASSERT_TRUE(holder.wait_for_output("token ", milliseconds(15000))) << holder.output_so_far();
+  const auto stale_token = token_in(holder.output_so_far());
+  holder.signal(SIGSTOP);
+  auto lock = make_lock();
+  HistoryWriter history(new_history("fresh"));
+  RecordedHolder fresh(*lock, history, "fresh", "job", milliseconds(30000));
+  ASSERT_TRUE(fresh.acquire(milliseconds(10000)));
+  EXPECT_GT(fresh.token(), stale_token);
+  EXPECT_EQ(fenced_write(fresh.token(), "fresh"), 1u);
+  holder.signal(SIGCONT);
+  holder.signal(SIGUSR1);
+  auto r = holder.wait();
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("fenced=0 renew=0 release=not_held lost=1"), std::string::npos) << r.out;
+  auto rows = list_locks(*conn_, tables_);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].fencing_token, fresh.token());
+  EXPECT_EQ(rows[0].owner_thread, "name:fresh");
+  EXPECT_EQ(rows[0].hold_count, 1);
+  auto writer = conn_->execute("SELECT writer FROM " +
+                               tables_.qualified(backend().dialect, "resource") + " WHERE id = 1");
+  EXPECT_EQ(writer.at(0, "writer"), "fresh");
+  EXPECT_EQ(fresh.release(), "released");
+  check_histories();
+}
+
+// Scenario 7. Holders whose wall clock is two hours ahead or behind: renewal keeps the lease
+// past its TTL, release frees it, and a killed holder's lease ends one TTL later, exactly as
+// without the skew (no client clock enters a lock decision).
+TEST_P(ProcessFaultTest, ClientClocksTwoHoursOffChangeNothing) {
+  const char* libfaketime = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1";
+  ASSERT_TRUE(std::filesystem::exists(libfaketime))
+      << "libfaketime is missing: run scripts/install-deps.sh";
+  constexpr int kTtlMs = 1000;
+  auto lock = make_lock();
+  HistoryWriter history(new_history("local"));
+  for (const std::string offset : {"+2h", "-2h"}) {
+    // Only the wall clock is shifted; the monotonic clock has no time of day to be wrong about.
+    const std::map<std::string, std::string> skew = {
+        {"LD_PRELOAD", libfaketime}, {"FAKETIME", offset}, {"FAKETIME_DONT_FAKE_MONOTONIC", "1"}};
+    const std::string key = "clock" + offset;
+    ChildProcess holder(worker_argv("hold", key, kTtlMs, new_history("skewed"), "skewed"), skew);
+    ASSERT_TRUE(holder.wait_for_output(" wall ", milliseconds(15000))) << holder.output_so_far();
+    auto out = holder.output_so_far();
+    auto wall = std::stoll(out.substr(out.find(" wall ") + 6));
+    auto ours = std::chrono::duration_cast<std::chrono::seconds>(
+                    std::chrono::system_clock::now().time_since_epoch())
+                    .count();
+    EXPECT_NEAR(static_cast<double>(wall - ours), offset[0] == '+' ? 7200.0 : -7200.0, 60.0);
+    RecordedHolder intruder(*lock, history, "local", key, milliseconds(30000));
+    EXPECT_FALSE(intruder.acquire(milliseconds(0))) << offset;
+    std::this_thread::sleep_for(milliseconds(kTtlMs * 3 / 2));  // held only by renewals now
+    EXPECT_FALSE(intruder.acquire(milliseconds(0))) << offset;
+    holder.signal(SIGUSR1);
+    auto r = holder.wait();
+    EXPECT_NE(r.out.find("fenced=1 renew=1 release=released lost=0"), std::string::npos)
+        << offset << ": " << r.out << r.err;
+    EXPECT_TRUE(intruder.acquire(milliseconds(0))) << offset;
+    EXPECT_EQ(intruder.release(), "released");
+
+    // A skewed holder that dies: its lease ends one TTL later by the database clock.
+    const std::string dying_key = key + "-killed";
+    ChildProcess dying(worker_argv("hold", dying_key, kTtlMs, new_history("dying"), "dying"), skew);
+    ASSERT_TRUE(dying.wait_for_output("token ", milliseconds(15000))) << dying.output_so_far();
+    dying.signal(SIGKILL);
+    const auto killed_at = monotonic_us();
+    dying.wait();
+    RecordedHolder heir(*lock, history, "local", dying_key, milliseconds(30000));
+    ASSERT_TRUE(heir.acquire(milliseconds(10000))) << offset;
+    const auto took_ms = (monotonic_us() - killed_at) / 1000;
+    EXPECT_LE(took_ms, kTtlMs + kSlackMs) << offset;  // a second, not hours
+    std::printf("[ skew     ] %s %s: lease of a killed holder taken after %lld ms (TTL %d ms)\n",
+                backend().name.c_str(), offset.c_str(), static_cast<long long>(took_ms), kTtlMs);
+    EXPECT_EQ(heir.release(), "released");
+  }
+  check_histories();
+}
+
+INSTANTIATE_TEST_SUITE_P(Faults, ProcessFaultTest, ::testing::ValuesIn(fault_cases()),
+                         FaultCaseName());
+
+}  // namespace
+}  // namespace dblock::testing

@@ -1,0 +1,107 @@
+#include "recorded_holder.hpp"
+
+#include "dblock/error.hpp"
+
+namespace dblock::testing {
+
+RecordedHolder::RecordedHolder(Lock& lock, HistoryWriter& history, std::string client,
+                               std::string key, std::chrono::milliseconds ttl)
+    : lock_(lock), history_(history), client_(std::move(client)), key_(std::move(key)), ttl_(ttl) {}
+
+RecordedHolder::~RecordedHolder() {
+  stop_renewing();
+  if (lease_) {
+    try {
+      release();
+    } catch (...) {
+      // The lease then ends by its TTL.
+    }
+  }
+}
+
+bool RecordedHolder::acquire(std::chrono::milliseconds wait) {
+  LockOptions options;
+  options.ttl = ttl_;
+  options.owner = Owner::named(client_);
+  options.auto_renew = false;  // renewals are ours, so the history knows when each was sent
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  for (;;) {
+    const std::int64_t sent = monotonic_us();
+    auto lease = lock_.try_acquire(key_, options);
+    const std::int64_t reply = monotonic_us();
+    if (lease) {
+      token_ = lease->fencing_token();
+      valid_until_us_ = sent + ttl_.count() * 1000;
+      history_.acquired(client_, key_, lease->fencing_token(), reply, sent, ttl_.count());
+      lease_ = std::move(lease);
+      renewer_ = std::thread([this] { renew_loop(); });
+      return true;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+bool RecordedHolder::lost() const noexcept { return lease_ && lease_->lost(); }
+
+void RecordedHolder::renew_loop() {
+  std::unique_lock lock(mu_);
+  while (!stop_) {
+    if (cv_.wait_for(lock, ttl_ / 3, [&] { return stop_; })) return;
+    lock.unlock();
+    const std::int64_t sent = monotonic_us();
+    bool held = false;
+    bool failed = false;
+    try {
+      held = lease_->renew(ttl_);
+    } catch (const Error&) {
+      failed = true;  // the connection broke: try again next time; the TTL decides
+    }
+    if (held) {
+      valid_until_us_ = sent + ttl_.count() * 1000;
+      history_.renewed(client_, key_, token_, sent, ttl_.count());
+    }
+    lock.lock();
+    if (!held && !failed) return;  // gone: renewing again cannot bring it back
+  }
+}
+
+void RecordedHolder::stop_renewing() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (renewer_.joinable()) renewer_.join();
+}
+
+bool RecordedHolder::renew_now() {
+  stop_renewing();
+  if (!lease_) return false;
+  const std::int64_t sent = monotonic_us();
+  bool held = lease_->renew(ttl_);
+  if (held) {
+    valid_until_us_ = sent + ttl_.count() * 1000;
+    history_.renewed(client_, key_, token_, sent, ttl_.count());
+  }
+  return held;
+}
+
+std::string RecordedHolder::release(std::string* error) {
+  stop_renewing();
+  if (!lease_) return "not_held";
+  Lease lease = std::move(*lease_);
+  lease_.reset();
+  const std::int64_t sent = monotonic_us();
+  std::string outcome;
+  try {
+    outcome = std::string(to_string(lease.release()));
+  } catch (const Error& e) {
+    outcome = "error";
+    if (error != nullptr) *error = e.what();
+  }
+  history_.released(client_, key_, token_, sent, outcome);
+  return outcome;
+}
+
+}  // namespace dblock::testing

@@ -1,0 +1,65 @@
+// A lock client that writes its history (history.hpp) as it goes: it acquires one key, renews
+// the lease itself every third of the TTL on a thread of its own (so the history knows when each
+// renewal was sent), and releases. Used by the test process and by the fault worker alike.
+//
+// Thread-safety: one thread drives a RecordedHolder; lost(), token() and valid_until_us() may be
+// read from any thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "dblock/lock.hpp"
+#include "history.hpp"
+
+namespace dblock::testing {
+
+class RecordedHolder {
+ public:
+  RecordedHolder(Lock& lock, HistoryWriter& history, std::string client, std::string key,
+                 std::chrono::milliseconds ttl);
+  ~RecordedHolder();  // stops renewing; a lease still held is released (errors swallowed)
+  RecordedHolder(const RecordedHolder&) = delete;
+  RecordedHolder& operator=(const RecordedHolder&) = delete;
+
+  // Tries every 20 ms until `wait` has passed (at least once). True when acquired; then renews
+  // in the background. Faults (dblock::Error) propagate.
+  bool acquire(std::chrono::milliseconds wait);
+  bool held() const noexcept { return lease_.has_value(); }
+  std::int64_t token() const noexcept { return token_.load(); }
+  // The lease's own verdict (Lease::lost()).
+  bool lost() const noexcept;
+  // One TTL after the latest successful acquire or renew was sent (monotonic microseconds).
+  std::int64_t valid_until_us() const noexcept { return valid_until_us_.load(); }
+  // Renews now, from the caller's thread (the background renewals stop first).
+  bool renew_now();
+  // Stops renewing and releases. Returns the outcome's name, or "error" when the release
+  // failed with a dblock::Error (whose message goes to `error` if given).
+  std::string release(std::string* error = nullptr);
+  // Stops renewing, leaving the lease to expire (a holder that stops answering).
+  void stop_renewing();
+
+ private:
+  void renew_loop();
+
+  Lock& lock_;
+  HistoryWriter& history_;
+  const std::string client_;
+  const std::string key_;
+  const std::chrono::milliseconds ttl_;
+  std::optional<Lease> lease_;
+  std::atomic<std::int64_t> token_{0};
+  std::atomic<std::int64_t> valid_until_us_{0};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread renewer_;
+};
+
+}  // namespace dblock::testing
