@@ -28,6 +28,9 @@ packages=(
   mariadb-server
   mariadb-client
   faketime
+  # libFuzzer and the sanitizer runtimes for clang (scripts/test.sh --fuzz)
+  clang-14
+  libclang-rt-14-dev
 )
 
 # Collect the packages that are not fully installed.
