@@ -54,11 +54,25 @@ UniqueKeyLock locks_of(BadInputContext& ctx) {
   return UniqueKeyLock(ctx.pool, {.tables = ctx.tables});
 }
 
+// The key for the log: bytes outside printable ASCII as \xNN, long keys cut.
+std::string shown(const std::string& key) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "'";
+  for (std::size_t i = 0; i < key.size() && i < 40; ++i) {
+    auto c = static_cast<unsigned char>(key[i]);
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      out += {'\\', 'x', kHex[c >> 4], kHex[c & 15]};
+    }
+  }
+  return out + (key.size() > 40 ? "'... (" + std::to_string(key.size()) + " bytes)" : "'");
+}
+
 // A row whose input is one key given to try_acquire.
 BadInputCase bad_key(std::string name, std::string key, std::string fragment) {
-  std::string shown = key;
   return {.name = std::move(name),
-          .input = "try_acquire(" + shown + ")",
+          .input = "try_acquire(" + shown(key) + ")",
           .act = [key](BadInputContext& ctx) { return outcome(locks_of(ctx).try_acquire(key)); },
           .code = Code::kInvalidArgument,
           .expect = std::move(fragment)};
@@ -67,7 +81,7 @@ BadInputCase bad_key(std::string name, std::string key, std::string fragment) {
 // A valid key that looks dangerous: taken as plain data, byte for byte.
 BadInputCase odd_but_valid_key(std::string name, std::string key) {
   return {.name = std::move(name),
-          .input = "try_acquire(" + key + ")",
+          .input = "try_acquire(" + shown(key) + ")",
           .act =
               [key](BadInputContext& ctx) {
                 auto lease = locks_of(ctx).try_acquire(key, BadInputContext::as("a"));
