@@ -61,6 +61,7 @@ case "$mode" in
       "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1")
     build_targets=(dblock_unit_tests dblock_integration_tests)
     ctest_args=(-LE 'format|package')
+    export DBLOCK_TEST_QUICK=1  # tests that repeat a scenario thousands of times repeat it less
     suppressions="$repo_root/tests/sanitizers"
     export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:${ASAN_OPTIONS:-}"
     export LSAN_OPTIONS="suppressions=$suppressions/lsan.supp:print_suppressions=0:${LSAN_OPTIONS:-}"
