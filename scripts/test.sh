@@ -63,7 +63,9 @@ case "$mode" in
     ctest_args=(-LE 'format|package')
     export DBLOCK_TEST_QUICK=1  # tests that repeat a scenario thousands of times repeat it less
     suppressions="$repo_root/tests/sanitizers"
-    export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:${ASAN_OPTIONS:-}"
+    # verify_asan_link_order=0: ClientClocksHoursOffChangeNothing preloads libfaketime (it only
+    # wraps the clock functions) into an instrumented worker, ahead of the ASan runtime.
+    export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:verify_asan_link_order=0:${ASAN_OPTIONS:-}"
     export LSAN_OPTIONS="suppressions=$suppressions/lsan.supp:print_suppressions=0:${LSAN_OPTIONS:-}"
     export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
     export TSAN_OPTIONS="suppressions=$suppressions/tsan.supp:halt_on_error=1:second_deadlock_stack=1:${TSAN_OPTIONS:-}"
