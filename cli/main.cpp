@@ -1,5 +1,8 @@
 // The `dblock` program: argument parsing and subcommand dispatch only.
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <iostream>
+#include <string>
 
 #include "clean_command.hpp"
 #include "common.hpp"
@@ -22,8 +25,20 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    int rc = app.exit(e);
-    return rc == 0 ? 0 : dblock::cli::kExitUsage;
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
+    // One line, like every other dblock error, naming the help that applies.
+    std::string help = "dblock";
+    for (const CLI::App* sub : app.get_subcommands()) help += " " + sub->get_name();
+    std::string what = e.what();
+    if (app.get_subcommands().empty() && argc > 1 && argv[1][0] != '-') {
+      what = "unknown subcommand '" + std::string(argv[1]) + "'; use";
+      for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+        what += " " + sub->get_name();
+      }
+    }
+    std::replace(what.begin(), what.end(), '\n', ' ');
+    std::cerr << "dblock: " << what << " (see `" << help << " --help`)\n";
+    return dblock::cli::kExitUsage;
   }
   return exit_code;
 }

@@ -32,6 +32,9 @@ packages=(
   pgbouncer
   nftables
   iproute2
+  # libFuzzer and the sanitizer runtimes for clang (scripts/test.sh --fuzz)
+  clang-14
+  libclang-rt-14-dev
 )
 
 # Collect the packages that are not fully installed.

@@ -1,11 +1,20 @@
 #!/usr/bin/env bash
 # Build dblock and run its whole test suite against throwaway databases.
 #
-# Usage: scripts/test.sh [extra ctest arguments, e.g. -R Migrator]
+# Usage: scripts/test.sh [--sanitize LIST | --fuzz] [extra ctest arguments, e.g. -R Migrator]
+#
+#   --sanitize LIST  build with -fsanitize=LIST in its own directory and run the suite there:
+#                    `--sanitize address,undefined` (build-asan) or `--sanitize thread`
+#                    (build-tsan; e.g. with `-L concurrency`). Undefined behaviour is fatal.
+#                    Only the test programs and examples are built; the format and package
+#                    checks and the fault suite are left to the normal run.
+#                    Suppressions: tests/sanitizers/.
+#   --fuzz           build the libFuzzer targets with clang in build-fuzz and run each for
+#                    DBLOCK_FUZZ_SECONDS (default 20); no database is needed.
 #
 # Environment:
-#   BUILD_DIR          build directory (default: build, relative to the repo)
-#   BUILD_TYPE         CMAKE_BUILD_TYPE (default: RelWithDebInfo)
+#   BUILD_DIR          build directory (default: build, build-asan, build-tsan or build-fuzz)
+#   BUILD_TYPE         CMAKE_BUILD_TYPE (default: RelWithDebInfo; Debug at -O1 for --sanitize)
 #   DBLOCK_CMAKE_ARGS  extra arguments for the CMake configure step
 #   DBLOCK_TEST_PG_URL, DBLOCK_TEST_MYSQL_URL
 #                      when set, tests use these servers and none is started
@@ -17,10 +26,63 @@ set -euo pipefail
 repo_root=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd)
 cd -- "$repo_root"
 
-build_dir=${BUILD_DIR:-build}
+mode=normal
+sanitize=
+case "${1:-}" in
+  --sanitize)
+    [[ -n "${2:-}" ]] || { echo "test.sh: --sanitize needs a list, e.g. address,undefined" >&2; exit 64; }
+    mode=sanitize sanitize=$2
+    shift 2
+    ;;
+  --fuzz)
+    mode=fuzz
+    shift
+    ;;
+esac
+
 build_type=${BUILD_TYPE:-RelWithDebInfo}
 extra_cmake_args=()
 read -r -a extra_cmake_args <<<"${DBLOCK_CMAKE_ARGS:-}"
+build_targets=()
+ctest_args=()
+case "$mode" in
+  normal)
+    build_dir=${BUILD_DIR:-build}
+    ;;
+  sanitize)
+    case "$sanitize" in
+      address,undefined | undefined,address | address) default_dir=build-asan ;;
+      thread) default_dir=build-tsan ;;
+      *) default_dir=build-${sanitize//,/-} ;;
+    esac
+    build_dir=${BUILD_DIR:-$default_dir}
+    # -O1 -g1: what the sanitizers recommend, and half the compile time of -O2 -g.
+    build_type=${BUILD_TYPE:-Debug}
+    extra_cmake_args+=(-DDBLOCK_SANITIZE="$sanitize" "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1")
+    # The examples run inside the integration suite (ExamplesTest). The fault suite restarts
+    # servers and times leases against wall clocks; it runs in the normal build only.
+    build_targets=(dblock_unit_tests dblock_integration_tests flash_sale transfer)
+    ctest_args=(-LE 'format|package|faults')
+    export DBLOCK_TEST_QUICK=1  # tests that repeat a scenario thousands of times repeat it less
+    suppressions="$repo_root/tests/sanitizers"
+    # verify_asan_link_order=0: ClientClocksHoursOffChangeNothing preloads libfaketime (it only
+    # wraps the clock functions) into an instrumented worker, ahead of the ASan runtime.
+    export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:verify_asan_link_order=0:${ASAN_OPTIONS:-}"
+    export LSAN_OPTIONS="suppressions=$suppressions/lsan.supp:print_suppressions=0:${LSAN_OPTIONS:-}"
+    export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
+    export TSAN_OPTIONS="suppressions=$suppressions/tsan.supp:halt_on_error=1:second_deadlock_stack=1:${TSAN_OPTIONS:-}"
+    ;;
+  fuzz)
+    build_dir=${BUILD_DIR:-build-fuzz}
+    export CC=${DBLOCK_FUZZ_CC:-clang-14} CXX=${DBLOCK_FUZZ_CXX:-clang++-14}
+    extra_cmake_args+=(-DDBLOCK_BUILD_FUZZERS=ON -DDBLOCK_FUZZ_SECONDS="${DBLOCK_FUZZ_SECONDS:-20}"
+      -DDBLOCK_BUILD_TESTS=OFF -DDBLOCK_BUILD_CLI=OFF -DDBLOCK_BUILD_EXAMPLES=OFF
+      -DDBLOCK_INSTALL=OFF -DDBLOCK_WITH_LIBPQXX=OFF -DDBLOCK_WITH_MYSQL=OFF
+      -DDBLOCK_WITH_SOCI=OFF)
+    build_targets=(dblock_fuzz_url dblock_fuzz_identifier)
+    ctest_args=(-L fuzz)
+    ;;
+esac
 
 heading() { printf '\n== %s ==\n' "$*"; }
 
@@ -32,7 +94,14 @@ cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE="$build_type" -DDBLOCK_WERROR=ON \
   "${extra_cmake_args[@]}"
 
 heading "build"
-cmake --build "$build_dir" -j "$(nproc)"
+target_args=()
+for t in "${build_targets[@]}"; do target_args+=(--target "$t"); done
+cmake --build "$build_dir" -j "$(nproc)" "${target_args[@]}"
+
+if [[ "$mode" == fuzz ]]; then
+  heading "fuzz"
+  exec ctest --test-dir "$build_dir" --output-on-failure "${ctest_args[@]}" "$@"
+fi
 
 # Start the databases the caller did not provide. They get their own state
 # directory so a developer's `scripts/dev-db.sh start` instance is untouched.
@@ -73,4 +142,4 @@ fi
 : "${DBLOCK_TEST_MYSQL_URL:?no MySQL URL for the tests}"
 
 heading "test"
-ctest --test-dir "$build_dir" --output-on-failure -j 2 "$@"
+ctest --test-dir "$build_dir" --output-on-failure -j 2 "${ctest_args[@]}" "$@"

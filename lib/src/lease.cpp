@@ -3,6 +3,7 @@
 #include "dblock/error.hpp"
 #include "dblock/lock.hpp"
 #include "lease_core.hpp"
+#include "lock_keys.hpp"
 #include "renewer.hpp"
 
 namespace dblock {
@@ -139,6 +140,8 @@ ReleaseOutcome Lease::release() {
 
 bool Lease::renew(std::chrono::milliseconds ttl) {
   checked(core_);
+  // A zero or negative TTL would end the lease at once (or in the past) for every other owner.
+  detail::validate_ttl(ttl, "the renewal TTL");
   bool held = core_->renew(ttl);
   detail::Renewer::instance().reschedule();  // the renewal interval follows the new TTL
   return held;

@@ -1,5 +1,6 @@
 #include "dblock/url.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
@@ -17,7 +18,9 @@ constexpr std::string_view kExpected =
     "mysql://user:password@host:port/database";
 
 // The input with anything that may be a password replaced, for error messages about a URL that
-// did not parse. When the shape is unclear, nothing of the input is shown.
+// did not parse. When the shape is unclear, nothing of the input is shown. The user information
+// is taken to end at the last '@' anywhere, so a password with an unescaped '/', '?' or '@' is
+// hidden too.
 std::string redact_raw(std::string_view url) {
   auto scheme_end = url.find("://");
   if (scheme_end == std::string_view::npos) {
@@ -26,29 +29,42 @@ std::string redact_raw(std::string_view url) {
                : std::string("(not shown)");
   }
   std::size_t auth_start = scheme_end + 3;
-  std::size_t auth_end = url.find_first_of("/?", auth_start);
-  if (auth_end == std::string_view::npos) auth_end = url.size();
-  std::string_view authority = url.substr(auth_start, auth_end - auth_start);
-  auto at = authority.rfind('@');
-  if (at == std::string_view::npos) return std::string(url.substr(0, url.find('?')));
-  auto colon = authority.find(':');
   std::string out(url.substr(0, auth_start));
-  if (colon != std::string_view::npos && colon < at) {
-    out += authority.substr(0, colon);
-    out += ":***";
-  } else {
-    out += authority.substr(0, at);
+  std::string_view rest = url.substr(auth_start);
+  auto at = rest.rfind('@');
+  if (at != std::string_view::npos) {
+    std::string_view userinfo = rest.substr(0, at);
+    auto colon = userinfo.find(':');
+    out += userinfo.substr(0, std::min(colon, userinfo.find_first_of("/?")));
+    if (colon != std::string_view::npos) out += ":***";
+    rest = rest.substr(at);
   }
-  out += authority.substr(at);
-  std::string_view tail = url.substr(auth_end);
-  out += tail.substr(0, tail.find('?'));  // parameters are not shown: they may hold secrets
-  if (tail.find('?') != std::string_view::npos) out += "?...";
+  out += rest.substr(0, rest.find('?'));  // parameters are not shown: they may hold secrets
+  if (rest.find('?') != std::string_view::npos) out += "?...";
+  return out;
+}
+
+// Control characters shown as \xNN, so a message stays one line.
+std::string one_line(std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (char ch : text) {
+    auto c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c == 0x7f) {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else {
+      out += ch;
+    }
+  }
   return out;
 }
 
 [[noreturn]] void fail(std::string_view url, std::string_view what) {
-  throw Error(ErrorCode::kInvalidArgument, "invalid database URL '" + redact_raw(url) + "': " +
-                                               std::string(what) + "; " + std::string(kExpected));
+  throw Error(ErrorCode::kInvalidArgument,
+              one_line("invalid database URL '" + redact_raw(url) + "': " + std::string(what) +
+                       "; " + std::string(kExpected)));
 }
 
 int hex_value(char c) {
@@ -97,6 +113,13 @@ DatabaseUrl DatabaseUrl::parse(std::string_view url) {
 
   std::string_view rest = url.substr(scheme_end + 3);
   std::size_t auth_end = rest.find_first_of("/?");
+  // An '@' past the host means a user name or password holding a raw '/' or '?': parsing on
+  // would read part of the password as host, port, database or parameter, and show it.
+  if (auth_end != std::string_view::npos && rest.find('@', auth_end) != std::string_view::npos) {
+    fail(url,
+         "an '@' follows the host; percent-encode '/', '?' and '@' in the user name, password "
+         "and database (%2F, %3F, %40)");
+  }
   std::string_view authority = rest.substr(0, auth_end);
   rest = auth_end == std::string_view::npos ? std::string_view() : rest.substr(auth_end);
 
@@ -117,7 +140,7 @@ DatabaseUrl DatabaseUrl::parse(std::string_view url) {
   if (!hostport.empty() && hostport.front() == '[') {  // [IPv6]:port
     auto close = hostport.find(']');
     if (close == std::string_view::npos) fail(url, "unterminated '[' in the host");
-    out.host = std::string(hostport.substr(1, close - 1));
+    out.host = percent_decode(url, hostport.substr(1, close - 1), "host");
     std::string_view after = hostport.substr(close + 1);
     if (!after.empty()) {
       if (after.front() != ':') fail(url, "unexpected text after ']' in the host");
@@ -245,7 +268,15 @@ std::string DatabaseUrl::redacted() const {
     if (!password.empty()) out += ":***";
     out += '@';
   }
-  out += host.find(':') != std::string::npos ? "[" + host + "]" : detail::percent_encode(host);
+  if (host.find(':') != std::string::npos) {  // an IPv6 address, in brackets, ':' kept
+    std::string encoded = detail::percent_encode(host);
+    for (auto pos = encoded.find("%3A"); pos != std::string::npos; pos = encoded.find("%3A", pos)) {
+      encoded.replace(pos, 3, ":");
+    }
+    out += "[" + encoded + "]";
+  } else {
+    out += detail::percent_encode(host);
+  }
   if (port != 0) out += ":" + std::to_string(port);
   out += "/" + detail::percent_encode(database);
   char sep = '?';

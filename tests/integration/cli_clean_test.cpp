@@ -155,13 +155,6 @@ TEST_P(CliCleanTest, DryRunDeletesNothing) {
   EXPECT_EQ(rows(), 9u);
 }
 
-TEST_P(CliCleanTest, BadOptionsAreUsageErrors) {
-  expect_one_line_error(clean({"--grace", "5 minutes"}), 64, "--grace");
-  expect_one_line_error(clean({"--batch", "0"}), 64, "--batch");
-  auto interval = clean({"--interval", "1s"});  // needs --loop
-  EXPECT_EQ(interval.exit_code, 64) << interval.err;
-}
-
 TEST_P(CliCleanTest, MissingTableSaysToMigrate) {
   auto r = run_process({DBLOCK_CLI_PATH, "clean", "--prefix", unique_name("none") + "_"},
                        {{"DBLOCK_URL", url_}});

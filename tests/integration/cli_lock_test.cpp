@@ -204,16 +204,6 @@ TEST_P(CliLockTest, LosingTheLeaseStopsTheCommandAndExits75) {
   EXPECT_TRUE(fs::exists(file("term")));
 }
 
-TEST_P(CliLockTest, BadDurationsAreUsageErrors) {
-  auto ttl = run(run_sh("touch '" + file("ran") + "'", {"--ttl", "5x"}));
-  EXPECT_EQ(ttl.exit_code, 64);
-  expect_one_line(ttl, "--ttl: invalid duration '5x'");
-  auto wait = run(run_sh("touch '" + file("ran") + "'", {"--wait", "-1s"}));
-  EXPECT_EQ(wait.exit_code, 64);
-  expect_one_line(wait, "--wait: invalid duration '-1s'");
-  EXPECT_FALSE(fs::exists(file("ran")));
-}
-
 TEST_P(CliLockTest, LocksListsTheHolderUntilReleased) {
   auto holder = start(run_sh("touch '" + file("started") + "'; sleep 2"));
   ASSERT_TRUE(wait_for_file(file("started")));

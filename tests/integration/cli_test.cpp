@@ -91,14 +91,6 @@ TEST_P(CliTest, MissingTableSaysToRunUp) {
   expect_one_line_error(migrate({"verify"}), 78, "run `dblock migrate up`");
 }
 
-TEST_P(CliTest, MalformedUrlIsUsageError) {
-  auto r =
-      migrate({"status"}, {{"DBLOCK_URL", "postgresql://u:" + password_ + "@host:notaport/db"}});
-  expect_one_line_error(r, 64, "port");
-  auto none = migrate({"status"}, {{"DBLOCK_URL", ""}});
-  expect_one_line_error(none, 64, "DBLOCK_URL");
-}
-
 TEST_P(CliTest, WrongPasswordIsAccessDenied) {
   std::string wrong = "NotThePassword" + unique_name("x");
   std::string bad = with_password(url_, wrong);

@@ -294,24 +294,6 @@ TEST_P(UniqueKeyLockTest, WorksWithStdLockGuards) {
   EXPECT_NE(theirs.lease(), nullptr);
 }
 
-TEST_P(UniqueKeyLockTest, RejectsBadKeysAndTtlsBeforeSendingAnything) {
-  auto lock = make_lock();
-  for (const std::string& bad :
-       {std::string(), std::string("a\0b", 3), std::string("\xff\xfe"), std::string(256, 'k')}) {
-    try {
-      lock->try_acquire(bad);
-      FAIL() << "accepted a bad key";
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
-    }
-  }
-  EXPECT_TRUE(lock->try_acquire(std::string(255, 'k'), as("a")));
-  EXPECT_TRUE(lock->try_acquire("ключ-🔒", as("a")));
-  LockOptions zero = as("a", milliseconds(0));
-  EXPECT_THROW(lock->try_acquire("k", zero), Error);
-  EXPECT_THROW(lock->acquire("k", milliseconds(-1), as("a")), Error);
-}
-
 TEST_P(UniqueKeyLockTest, KeysAreCaseAndByteExact) {
   auto lock = make_lock();
   auto lower = lock->try_acquire("key", as("a"));

@@ -89,6 +89,30 @@ TEST(Url, RejectsMalformedUrlsWithoutLeakingThePassword) {
   expect_invalid("postgresql://u:hunter2@h/a/b", "contains '/'");
 }
 
+TEST(Url, APasswordWithARawSlashOrQuestionMarkIsRefusedAndNotShown) {
+  // Each would otherwise put part of the password into the port, database or a parameter.
+  expect_invalid("postgresql://u:hunter2/x@h/db", "percent-encode '/', '?' and '@'", "hunter2");
+  expect_invalid("mysql://u:12/hunter2@h", "percent-encode", "hunter2");
+  expect_invalid("mysql://u:12?hunter2=1@h/db", "percent-encode", "hunter2");
+  expect_invalid("mysql://u:hunter2@h/db?ssl_ca=/a@b", "%40");
+  auto ok = DatabaseUrl::parse("mysql://u:12%2Fx@h/d%40b?ssl_ca=%2Fa%40b");
+  EXPECT_EQ(ok.password, "12/x");
+  EXPECT_EQ(ok.database, "d@b");
+  EXPECT_EQ(ok.param("ssl_ca"), "/a@b");
+}
+
+TEST(Url, MessagesStayOneLine) {
+  expect_invalid("postgresql://h:1\n2/db", "\\x0a");
+  expect_invalid("redis\r://h/db", "unsupported scheme 'redis\\x0d'");
+}
+
+TEST(Url, Ipv6HostsArePercentDecodedAndRoundTrip) {
+  auto u = DatabaseUrl::parse("postgresql://u:pw@[fe80::1%25eth0]:5433/db");
+  EXPECT_EQ(u.host, "fe80::1%eth0");
+  EXPECT_EQ(u.redacted(), "postgresql://u:***@[fe80::1%25eth0]:5433/db");
+  EXPECT_EQ(DatabaseUrl::parse(u.redacted()).host, u.host);
+}
+
 TEST(Url, RedactedHidesThePassword) {
   auto u = DatabaseUrl::parse("mysql://root:hunter2@127.0.0.1:3306/app?driver=soci");
   EXPECT_EQ(u.redacted(), "mysql://root:***@127.0.0.1:3306/app?driver=soci");

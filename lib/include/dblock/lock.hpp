@@ -104,7 +104,8 @@ class Lease {
   // transactional lease's writes are rolled back by the server).
   ReleaseOutcome release();
   // Extends the lease to `ttl` from now on the database clock. Returns false and marks the lease
-  // lost when it is no longer held.
+  // lost when it is no longer held. Throws Error(kInvalidArgument) unless 1 ms <= ttl <= 365
+  // days, before sending anything.
   bool renew(std::chrono::milliseconds ttl);
   bool renew();  // with the TTL it was acquired with
 

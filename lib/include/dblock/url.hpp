@@ -1,7 +1,9 @@
 // Database URLs: postgresql://user:password@host:port/database?param=value and
 // mysql://user:password@host:port/database?param=value (also postgres:// and mariadb://).
 //
-// User, password and database are percent-decoded. The query parameter `driver` picks the
+// User, password and database are percent-decoded; a '/', '?' or '@' in them must be
+// percent-encoded, and a URL with an '@' past the host is refused (it would otherwise read part
+// of a password as host, port, database or parameter). The query parameter `driver` picks the
 // driver (libpqxx, libmysqlclient or soci) and `pool_mode` (session or transaction) says
 // whether a transaction pooler stands in front; all other parameters go to the driver. When the URL
 // carries no password, DBLOCK_PASSWORD or the file named by DBLOCK_PASSWORD_FILE supplies it,
@@ -38,7 +40,7 @@ struct DatabaseUrl {
   std::vector<std::pair<std::string, std::string>> params;  // other query parameters, in order
 
   // Parses a URL. Throws Error(kInvalidArgument) naming what is wrong and showing the expected
-  // form; the message contains the URL only in redacted form.
+  // form, on one line; the message contains the URL only in redacted form.
   static DatabaseUrl parse(std::string_view url);
 
   // Parses the URL in DBLOCK_URL. Throws Error(kInvalidArgument) when it is unset or empty.

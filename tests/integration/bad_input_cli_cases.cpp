@@ -1,0 +1,75 @@
+// The CLI's rows of the bad-input table (bad_input.hpp): unknown commands and flags, bad
+// durations, keys, URLs and names. Each must exit 64 (EX_USAGE) with one stderr line, run no
+// command and touch no table.
+#include "bad_input.hpp"
+
+namespace dblock::testing {
+
+namespace {
+
+BadInputCase usage(std::string name, std::vector<std::string> args, std::string fragment,
+                   bool with_prefix = true, std::map<std::string, std::string> env = {}) {
+  std::string input = "dblock";
+  for (const auto& a : args) input += " " + a;
+  return {.name = std::move(name),
+          .input = std::move(input),
+          .cli = [args, with_prefix,
+                  env](BadInputContext& ctx) { return ctx.cli(args, with_prefix, env); },
+          .exit_code = 64,
+          .expect = std::move(fragment)};
+}
+
+// `dblock run <options> -- true`: the command must never run.
+std::vector<std::string> run_true(std::vector<std::string> options) {
+  std::vector<std::string> args{"run"};
+  args.insert(args.end(), options.begin(), options.end());
+  args.insert(args.end(), {"--", "true"});
+  return args;
+}
+
+}  // namespace
+
+std::vector<BadInputCase> cli_cases() {
+  return {
+      usage("CliUnknownSubcommand", {"frobnicate"}, "unknown subcommand 'frobnicate'", false),
+      usage("CliNoSubcommand", {}, "see `dblock --help`", false),
+      usage("CliUnknownFlag", {"locks", "--frobnicate"},
+            "--frobnicate (see `dblock locks --help`)"),
+      usage("CliMissingKey", run_true({}), "--key"),
+      usage("CliEmptyKey", run_true({"--key", ""}), "the lock key is empty"),
+      usage("CliKeyInvalidUtf8", run_true({"--key", "\xff"}), "not valid UTF-8"),
+      usage("CliKeyOver255Characters", run_true({"--key", std::string(256, 'k')}),
+            "the limit is 255"),
+      usage("CliFractionalDuration", run_true({"--key", "k", "--ttl", "1.5s"}),
+            "invalid duration '1.5s'"),
+      usage("CliZeroTtl", run_true({"--key", "k", "--ttl", "0"}), "1 ms to 365 days"),
+      usage("CliHugeTtl", run_true({"--key", "k", "--ttl", "99999999999h"}), "1 ms to 365 days"),
+      usage("CliUnknownUnit", run_true({"--key", "k", "--ttl", "5x"}),
+            "--ttl: invalid duration '5x'"),
+      usage("CliNegativeWait", run_true({"--key", "k", "--wait", "-1s"}),
+            "--wait: invalid duration '-1s'"),
+      usage("CliDurationWithoutUnit", {"clean", "--pause", "5"}, "invalid duration '5'"),
+      usage("CliDurationWithSpaces", {"clean", "--grace", "5 minutes"}, "--grace"),
+      usage("CliZeroBatch", {"clean", "--batch", "0"}, "--batch must be at least 1"),
+      usage("CliIntervalWithoutLoop", {"clean", "--interval", "1s"}, "--interval requires --loop"),
+      usage("CliNoUrl", {"locks"}, "pass --url or set DBLOCK_URL", true, {{"DBLOCK_URL", ""}}),
+      usage("CliMalformedUrl", {"locks", "--url", "localhost/db"}, "missing '://'"),
+      usage("CliUnsupportedScheme", {"locks", "--url", "redis://h/db"}, "unsupported scheme"),
+      {.name = "CliUrlWithABadPort",
+       .input = "DBLOCK_URL=postgresql://u:<password>@host:notaport/db dblock migrate status",
+       .cli =
+           [](BadInputContext& ctx) {
+             return ctx.cli(
+                 {"migrate", "status"}, true,
+                 {{"DBLOCK_URL", "postgresql://u:" + ctx.password + "@host:notaport/db"}});
+           },
+       .expect = "the port 'notaport' is not a number"},
+      usage("CliUrlFileMissing", {"locks", "--url-file", "/nonexistent/dblock-url"},
+            "/nonexistent/dblock-url"),
+      usage("CliPrefixWithSql", {"locks", "--prefix", "x\"; DROP TABLE y; --"},
+            "invalid table prefix", false),
+      usage("CliSchemaWithQuote", {"migrate", "up", "--schema", "app'; --"}, "invalid schema name"),
+  };
+}
+
+}  // namespace dblock::testing

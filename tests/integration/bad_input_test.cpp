@@ -1,0 +1,151 @@
+// Runs the bad-input table (bad_input.hpp) on every database x driver pair: each row's answer is
+// checked, and a snapshot of the database taken before the wrong input must equal the one
+// taken after it.
+#include "bad_input.hpp"
+
+#include <cstdlib>
+
+#include "dblock/error.hpp"
+#include "dblock/migrator.hpp"
+#include "dblock/open.hpp"
+
+namespace dblock::testing {
+
+const std::vector<BadInputCase>& all_bad_input_cases() {
+  static const std::vector<BadInputCase> all = [] {
+    std::vector<BadInputCase> out;
+    for (auto group : {lock_key_cases, lock_option_cases, lease_cases, table_name_cases,
+                       connection_cases, migration_cases, cli_cases}) {
+      for (auto& c : group()) out.push_back(std::move(c));
+    }
+    return out;
+  }();
+  return all;
+}
+
+namespace {
+
+// Everything a wrong input could have changed, as text: each lock row, each migrations row, and
+// every table in any schema whose name starts with the test's prefix.
+std::vector<std::string> snapshot(const Backend& backend, Connection& conn,
+                                  const TableNames& tables, const std::string& skip_key) {
+  const bool pg = backend.dialect == Dialect::kPostgreSQL;
+  const std::string locks = tables.qualified(backend.dialect, "locks");
+  const std::string migrations = tables.qualified(backend.dialect, "schema_migrations");
+  std::vector<std::string> out;
+  auto add = [&](const std::string& what, const Result& r) {
+    for (const auto& row : r.rows()) {
+      std::string line = what;
+      for (const auto& cell : row) line += "|" + cell.value_or("NULL");
+      out.push_back(line);
+    }
+  };
+  if (pg) {
+    add("lock", conn.execute("SELECT lock_key, t::text FROM " + locks +
+                                 " t WHERE lock_key <> $1 ORDER BY lock_key",
+                             {Value(skip_key)}));
+    add("migration", conn.execute("SELECT t::text FROM " + migrations + " t ORDER BY version"));
+    add("table", conn.execute("SELECT schemaname, tablename FROM pg_tables"
+                              " WHERE starts_with(tablename, $1) ORDER BY 1, 2",
+                              {Value(tables.prefix())}));
+  } else {
+    add("lock", conn.execute("SELECT lock_key, lease_id, owner_host, owner_process, owner_thread,"
+                             " hold_count, fencing_token, acquired_at, expires_at,"
+                             " CAST(metadata AS CHAR) FROM " +
+                                 locks + " WHERE lock_key <> ? ORDER BY lock_key",
+                             {Value(skip_key)}));
+    add("migration", conn.execute("SELECT version, name, checksum, applied_at FROM " + migrations +
+                                  " ORDER BY version"));
+    add("table", conn.execute("SELECT table_schema, table_name FROM information_schema.tables"
+                              " WHERE LEFT(table_name, CHAR_LENGTH(?)) = ? ORDER BY 1, 2",
+                              {Value(tables.prefix()), Value(tables.prefix())}));
+  }
+  return out;
+}
+
+using Param = std::tuple<Backend, std::size_t>;
+
+class BadInputTest : public ::testing::TestWithParam<Param> {
+ protected:
+  void SetUp() override {
+    tables_ = TableNames(unique_name("b") + "_");
+    conn_ = backend().connect();
+    Migrator(*conn_, tables_).up();
+    pool_ = open_pool(backend().url(), {.max_size = 2});
+    const std::string text = std::getenv(backend().url_env.c_str());  // set: connect() worked
+    url_ = text + (text.find('?') == std::string::npos ? "?" : "&") + "driver=" + backend().driver;
+  }
+  void TearDown() override {
+    context_.reset();
+    auto c = backend().connect();
+    backend().drop_tables_with_prefix(*c, tables_.prefix());
+  }
+  const Backend& backend() const { return std::get<0>(GetParam()); }
+  const BadInputCase& row() const { return all_bad_input_cases().at(std::get<1>(GetParam())); }
+
+  TableNames tables_;
+  std::unique_ptr<Connection> conn_;
+  std::unique_ptr<Pool> pool_;
+  std::string url_;
+  std::unique_ptr<BadInputContext> context_;
+};
+
+TEST_P(BadInputTest, AnswersClearlyAndChangesNothing) {
+  const BadInputCase& c = row();
+  SCOPED_TRACE("input: " + c.input);
+  context_ = std::make_unique<BadInputContext>(
+      BadInputContext{backend(), tables_, *conn_, *pool_, url_, backend().url().password});
+  BadInputContext& ctx = *context_;
+  if (c.setup) c.setup(ctx);
+  const auto before = snapshot(backend(), *conn_, tables_, c.touched_key);
+
+  if (c.cli) {
+    auto r = c.cli(ctx);
+    expect_one_line_error(r, c.exit_code, c.expect, ctx.password);
+    if (!c.secret.empty()) {
+      EXPECT_EQ(r.err.find(c.secret), std::string::npos) << r.err;
+    }
+  } else {
+    try {
+      std::string outcome = c.act(ctx);
+      EXPECT_FALSE(c.code.has_value())
+          << "expected " << to_string(*c.code) << ", got the outcome '" << outcome << "'";
+      EXPECT_EQ(outcome, c.expect);
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      ASSERT_TRUE(c.code.has_value())
+          << "expected '" << c.expect << "', got " << to_string(e.code()) << ": " << what;
+      EXPECT_EQ(e.code(), *c.code) << to_string(e.code()) << ": " << what;
+      EXPECT_NE(what.find(c.expect), std::string::npos) << what;
+      EXPECT_EQ(what.find('\n'), std::string::npos) << "not one line: " << what;
+      EXPECT_EQ(what.find(ctx.password), std::string::npos) << "password leaked: " << what;
+      if (!c.secret.empty()) {
+        EXPECT_EQ(what.find(c.secret), std::string::npos) << what;
+      }
+    }
+  }
+
+  EXPECT_EQ(snapshot(backend(), *conn_, tables_, c.touched_key), before)
+      << "the wrong input changed the database";
+}
+
+std::vector<std::size_t> case_indexes() {
+  std::vector<std::size_t> out(all_bad_input_cases().size());
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = i;
+  return out;
+}
+
+struct ParamName {
+  std::string operator()(const ::testing::TestParamInfo<Param>& info) const {
+    return std::get<0>(info.param).name + "_" +
+           all_bad_input_cases().at(std::get<1>(info.param)).name;
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(Pairs, BadInputTest,
+                         ::testing::Combine(::testing::ValuesIn(all_backends()),
+                                            ::testing::ValuesIn(case_indexes())),
+                         ParamName());
+
+}  // namespace
+}  // namespace dblock::testing
