@@ -37,8 +37,9 @@ class LeaseCore {
   // True once a whole TTL has passed since the latest successful acquire or renew was sent:
   // the database has expired the lease by then, whatever became of the statements after it
   // (a renewal stuck on a connection that no longer answers cannot say so itself).
+  // Never for a lease without a TTL (expires() false).
   bool out_of_time() const noexcept {
-    return !released() && std::chrono::steady_clock::now() - renewed_at() >= ttl();
+    return expires() && !released() && std::chrono::steady_clock::now() - renewed_at() >= ttl();
   }
   // Lock-free, so the renewer can ask while a release's round trip holds the lease's mutex.
   bool released() const noexcept { return released_.load(); }
@@ -70,6 +71,9 @@ class LeaseCore {
   void mark_lost() noexcept;
 
   virtual Connection* connection() { return nullptr; }
+  // False for leases the database does not expire (a transaction holds them until it ends):
+  // for those, time without a renewal says nothing about whether they are still held.
+  virtual bool expires() const noexcept { return true; }
 
  protected:
   virtual ReleaseOutcome do_release() = 0;

@@ -92,7 +92,8 @@ class Lease {
   // True once dblock found the lease gone (a renewal or release matched no row of ours), or
   // once a whole TTL has passed since the latest successful acquire or renewal was sent (by this
   // process's steady clock): the database has expired the lease by then, even if a renewal is
-  // still stuck on a connection that stopped answering.
+  // still stuck on a connection that stopped answering. Transactional leases (row lock,
+  // optimistic) have no TTL: they are lost once their connection broke.
   bool lost() const noexcept;
 
   // Gives the hold back (owner- and token-checked in one statement). Empties the handle.

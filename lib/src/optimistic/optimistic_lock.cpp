@@ -35,6 +35,7 @@ class OptimisticLease final : public detail::LeaseCore {
         tx_(std::move(conn), LeaseCore::info().key) {}
 
   Connection* connection() override { return &tx_.connection(); }
+  bool expires() const noexcept override { return false; }  // held until the transaction ends
 
  protected:
   ReleaseOutcome do_release() override {

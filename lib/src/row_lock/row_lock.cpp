@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <map>
 #include <mutex>
+#include <span>
 #include <unordered_set>
 
 #include "dblock/error.hpp"
@@ -24,6 +25,9 @@ bool is_forever(milliseconds timeout) { return timeout >= std::chrono::hours(24 
 
 // InnoDB's largest lock wait timeout (about 34 years).
 constexpr long long kMaxInnodbWaitSeconds = 1073741824;
+
+// How long creating a key's row may wait for another transaction that wrote the same key.
+constexpr milliseconds kCreateWait{50};
 
 // One transaction holding one key for one owner, shared by that owner's reentrant leases.
 struct Hold {
@@ -126,10 +130,32 @@ struct RowLock::Impl {
     if (!sql.row_lock_exists.empty()) {
       exists = !conn.execute(render(sql.row_lock_exists), params).empty();
     }
-    if (!exists) conn.execute(render(sql.row_lock_create), params);
+    if (!exists) create_row(conn, params);
     std::lock_guard lock(mu);
     if (known_rows.size() >= 100000) known_rows.clear();  // bounded memory; rows are re-checked
     known_rows.insert(key);
+  }
+
+  // Creates the key's row. Where the server can bound the wait (PostgreSQL), the create waits
+  // at most kCreateWait: it waits only when another transaction wrote the same key meanwhile
+  // (created it, or created, locked and stamped it as a holder, which would keep a NOWAIT try
+  // waiting until that holder commits). The row exists then, and the lock statement decides.
+  void create_row(Connection& conn, std::span<const Value> params) {
+    if (sql.row_lock_set_timeout.empty()) {
+      conn.execute(render(sql.row_lock_create), params);
+      return;
+    }
+    conn.begin();
+    try {
+      set_timeout(conn, Wait{false, kCreateWait});
+      conn.execute(render(sql.row_lock_create), params);
+      conn.commit();
+    } catch (const Error& e) {
+      conn.rollback();
+      if (e.code() != ErrorCode::kLockNotAvailable && e.code() != ErrorCode::kLockWaitTimeout) {
+        throw;
+      }
+    }
   }
 
   void forget_row(const std::string& key) {
@@ -183,6 +209,7 @@ class RowLease final : public detail::LeaseCore {
       : LeaseCore(std::move(info), nullptr), impl_(std::move(impl)), hold_(std::move(hold)) {}
 
   Connection* connection() override { return &hold_->tx.connection(); }
+  bool expires() const noexcept override { return false; }  // held until the transaction ends
 
  protected:
   ReleaseOutcome do_release() override {

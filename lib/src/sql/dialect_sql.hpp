@@ -51,7 +51,7 @@ struct DialectSql {
   // Row lock (see the .cpp for each statement's parameters). Lock statements run inside the
   // lease's transaction. {{seconds}} / {{max_seconds}} / {{ms}} are filled in with numbers by the
   // strategy before render_sql (the servers take no parameter there).
-  std::string_view row_lock_exists;        // empty when row_lock_create never waits on a held row
+  std::string_view row_lock_exists;        // asked before row_lock_create (empty: never)
   std::string_view row_lock_create;        // creates the key's row if missing
   std::string_view row_lock_set_timeout;   // empty when the wait statement carries its timeout
   std::string_view row_lock_try;           // NOWAIT

@@ -6,9 +6,9 @@ namespace dblock::detail {
 namespace {
 
 // Relaxed durability (UniqueKeyLockOptions::relaxed_durability): {{relaxed:...}} in the acquire,
-// release(_rest) and renew statements adds set_config('synchronous_commit', 'off', true), which switches off
-// synchronous_commit for the statement's own implicit transaction only (is_local = true lasts
-// until that transaction's commit, which is when the setting is read), so the commit
+// release(_rest) and renew statements adds set_config('synchronous_commit', 'off', true), which
+// switches off synchronous_commit for the statement's own implicit transaction only (is_local =
+// true lasts until that transaction's commit, which is when the setting is read), so the commit
 // returns before its WAL reaches the disk. Placed as the first AND of the WHERE that decides
 // whether a row is written: whenever the statement writes, the call has run (a qual that fails
 // first means no row, no write, nothing to flush). The session's own setting is untouched, which
@@ -212,7 +212,10 @@ const DialectSql kPostgreSQL = {
     // GREATEST(previous + 1, clock in µs), as for unique-key locks. clock_timestamp(), not
     // statement_timestamp(): a wait may end long after the statement started. No row returned:
     // the key's row is missing (the cleaner deleted it); the strategy creates it again.
-    .row_lock_exists = "",
+    // $1 key. Column "found" when the row exists. Asked first because the INSERT below waits
+    // when the row's latest version was written by a transaction still open (a holder stamps
+    // the row it locks), which would turn a NOWAIT try into a wait for the holder's commit.
+    .row_lock_exists = "SELECT 1 AS found FROM {{table:row_locks}} WHERE lock_key = $1",
     // $1 key
     .row_lock_create =
         "INSERT INTO {{table:row_locks}} (lock_key, used_at) VALUES ($1, clock_timestamp())"
