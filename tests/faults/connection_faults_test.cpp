@@ -1,4 +1,5 @@
-// Scenarios 3, 4 and 6: the server ends a lock connection mid-hold and mid-acquire
+// Scenarios 3, 4 and 6 (for the transactional strategies each test runs its analogue from
+// transactional_connection_faults.cpp): the server ends a lock connection mid-hold and mid-acquire
 // (pg_terminate_backend / KILL CONNECTION); a reply is lost after the server applied the
 // statement (the fault proxy cuts the connection between request and reply); and the network
 // stops answering altogether (the proxy as a blackhole, and a firewall dropping every packet
@@ -8,54 +9,55 @@
 #include <atomic>
 #include <thread>
 
+#include "connection_fault_test.hpp"
 #include "dblock/error.hpp"
 #include "dblock/lock_table.hpp"
 #include "dblock/open.hpp"
-#include "fault_fixture.hpp"
 #include "fault_proxy.hpp"
 #include "network_namespace.hpp"
 #include "process.hpp"
 #include "recorded_holder.hpp"
+#include "resource.hpp"
 
 namespace dblock::testing {
+
+std::optional<LockRow> ConnectionFaultTest::row(const std::string& key) {
+  for (auto& r : list_locks(*conn_, tables_)) {
+    if (r.key == key) return r;
+  }
+  return std::nullopt;
+}
+
+std::int64_t ConnectionFaultTest::blocked_session(const std::string& table,
+                                                  const std::string& mysql_like,
+                                                  std::int64_t not_this) {
+  const bool pg = backend().dialect == Dialect::kPostgreSQL;
+  const std::string sql =
+      pg ? "SELECT pid AS id FROM pg_stat_activity WHERE pid <> pg_backend_pid()"
+           " AND wait_event_type = 'Lock' AND strpos(query, $1) > 0"
+         : "SELECT id FROM information_schema.processlist WHERE id <> CONNECTION_ID()"
+           " AND command <> 'Sleep' AND LOCATE(?, info) > 0 AND info LIKE ?";
+  for (int i = 0; i < 1000; ++i) {
+    auto r = pg ? conn_->execute(sql, {Value(tables_.name(table))})
+                : conn_->execute(sql, {Value(tables_.name(table)), Value(mysql_like)});
+    for (std::size_t n = 0; n < r.size(); ++n) {
+      auto id = r.int64_at(n, "id");
+      if (id != not_this) return id;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return -1;
+}
+
 namespace {
 
 using std::chrono::milliseconds;
-
-class ConnectionFaultTest : public FaultTest {
- protected:
-  std::optional<LockRow> row(const std::string& key) {
-    for (auto& r : list_locks(*conn_, tables_)) {
-      if (r.key == key) return r;
-    }
-    return std::nullopt;
-  }
-
-  // The session (other than conn_'s) whose statement on this test's tables waits for a row
-  // lock, once one does (up to 10 s); -1 if none appears.
-  std::int64_t blocked_session(std::int64_t not_this = -1) {
-    const bool pg = backend().dialect == Dialect::kPostgreSQL;
-    const std::string sql =
-        pg ? "SELECT pid AS id FROM pg_stat_activity WHERE pid <> pg_backend_pid()"
-             " AND wait_event_type = 'Lock' AND strpos(query, $1) > 0"
-           : "SELECT id FROM information_schema.processlist WHERE id <> CONNECTION_ID()"
-             " AND command <> 'Sleep' AND LOCATE(?, info) > 0 AND info LIKE 'INSERT%'";
-    for (int i = 0; i < 1000; ++i) {
-      auto r = conn_->execute(sql, {Value(tables_.prefix() + "locks")});
-      for (std::size_t n = 0; n < r.size(); ++n) {
-        auto id = r.int64_at(n, "id");
-        if (id != not_this) return id;
-      }
-      std::this_thread::sleep_for(milliseconds(10));
-    }
-    return -1;
-  }
-};
 
 // Scenario 3, mid-hold. The server ends the session the lock's pool holds: the next renew and
 // the release each find the connection gone, reconnect and do their work; no hold is lost or
 // doubled.
 TEST_P(ConnectionFaultTest, ASessionKilledMidHoldIsReplacedForTheNextCall) {
+  if (strategy().transactional) return transactional_session_killed_mid_hold();
   auto pool = open_pool(backend().url(), {.max_size = 1});  // one session: the one we kill
   auto lock = make_lock(*pool);
   auto other = make_lock();
@@ -89,6 +91,7 @@ TEST_P(ConnectionFaultTest, ASessionKilledMidHoldIsReplacedForTheNextCall) {
 // transaction while its session is killed: once, and the retry (same lease id) acquires it
 // with one hold; on both attempts, and the caller gets Error(kConnectionLost) and holds nothing.
 TEST_P(ConnectionFaultTest, ASessionKilledMidAcquireIsRetriedOnceThenReported) {
+  if (strategy().transactional) return transactional_session_killed_mid_acquire();
   auto lock = make_lock();
   HistoryWriter history(new_history("mid-acquire"));
   {
@@ -115,7 +118,7 @@ TEST_P(ConnectionFaultTest, ASessionKilledMidAcquireIsRetriedOnceThenReported) {
     });
     std::int64_t killed = -1;
     for (int k = 0; k < kills; ++k) {
-      killed = blocked_session(killed);
+      killed = blocked_session("locks", "INSERT%", killed);
       if (killed < 0) {
         ADD_FAILURE() << "the acquire never waited for the row lock";
         break;
@@ -124,7 +127,7 @@ TEST_P(ConnectionFaultTest, ASessionKilledMidAcquireIsRetriedOnceThenReported) {
     }
     if (kills == 1) {
       // The retry waits for the row lock in its turn; let it through.
-      EXPECT_GE(blocked_session(killed), 0) << "the acquire was not retried";
+      EXPECT_GE(blocked_session("locks", "INSERT%", killed), 0) << "the acquire was not retried";
     }
     blocker->rollback();
     acquirer.join();
@@ -150,6 +153,7 @@ TEST_P(ConnectionFaultTest, ASessionKilledMidAcquireIsRetriedOnceThenReported) {
 // The retried acquire finds its own lease (one hold, the same token); a retried release of an
 // inner reentrant hold gives back exactly one hold; a retried last release frees the key.
 TEST_P(ConnectionFaultTest, LostRepliesAreRetriedAndRecognised) {
+  if (strategy().transactional) return transactional_acquire_reply_lost();
   const DatabaseUrl direct = backend().url();
   FaultProxy proxy(direct.host, direct.effective_port());
   auto pool = open_pool(proxy.through(direct), {.max_size = 2});
@@ -205,6 +209,7 @@ TEST_P(ConnectionFaultTest, LostRepliesAreRetriedAndRecognised) {
 // hold; its release must free the key all the same (this process holds no other lease of the
 // owner on it), not leave it held for as long as the owner keeps coming back.
 TEST_P(ConnectionFaultTest, AnAcquireWhoseRepliesAreAllLostLeavesNothingHeldAfterTheNextRelease) {
+  if (strategy().transactional) return transactional_release_reply_lost();
   const DatabaseUrl direct = backend().url();
   FaultProxy proxy(direct.host, direct.effective_port());
   auto pool = open_pool(proxy.through(direct), {.max_size = 2});
@@ -248,6 +253,7 @@ TEST_P(ConnectionFaultTest, AnAcquireWhoseRepliesAreAllLostLeavesNothingHeldAfte
 // sockets open, so the holder's renewal hangs. The holder reports its lease lost when its TTL
 // has passed since its last renewal was sent, and nobody else gets the key before then.
 TEST_P(ConnectionFaultTest, ABlackholedHolderReportsLostAndIsNotReplacedBeforeItsTtl) {
+  if (strategy().transactional) return transactional_holder_blackholed();
   constexpr int kTtlMs = 1500;
   const DatabaseUrl direct = backend().url();
   FaultProxy proxy(direct.host, direct.effective_port());
@@ -331,6 +337,43 @@ TEST_P(ConnectionFaultTest, AHolderBehindADroppingFirewallReportsLostAndIsNotRep
   auto lock = make_lock();
   HistoryWriter history(new_history("taker"));
   RecordedHolder taker(*lock, history, "taker", "k", milliseconds(30000));
+  if (strategy().transactional) {
+    not_applicable(strategy().exclusive
+                       ? "row locks have no TTL: the firewalled holder keeps its lock while the "
+                         "server keeps its session; checked instead that nobody else gets it "
+                         "during 3 s of dropped packets, and that once the server loses the "
+                         "session the key is free and the holder's write was not applied"
+                       : "optimistic leases have no TTL and exclude nobody; checked instead that "
+                         "another writer commits while the holder's packets are dropped and "
+                         "that the holder's write is never applied");
+    if (strategy().exclusive) {
+      EXPECT_FALSE(taker.acquire(milliseconds(3000)))
+          << "another client got the lock while the server still had the holder's session";
+    } else {
+      ASSERT_TRUE(taker.acquire(milliseconds(0)));
+      EXPECT_EQ(taker.in_transaction(
+                    [&](Connection& c) { return increment_counter(c, tables_, "taker"); }),
+                1u);
+      EXPECT_EQ(taker.release(), "released");
+    }
+    EXPECT_EQ(holder.output_so_far().find("lost_at"), std::string::npos)
+        << "a lease without a TTL was reported lost by a timer";
+    holder.signal(SIGKILL);
+    holder.wait();
+    ns.reset();
+    proxy.close_all();  // the server loses the holder's session
+    if (strategy().exclusive) {
+      ASSERT_TRUE(taker.acquire(milliseconds(5000))) << "the key stayed held";
+      EXPECT_EQ(taker.in_transaction(
+                    [&](Connection& c) { return increment_counter(c, tables_, "taker"); }),
+                1u);
+      EXPECT_EQ(taker.release(), "released");
+    }
+    EXPECT_EQ(rows_written_by("namespaced"), 0) << "the cut-off holder's write was committed";
+    EXPECT_EQ(counter(), 1);
+    check_histories();
+    return;
+  }
   const auto deadline = monotonic_us() + 10'000'000;
   while (!taker.held() && monotonic_us() < deadline) {
     taker.acquire(milliseconds(0));

@@ -31,6 +31,34 @@ void FaultTest::SetUp() {
   conn_->execute("INSERT INTO " + resource + " (id, token, writer) VALUES (1, 0, '')");
 }
 
+void FaultTest::not_applicable(const std::string& why) const {
+  std::printf("[ analogue ] %s on %s: %s\n", strategy().name.c_str(), backend().name.c_str(),
+              why.c_str());
+}
+
+std::int64_t FaultTest::counter() {
+  return conn_
+      ->execute("SELECT token FROM " + tables_.qualified(backend().dialect, "resource") +
+                " WHERE id = 1")
+      .int64_at(0, "token");
+}
+
+std::string FaultTest::writer() {
+  return conn_
+      ->execute("SELECT writer FROM " + tables_.qualified(backend().dialect, "resource") +
+                " WHERE id = 1")
+      .at(0, "writer")
+      .value_or("");
+}
+
+std::int64_t FaultTest::rows_written_by(const std::string& writer) {
+  return conn_
+      ->execute("SELECT COUNT(*) AS n FROM " + tables_.qualified(backend().dialect, "resource") +
+                    " WHERE writer = " + backend().param(1),
+                {Value(writer)})
+      .int64_at(0, "n");
+}
+
 void FaultTest::TearDown() {
   for (const auto& h : histories_) std::filesystem::remove(h);
   auto c = backend().connect();
@@ -69,7 +97,9 @@ std::uint64_t FaultTest::fenced_write(std::int64_t token, const std::string& wri
 }
 
 HistoryReport FaultTest::check_histories() {
-  HistoryReport report = check_mutual_exclusion(load_holds(histories_));
+  const auto holds = load_holds(histories_, strategy().ends_with_ttl);
+  HistoryReport report =
+      strategy().exclusive ? check_mutual_exclusion(holds) : check_compare_and_set(holds);
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
   std::printf("[ history  ] %s.%s: %s\n", info->test_suite_name(), info->name(),
               report.summary().c_str());

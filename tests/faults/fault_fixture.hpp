@@ -61,8 +61,18 @@ class FaultTest : public ::testing::TestWithParam<FaultCase> {
                                        const std::vector<std::string>& extra = {}) const;
   // UPDATE resource SET token = `token` WHERE token < `token`: rows changed (0: fenced off).
   std::uint64_t fenced_write(std::int64_t token, const std::string& writer);
-  // Checks every history this test wrote (scenario 10), prints the summary, expects it clean.
+  // Checks every history this test wrote (scenario 10), prints the summary, expects it clean:
+  // mutual exclusion for exclusive strategies, one commit per version for optimistic ones.
   HistoryReport check_histories();
+  // Prints, for a scenario that means nothing for this strategy as the issue states it, one
+  // line saying why and what the test checks instead.
+  void not_applicable(const std::string& why) const;
+  // Row 1 of the resource table: its token column (a counter for transactional strategies,
+  // which increment it in the lease's transaction) and its writer.
+  std::int64_t counter();
+  std::string writer();
+  // Rows of the resource table whose writer is `writer` (committed ones: conn_ is outside).
+  std::int64_t rows_written_by(const std::string& writer);
 
   TableNames tables_;
   std::unique_ptr<Pool> pool_;

@@ -9,13 +9,22 @@
 //   fault_worker loop STRATEGY URL PREFIX KEY TTL_MS HISTORY CLIENT SECONDS
 //     For SECONDS: acquires KEY (waiting up to 1 s), makes a fenced write, releases; then takes
 //     and releases a key of its own (KEY-CLIENT-<n>) once. Faults are counted and retried after
-//     50 ms. Prints "acquired=<n> released=<n> errors=<n> fenced_rejected=<n>" at the end.
+//     50 ms. Prints "acquired=<n> released=<n> errors=<n> fenced_rejected=<n> conflicts=<n>
+//     in_doubt=<n>" at the end.
+//
+// For a transactional strategy (row lock, optimistic) the write is the critical section's, in
+// the lease's own transaction: hold inserts a row (id = its pid, writer = CLIENT) right after
+// acquiring, and on SIGUSR1 increments the resource counter (resource.hpp) instead of the fenced
+// write; loop increments the counter under KEY. Their release commits (or, optimistic, reports a
+// conflict and rolls back). A release of KEY that fails is counted in errors and in in_doubt:
+// its commit may have reached the server before the connection broke.
 //
 // A URL without a password takes it from DBLOCK_PASSWORD (DatabaseUrl::resolve).
 //
 // The fenced write: UPDATE <prefix>resource SET token = <token>, writer = CLIENT WHERE id = 1
 // AND token < <token> (the table is the test's). Exit status 0 unless a mode could not run.
 #include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -28,6 +37,7 @@
 #include "dblock/open.hpp"
 #include "dblock/table_names.hpp"
 #include "recorded_holder.hpp"
+#include "resource.hpp"
 #include "strategies.hpp"
 
 namespace {
@@ -80,6 +90,12 @@ int hold_mode(char** argv) {
     std::printf("busy\n");
     return 3;
   }
+  if (a.strategy.transactional) {
+    holder.in_transaction([&](dblock::Connection& c) {
+      dblock::testing::insert_mark(c, a.tables, ::getpid(), a.client);
+      return 0;
+    });
+  }
   std::printf("token %lld wall %lld\n", static_cast<long long>(holder.token()),
               static_cast<long long>(
                   duration_cast<seconds>(system_clock::now().time_since_epoch()).count()));
@@ -98,7 +114,10 @@ int hold_mode(char** argv) {
     }
     std::this_thread::sleep_for(milliseconds(2));
   }
-  auto fenced = fenced_write(*pool, a, holder.token());
+  auto fenced = a.strategy.transactional ? holder.in_transaction([&](dblock::Connection& c) {
+    return dblock::testing::increment_counter(c, a.tables, a.client);
+  })
+                                         : fenced_write(*pool, a, holder.token());
   bool renewed = holder.renew_now();
   bool lost = holder.lost();
   std::string outcome = holder.release();
@@ -113,18 +132,25 @@ int loop_mode(char** argv) {
   auto pool = dblock::open_pool(a.url, {.max_size = 2});
   auto lock = a.strategy.make(*pool, a.tables);
   HistoryWriter history(a.history);
-  long acquired = 0, released = 0, errors = 0, rejected = 0, n = 0;
+  long acquired = 0, released = 0, errors = 0, rejected = 0, conflicts = 0, in_doubt = 0, n = 0;
   while (steady_clock::now() < deadline) {
     try {
       {
         RecordedHolder shared(*lock, history, a.client, a.key, a.ttl);
         if (shared.acquire(seconds(1))) {
           ++acquired;
-          if (fenced_write(*pool, a, shared.token()) == 0) ++rejected;
+          if (a.strategy.transactional) {
+            shared.in_transaction([&](dblock::Connection& c) {
+              return dblock::testing::increment_counter(c, a.tables, a.client);
+            });
+          } else if (fenced_write(*pool, a, shared.token()) == 0) {
+            ++rejected;
+          }
           std::this_thread::sleep_for(milliseconds(2));
           std::string outcome = shared.release();
           if (outcome == "released") ++released;
-          if (outcome == "error") ++errors;
+          if (outcome == "conflict") ++conflicts;
+          if (outcome == "error") ++errors, ++in_doubt;
         }
       }
       RecordedHolder own(*lock, history, a.client,
@@ -138,8 +164,9 @@ int loop_mode(char** argv) {
       std::this_thread::sleep_for(milliseconds(50));
     }
   }
-  std::printf("acquired=%ld released=%ld errors=%ld fenced_rejected=%ld\n", acquired, released,
-              errors, rejected);
+  std::printf(
+      "acquired=%ld released=%ld errors=%ld fenced_rejected=%ld conflicts=%ld in_doubt=%ld\n",
+      acquired, released, errors, rejected, conflicts, in_doubt);
   return 0;
 }
 

@@ -48,11 +48,12 @@ void HistoryWriter::released(const std::string& client, const std::string& key, 
   line(s.str());
 }
 
-std::vector<Hold> load_holds(const std::vector<std::string>& paths) {
+std::vector<Hold> load_holds(const std::vector<std::string>& paths, bool leases_expire) {
   using Id = std::tuple<std::string, std::string, std::int64_t>;  // client, key, token
   struct State {
     Hold hold;
     std::int64_t valid_until = 0;  // latest acquire/renew sent + TTL
+    std::int64_t confirmed = 0;    // acquire's reply or latest successful renew sent
     std::int64_t release_sent = -1;
   };
   std::map<Id, State> states;
@@ -79,10 +80,12 @@ std::vector<Hold> load_holds(const std::vector<std::string>& paths) {
         if (!(s >> reply >> sent >> ttl)) throw bad();
         st.hold = Hold{client, key, token, reply, 0, ""};
         st.valid_until = std::max(st.valid_until, sent + ttl * 1000);
+        st.confirmed = std::max(st.confirmed, reply);
       } else if (event == "renewed") {
         std::int64_t sent = 0, ttl = 0;
         if (!(s >> sent >> ttl)) throw bad();
         st.valid_until = std::max(st.valid_until, sent + ttl * 1000);
+        st.confirmed = std::max(st.confirmed, sent);
       } else if (event == "released") {
         std::int64_t sent = 0;
         std::string outcome;
@@ -97,8 +100,14 @@ std::vector<Hold> load_holds(const std::vector<std::string>& paths) {
   std::vector<Hold> out;
   for (auto& [id, st] : states) {
     if (st.hold.client.empty()) continue;  // a renew or release without its acquire: ignore
-    st.hold.until_us =
-        st.release_sent >= 0 ? std::min(st.release_sent, st.valid_until) : st.valid_until;
+    if (leases_expire) {
+      st.hold.until_us =
+          st.release_sent >= 0 ? std::min(st.release_sent, st.valid_until) : st.valid_until;
+    } else {
+      const bool gave_back =
+          st.hold.release_outcome == "released" || st.hold.release_outcome == "decremented";
+      st.hold.until_us = gave_back ? st.release_sent : st.confirmed;
+    }
     out.push_back(st.hold);
   }
   return out;
@@ -106,8 +115,14 @@ std::vector<Hold> load_holds(const std::vector<std::string>& paths) {
 
 std::string HistoryReport::summary() const {
   std::ostringstream s;
-  s << "holds=" << holds << " keys=" << keys << " overlaps=" << overlaps.size()
-    << " token_inversions=" << token_inversions.size();
+  if (compare_and_set) {
+    s << "holds=" << holds << " keys=" << keys << " commits=" << commits
+      << " versions_committed_twice=" << overlaps.size()
+      << " commits_out_of_order=" << token_inversions.size();
+  } else {
+    s << "holds=" << holds << " keys=" << keys << " overlaps=" << overlaps.size()
+      << " token_inversions=" << token_inversions.size();
+  }
   std::size_t shown = 0;
   for (const auto* list : {&overlaps, &token_inversions}) {
     for (const auto& problem : *list) {
@@ -143,6 +158,41 @@ HistoryReport check_mutual_exclusion(const std::vector<Hold>& holds) {
       if (i > 0 && list[i]->token <= list[i - 1]->token) {
         report.token_inversions.push_back(key + ": " + describe(*list[i]) + " follows " +
                                           describe(*list[i - 1]));
+      }
+    }
+  }
+  return report;
+}
+
+HistoryReport check_compare_and_set(const std::vector<Hold>& holds) {
+  HistoryReport report;
+  report.compare_and_set = true;
+  report.holds = holds.size();
+  std::map<std::string, std::vector<const Hold*>> commits;  // by key
+  std::set<std::string> keys;
+  for (const auto& h : holds) {
+    keys.insert(h.key);
+    if (h.release_outcome == "released") commits[h.key].push_back(&h);
+  }
+  report.keys = keys.size();
+  for (auto& [key, list] : commits) {
+    report.commits += list.size();
+    std::map<std::int64_t, const Hold*> by_version;
+    for (const Hold* h : list) {
+      auto [it, fresh] = by_version.emplace(h->token, h);
+      if (!fresh) {
+        report.overlaps.push_back(key + ": " + it->second->client + " and " + h->client +
+                                  " both committed from version " + std::to_string(h->token));
+      }
+    }
+    std::sort(list.begin(), list.end(),
+              [](const Hold* a, const Hold* b) { return a->until_us < b->until_us; });
+    for (std::size_t i = 1; i < list.size(); ++i) {
+      if (list[i]->token <= list[i - 1]->token) {
+        report.token_inversions.push_back(
+            key + ": " + list[i]->client + " committed from version " +
+            std::to_string(list[i]->token) + " after " + list[i - 1]->client +
+            " committed from version " + std::to_string(list[i - 1]->token));
       }
     }
   }

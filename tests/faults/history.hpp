@@ -62,19 +62,34 @@ struct Hold {
 };
 
 // Reads history files into holds. Throws std::runtime_error on a malformed line.
-std::vector<Hold> load_holds(const std::vector<std::string>& paths);
+// `leases_expire` false is for leases without a TTL (a transaction holds them): a hold then
+// lasts until its release is sent when that release succeeded (released, decremented), and
+// otherwise (no release, a release that failed or found nothing) until the last moment the
+// client knew it still held the key: its acquire's reply or its latest successful renew sent.
+// The TTLs written in the history are ignored then.
+std::vector<Hold> load_holds(const std::vector<std::string>& paths, bool leases_expire = true);
 
 struct HistoryReport {
+  // False: check_mutual_exclusion's report. True: check_compare_and_set's, whose overlaps are
+  // versions committed twice and whose token inversions are commits out of version order.
+  bool compare_and_set = false;
   std::size_t holds = 0;
+  std::size_t commits = 0;  // compare_and_set only: holds released with outcome "released"
   std::size_t keys = 0;
   std::vector<std::string> overlaps;          // one line per overlapping pair
   std::vector<std::string> token_inversions;  // one line per token not above its predecessor's
 
   bool clean() const { return overlaps.empty() && token_inversions.empty(); }
-  // "holds=N keys=K overlaps=0 token_inversions=0" and the first few problems.
+  // "holds=N keys=K overlaps=0 token_inversions=0" (compare-and-set: "holds=N keys=K
+  // commits=C versions_committed_twice=0 commits_out_of_order=0") and the first few problems.
   std::string summary() const;
 };
 
 HistoryReport check_mutual_exclusion(const std::vector<Hold>& holds);
+
+// For optimistic leases (the token is the version read; outcome "released" is a commit): no
+// update is lost when no two commits of a key read the same version, and commits in the order
+// their releases were sent read ever higher versions.
+HistoryReport check_compare_and_set(const std::vector<Hold>& holds);
 
 }  // namespace dblock::testing

@@ -5,8 +5,15 @@
 // transaction, so a URL with ?pool_mode=transaction opens no dedicated session and waiters
 // poll. Afterwards no lock row is held and no server connection is left in a transaction or
 // LISTENing.
+//
+// The transactional strategies hold a server transaction for the life of a lease, and
+// transaction pooling keeps a server connection with its client for exactly that long, so they
+// work through the pooler as they do without it: a row-lock waiter waits in the server's lock
+// queue (lock_timeout), with nothing to poll; optimistic with_lock increments from several
+// threads end exact.
 #include "pgbouncer.hpp"
 
+#include <atomic>
 #include <thread>
 
 #include "dblock/lock_table.hpp"
@@ -14,6 +21,7 @@
 #include "dblock/open.hpp"
 #include "fault_fixture.hpp"
 #include "recorded_holder.hpp"
+#include "resource.hpp"
 
 namespace dblock::testing {
 namespace {
@@ -30,7 +38,73 @@ std::vector<FaultCase> postgresql_cases() {
   return out;
 }
 
-using PgBouncerTest = FaultTest;
+class PgBouncerTest : public FaultTest {
+ protected:
+  // No lock row is held, and PgBouncer's server connections are idle (none in a transaction),
+  // none LISTENing.
+  void expect_nothing_leaks(const PgBouncer& bouncer) {
+    if (!strategy().transactional) {
+      EXPECT_TRUE(list_locks(*conn_, tables_).empty());
+    }
+    auto pids = bouncer.server_pids(backend().url());
+    EXPECT_FALSE(pids.empty());
+    for (auto pid : pids) {
+      auto r = conn_->execute("SELECT state, query FROM pg_stat_activity WHERE pid = $1::int",
+                              {Value(pid)});
+      ASSERT_EQ(r.size(), 1u) << "server pid " << pid;
+      EXPECT_EQ(r.at(0, "state"), "idle") << "server pid " << pid;
+      EXPECT_EQ(r.at(0, "query").value_or("").rfind("LISTEN", 0), std::string::npos)
+          << "server pid " << pid;
+    }
+  }
+
+  // 4 threads x 25 with_lock increments of one key: the counter ends at exactly 100.
+  void optimistic_increments_are_exact(Lock& lock, HistoryWriter& history) {
+    constexpr int kThreads = 4, kEach = 25;
+    std::atomic<int> attempts{0}, conflicts{0}, failures{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        const std::string client = "t" + std::to_string(t);
+        for (int i = 0; i < kEach; ++i) {
+          LockAttempts tries;
+          std::int64_t version = 0;
+          std::int64_t sent = 0;
+          try {
+            auto done = with_lock(
+                lock, "k", milliseconds(5000), {},
+                [&](Lease& lease) {
+                  version = lease.fencing_token();
+                  increment_counter(*lease.connection(), tables_, client);
+                  sent = monotonic_us();
+                },
+                &tries);
+            if (done) {
+              // The committed attempt, for the one-commit-per-version check.
+              history.acquired(client, "k", version, sent, sent, 0);
+              history.released(client, "k", version, sent, "released");
+            } else {
+              ++failures;
+            }
+          } catch (const Error& e) {
+            ++failures;
+            ADD_FAILURE() << client << ": " << e.what();
+          }
+          attempts += tries.attempts;
+          conflicts += tries.conflicts;
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(failures.load(), 0);
+    EXPECT_EQ(counter(), kThreads * kEach) << "an update was lost or applied twice";
+    std::printf(
+        "[ pgbouncer] %s: %d optimistic increments through the pooler, counter %lld, "
+        "%d attempts, %d conflicts retried\n",
+        backend().name.c_str(), kThreads * kEach, static_cast<long long>(counter()),
+        attempts.load(), conflicts.load());
+  }
+};
 
 TEST_P(PgBouncerTest, LocksWorkThroughTransactionPoolingWaitersPollAndNothingLeaks) {
   PgBouncer bouncer(backend().url());
@@ -43,6 +117,16 @@ TEST_P(PgBouncerTest, LocksWorkThroughTransactionPoolingWaitersPollAndNothingLea
   }
   auto lock = make_lock(*pool);
   HistoryWriter history(new_history("bouncer"));
+  if (!strategy().exclusive) {
+    not_applicable(
+        "optimistic leases neither wait nor exclude, so there is no waiter to fall back to "
+        "polling; checked instead that with_lock increments from 4 threads through the pooler "
+        "are exact and that nothing leaks");
+    optimistic_increments_are_exact(*lock, history);
+    expect_nothing_leaks(bouncer);
+    check_histories();
+    return;
+  }
   RecordedHolder a(*lock, history, "a", "k", milliseconds(900));
   ASSERT_TRUE(a.acquire(milliseconds(0)));
   RecordedHolder b(*lock, history, "b", "k", milliseconds(30000));
@@ -65,25 +149,21 @@ TEST_P(PgBouncerTest, LocksWorkThroughTransactionPoolingWaitersPollAndNothingLea
   ASSERT_TRUE(waited);
   EXPECT_LT(waited_ms, 1500);
   std::printf(
-      "[ pgbouncer] %s: a polling waiter got the key %lld ms after it began waiting "
+      "[ pgbouncer] %s: a %s waiter got the key %lld ms after it began waiting "
       "(released after 300 ms)\n",
-      backend().name.c_str(), static_cast<long long>(waited_ms));
+      backend().name.c_str(), strategy().transactional ? "server-queued (lock_timeout)" : "polling",
+      static_cast<long long>(waited_ms));
+  if (strategy().transactional) {
+    // The critical section's write passes the pooler in the lease's transaction.
+    EXPECT_EQ(increment_counter(*waited->connection(), tables_, "waiter"), 1u);
+  }
   EXPECT_EQ(waited->release(), ReleaseOutcome::kReleased);
+  if (strategy().transactional) {
+    EXPECT_EQ(counter(), 1);
+  }
   ASSERT_TRUE(b.acquire(milliseconds(0)));
   EXPECT_EQ(b.release(), "released");
-
-  // Nothing leaks: no row held, and PgBouncer's server connections are idle, none LISTENing.
-  EXPECT_TRUE(list_locks(*conn_, tables_).empty());
-  auto pids = bouncer.server_pids(backend().url());
-  EXPECT_FALSE(pids.empty());
-  for (auto pid : pids) {
-    auto r = conn_->execute("SELECT state, query FROM pg_stat_activity WHERE pid = $1::int",
-                            {Value(pid)});
-    ASSERT_EQ(r.size(), 1u) << "server pid " << pid;
-    EXPECT_EQ(r.at(0, "state"), "idle") << "server pid " << pid;
-    EXPECT_EQ(r.at(0, "query").value_or("").rfind("LISTEN", 0), std::string::npos)
-        << "server pid " << pid;
-  }
+  expect_nothing_leaks(bouncer);
   check_histories();
 }
 

@@ -1,5 +1,7 @@
 #include "recorded_holder.hpp"
 
+#include <stdexcept>
+
 #include "dblock/error.hpp"
 
 namespace dblock::testing {
@@ -53,6 +55,7 @@ void RecordedHolder::renew_loop() {
     bool held = false;
     bool failed = false;
     try {
+      std::lock_guard turn(connection_mu_);
       held = lease_->renew(ttl_);
     } catch (const Error&) {
       failed = true;  // the connection broke: try again next time; the TTL decides
@@ -73,6 +76,13 @@ void RecordedHolder::stop_renewing() {
   }
   cv_.notify_all();
   if (renewer_.joinable()) renewer_.join();
+}
+
+Connection& RecordedHolder::lease_connection() {
+  if (!lease_ || lease_->connection() == nullptr) {
+    throw std::logic_error("RecordedHolder::in_transaction(): no transactional lease is held");
+  }
+  return *lease_->connection();
 }
 
 bool RecordedHolder::renew_now() {

@@ -44,9 +44,19 @@ class RecordedHolder {
   std::string release(std::string* error = nullptr);
   // Stops renewing, leaving the lease to expire (a holder that stops answering).
   void stop_renewing();
+  // Transactional strategies: runs fn(Connection&) on the lease's connection, for the critical
+  // section's writes, and returns its result. A renewal is a round trip on that same connection,
+  // which one thread at a time may use, so the two take turns. Throws std::logic_error when
+  // nothing is held or the lease has no connection.
+  template <class Fn>
+  auto in_transaction(Fn&& fn) {
+    std::lock_guard lock(connection_mu_);
+    return fn(lease_connection());
+  }
 
  private:
   void renew_loop();
+  Connection& lease_connection();
 
   Lock& lock_;
   HistoryWriter& history_;
@@ -57,6 +67,7 @@ class RecordedHolder {
   std::atomic<std::int64_t> token_{0};
   std::atomic<std::int64_t> valid_until_us_{0};
   std::mutex mu_;
+  std::mutex connection_mu_;  // the lease's connection: renewals and in_transaction take turns
   std::condition_variable cv_;
   bool stop_ = false;
   std::thread renewer_;

@@ -2,12 +2,18 @@
 // the same instant, generation after generation, on a free row and (every other generation) on
 // a missing one (InnoDB answers some of these inserts with deadlocks and duplicate-key waits).
 // Exactly one client wins each generation, and no exception reaches any caller.
+//
+// Exclusive strategies (unique key, row lock with NOWAIT): one acquisition per generation.
+// Optimistic: every client reads the same version and increments the counter in its
+// transaction; exactly one commit per generation (version), the others get kConflict.
+// Transactional winners increment the counter, which must end equal to the generations.
 #include <atomic>
 #include <barrier>
 #include <thread>
 
 #include "dblock/open.hpp"
 #include "fault_fixture.hpp"
+#include "resource.hpp"
 
 namespace dblock::testing {
 namespace {
@@ -34,6 +40,7 @@ TEST_P(StormTest, SixtyFourClientsOneWinnerPerGenerationNoExceptions) {
   HistoryWriter history(new_history("storm"));
   const auto deadlocks_before = server_deadlocks();
   std::vector<std::atomic<int>> winners(kGenerations);
+  std::atomic<int> conflicts{0};
   std::atomic<int> exceptions{0};
   std::barrier sync(kClients);
   std::vector<std::thread> clients;
@@ -52,7 +59,9 @@ TEST_P(StormTest, SixtyFourClientsOneWinnerPerGenerationNoExceptions) {
           if (lease) {
             history.acquired(client, "storm", lease->fencing_token(), monotonic_us(), sent,
                              options.ttl.count());
-            ++winners[g];
+            if (strategy().exclusive) ++winners[g];
+          } else if (!strategy().exclusive) {
+            ADD_FAILURE() << client << ": an optimistic acquire reported the key busy";
           }
         } catch (const std::exception& e) {
           ++exceptions;
@@ -61,10 +70,15 @@ TEST_P(StormTest, SixtyFourClientsOneWinnerPerGenerationNoExceptions) {
         sync.arrive_and_wait();  // every try of this generation is over
         if (lease) {
           try {
+            if (strategy().transactional) {
+              increment_counter(*lease->connection(), tables_, client);
+            }
             const auto token = lease->fencing_token();
             const auto sent = monotonic_us();
             auto outcome = lease->release();
             history.released(client, "storm", token, sent, std::string(to_string(outcome)));
+            if (!strategy().exclusive && outcome == ReleaseOutcome::kReleased) ++winners[g];
+            if (outcome == ReleaseOutcome::kConflict) ++conflicts;
           } catch (const std::exception& e) {
             ++exceptions;
             ADD_FAILURE() << client << " release: " << e.what();
@@ -74,7 +88,7 @@ TEST_P(StormTest, SixtyFourClientsOneWinnerPerGenerationNoExceptions) {
         if (c == 0 && g % 2 == 0) {
           // Every other generation storms a missing row, as after the cleaner deleted it: a
           // race of plain inserts (duplicate keys, InnoDB gap locks) instead of updates.
-          conn_->execute("DELETE FROM " + tables_.qualified(backend().dialect, "locks"));
+          conn_->execute("DELETE FROM " + tables_.qualified(backend().dialect, strategy().table));
         }
         sync.arrive_and_wait();
       }
@@ -82,13 +96,19 @@ TEST_P(StormTest, SixtyFourClientsOneWinnerPerGenerationNoExceptions) {
   }
   for (auto& t : clients) t.join();
   std::printf(
-      "[ storm    ] %s: %d clients x %d generations; the server counted %lld deadlocks "
-      "meanwhile (server-wide), none reached a caller\n",
-      backend().name.c_str(), kClients, kGenerations,
+      "[ storm    ] %s: %d clients x %d generations; %d conflicts; the server counted %lld "
+      "deadlocks meanwhile (server-wide), none reached a caller\n",
+      backend().name.c_str(), kClients, kGenerations, conflicts.load(),
       static_cast<long long>(server_deadlocks() - deadlocks_before));
   EXPECT_EQ(exceptions.load(), 0);
   for (int g = 0; g < kGenerations; ++g) {
     EXPECT_EQ(winners[g].load(), 1) << "generation " << g;
+  }
+  if (!strategy().exclusive) {
+    EXPECT_EQ(conflicts.load(), (kClients - 1) * kGenerations);
+  }
+  if (strategy().transactional) {
+    EXPECT_EQ(counter(), kGenerations);
   }
   check_histories();
 }

@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "dblock/optimistic_lock.hpp"
+#include "dblock/row_lock.hpp"
 #include "dblock/unique_key_lock.hpp"
 
 namespace dblock::testing {
@@ -14,8 +16,21 @@ const std::vector<StrategyUnderTest>& fault_strategies() {
          options.tables = tables;
          return std::make_unique<UniqueKeyLock>(source, options);
        },
-       true},
-      // Extension point: the row-lock and optimistic strategies go here once they exist.
+       /*ends_with_ttl=*/true, /*exclusive=*/true, /*transactional=*/false, "locks"},
+      {"row_lock",
+       [](ConnectionSource& source, const TableNames& tables) -> std::unique_ptr<Lock> {
+         RowLockOptions options;
+         options.tables = tables;
+         return std::make_unique<RowLock>(source, options);
+       },
+       /*ends_with_ttl=*/false, /*exclusive=*/true, /*transactional=*/true, "row_locks"},
+      {"optimistic",
+       [](ConnectionSource& source, const TableNames& tables) -> std::unique_ptr<Lock> {
+         OptimisticLockOptions options;
+         options.tables = tables;
+         return std::make_unique<OptimisticLock>(source, options);
+       },
+       /*ends_with_ttl=*/false, /*exclusive=*/false, /*transactional=*/true, "versions"},
   };
   return all;
 }

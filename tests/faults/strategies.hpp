@@ -1,6 +1,17 @@
 // The lock strategies the fault suite runs its scenarios against. Each scenario takes a
-// strategy from this list, so a new strategy joins every scenario by adding one entry here (and
-// its expectations where they differ, e.g. ends_with_ttl).
+// strategy from this list, so a new strategy joins every scenario by adding one entry here. The
+// entry's capability flags say what its leases promise; scenarios read the flags (never the
+// name) to choose what they expect, and where the scenario means nothing for a strategy
+// (a paused row-lock holder cannot outlive a TTL it does not have) they print one line saying
+// why and check the strategy's own analogue instead:
+//
+//   unique_key  ends_with_ttl, exclusive          a lock row; a dead holder's lease runs out
+//   row_lock    exclusive, transactional          SELECT ... FOR UPDATE in the lease's
+//                                                 transaction; the server frees it with the
+//                                                 connection; no TTL
+//   optimistic  transactional                     version compare-and-set at release; nobody
+//                                                 waits or is excluded; correct when no update
+//                                                 is lost (one commit per version read)
 //
 // Thread-safety: the list is built once and read-only.
 #pragma once
@@ -21,11 +32,20 @@ struct StrategyUnderTest {
   // Builds the strategy over `source`, with dblock's tables under `tables`.
   std::function<std::unique_ptr<Lock>(ConnectionSource& source, const TableNames& tables)> make;
   // True when a dead holder's lease lasts until its TTL runs out (a lock row); false when the
-  // server ends it with the holder's connection (a row lock held by a transaction).
+  // server ends it with the holder's connection (a transaction), and time alone never does.
   bool ends_with_ttl = true;
+  // True when at most one lease of a key is held at a time (histories are checked for
+  // overlaps); false for compare-and-set, where leases never exclude each other and histories
+  // are checked for two commits from one version instead.
+  bool exclusive = true;
+  // True when a lease carries a transaction (Lease::connection()): the critical section writes
+  // through it, release() commits those writes, and a lost connection rolls them back.
+  bool transactional = false;
+  // dblock's table (base name) that holds the strategy's one row per key.
+  std::string table = "locks";
 };
 
-// Every strategy the scenarios cover. Row locks and optimistic updates are still to be added.
+// Every strategy the scenarios cover.
 const std::vector<StrategyUnderTest>& fault_strategies();
 
 // The entry called `name`; throws std::runtime_error for an unknown name.
