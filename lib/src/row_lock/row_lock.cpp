@@ -136,24 +136,33 @@ struct RowLock::Impl {
     known_rows.insert(key);
   }
 
-  // Creates the key's row. Where the server can bound the wait (PostgreSQL), the create waits
-  // at most kCreateWait: it waits only when another transaction wrote the same key meanwhile
-  // (created it, or created, locked and stamped it as a holder, which would keep a NOWAIT try
-  // waiting until that holder commits). The row exists then, and the lock statement decides.
+  // Creates the key's row. The create waits only when another transaction wrote the same key
+  // meanwhile: other creators (InnoDB may call that a deadlock), or a holder that created,
+  // locked and stamped it, which would keep a NOWAIT try waiting until the holder commits. The
+  // wait is bounded (PostgreSQL: kCreateWait; MySQL: one second, in the statement), and then
+  // the row exists or is about to: the lock statement decides, and a row still missing is made
+  // again by lock_target's retry.
   void create_row(Connection& conn, std::span<const Value> params) {
-    if (sql.row_lock_set_timeout.empty()) {
-      conn.execute(render(sql.row_lock_create), params);
-      return;
+    const bool pg_timeout = !sql.row_lock_set_timeout.empty();
+    std::string_view templ = sql.row_lock_create;
+    if (!sql.row_lock_create_mariadb.empty() && flavor(conn) == Flavor::kMariaDB) {
+      templ = sql.row_lock_create_mariadb;
     }
-    conn.begin();
+    if (pg_timeout) conn.begin();
     try {
-      set_timeout(conn, Wait{false, kCreateWait});
-      conn.execute(render(sql.row_lock_create), params);
-      conn.commit();
+      if (pg_timeout) set_timeout(conn, Wait{false, kCreateWait});
+      conn.execute(render(templ), params);
+      if (pg_timeout) conn.commit();
     } catch (const Error& e) {
-      conn.rollback();
-      if (e.code() != ErrorCode::kLockNotAvailable && e.code() != ErrorCode::kLockWaitTimeout) {
-        throw;
+      if (pg_timeout) conn.rollback();
+      switch (e.code()) {
+        case ErrorCode::kLockNotAvailable:
+        case ErrorCode::kLockWaitTimeout:
+        case ErrorCode::kDeadlock:
+        case ErrorCode::kSerializationFailure:
+          return;
+        default:
+          throw;
       }
     }
   }

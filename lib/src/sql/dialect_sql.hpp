@@ -51,13 +51,14 @@ struct DialectSql {
   // Row lock (see the .cpp for each statement's parameters). Lock statements run inside the
   // lease's transaction. {{seconds}} / {{max_seconds}} / {{ms}} are filled in with numbers by the
   // strategy before render_sql (the servers take no parameter there).
-  std::string_view row_lock_exists;        // asked before row_lock_create (empty: never)
-  std::string_view row_lock_create;        // creates the key's row if missing
-  std::string_view row_lock_set_timeout;   // empty when the wait statement carries its timeout
-  std::string_view row_lock_try;           // NOWAIT
-  std::string_view row_lock_wait;          // waits (after row_lock_set_timeout)
-  std::string_view row_lock_wait_mariadb;  // MySQL dialect on MariaDB: max_statement_time
-  std::string_view row_lock_stamp;         // empty when the lock statement stamps the row itself
+  std::string_view row_lock_exists;          // asked before row_lock_create (empty: never)
+  std::string_view row_lock_create;          // creates the key's row if missing
+  std::string_view row_lock_create_mariadb;  // MySQL dialect on MariaDB (empty elsewhere)
+  std::string_view row_lock_set_timeout;     // empty when the wait statement carries its timeout
+  std::string_view row_lock_try;             // NOWAIT
+  std::string_view row_lock_wait;            // waits (after row_lock_set_timeout)
+  std::string_view row_lock_wait_mariadb;    // MySQL dialect on MariaDB: max_statement_time
+  std::string_view row_lock_stamp;           // empty when the lock statement stamps the row itself
   // A row of the caller's own table by primary key: {{target}} and {{column}} are the quoted
   // table and column; one row, column "found", when the row exists and is locked.
   std::string_view target_lock_try;

@@ -220,6 +220,7 @@ const DialectSql kPostgreSQL = {
     .row_lock_create =
         "INSERT INTO {{table:row_locks}} (lock_key, used_at) VALUES ($1, clock_timestamp())"
         " ON CONFLICT (lock_key) DO NOTHING",
+    .row_lock_create_mariadb = "",
     // $1 lock_timeout as text ('300ms'; '0' waits forever), for this transaction only. Column
     // "previous": the setting replaced (select-list items are evaluated left to right), which the
     // strategy puts back once the lock is held.
