@@ -137,20 +137,24 @@ port_in_use() {
   return 1
 }
 
-# Set PORT to a random free TCP port in 20000-60000 (not a command
-# substitution, so PICKED_PORTS survives).
+# Set PORT to a random free TCP port from 10000 up to the kernel's ephemeral
+# range (not a command substitution, so PICKED_PORTS survives). Below that
+# range, no outgoing connection can take the port between the check and the
+# server's bind (seen with tests that open many connections at once).
 PORT=
 pick_port() {
-  local attempt port
+  local attempt port low=32768
+  read -r low _ < /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
+  ((low > 11000)) || low=32768
   for ((attempt = 0; attempt < 100; attempt++)); do
-    port=$((20000 + (RANDOM * 32768 + RANDOM) % 40001))
+    port=$((10000 + (RANDOM * 32768 + RANDOM) % (low - 10000)))
     [[ "$PICKED_PORTS" == *" $port "* ]] && continue
     port_in_use "$port" && continue
     PICKED_PORTS+="$port "
     PORT=$port
     return 0
   done
-  die "could not find a free port in 20000-60000"
+  die "could not find a free port in 10000-$((low - 1)); free some ports or stop old servers"
 }
 
 check_socket_path() {
