@@ -37,8 +37,10 @@ class LeaseCore {
   // True once a whole TTL has passed since the latest successful acquire or renew was sent:
   // the database has expired the lease by then, whatever became of the statements after it
   // (a renewal stuck on a connection that no longer answers cannot say so itself).
+  // Never for a lease held by a transaction (it ends with its connection, not by a TTL).
   bool out_of_time() const noexcept {
-    return !released() && std::chrono::steady_clock::now() - renewed_at() >= ttl();
+    return expires_by_ttl() && !released() &&
+           std::chrono::steady_clock::now() - renewed_at() >= ttl();
   }
   // Lock-free, so the renewer can ask while a release's round trip holds the lease's mutex.
   bool released() const noexcept { return released_.load(); }
@@ -79,6 +81,8 @@ class LeaseCore {
   // Transactional strategies: true once the lease's connection broke (the server ended the
   // transaction and with it the lock).
   virtual bool connection_lost() const noexcept { return false; }
+  // False for transactional strategies: their hold lasts as long as the transaction.
+  virtual bool expires_by_ttl() const noexcept { return true; }
   virtual bool do_renew(std::chrono::milliseconds ttl) = 0;
 
  private:

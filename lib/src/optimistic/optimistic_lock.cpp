@@ -62,6 +62,7 @@ class OptimisticLease final : public detail::LeaseCore {
   bool do_renew(std::chrono::milliseconds) override { return tx_.alive(); }
 
   bool connection_lost() const noexcept override { return tx_.broken(); }
+  bool expires_by_ttl() const noexcept override { return false; }
 
  private:
   std::shared_ptr<OptimisticLock::Impl> impl_;
@@ -114,10 +115,7 @@ std::optional<Lease> OptimisticLock::try_acquire(std::string_view key, const Loc
 std::optional<Lease> OptimisticLock::acquire(std::string_view key,
                                              std::chrono::milliseconds timeout,
                                              const LockOptions& options) {
-  if (timeout < std::chrono::milliseconds(0)) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "the wait timeout is negative; use 0 for a single try");
-  }
+  detail::is_forever_wait(timeout);  // validates; the strategy never waits
   return try_acquire(key, options);
 }
 

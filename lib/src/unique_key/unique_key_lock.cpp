@@ -240,12 +240,7 @@ std::optional<Lease> UniqueKeyLock::acquire(std::string_view key, std::chrono::m
                                             const LockOptions& options) {
   using Clock = std::chrono::steady_clock;
   validate_lock_key(key);
-  if (timeout < std::chrono::milliseconds(0)) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "the wait timeout is negative; use 0 for a single try");
-  }
-  // Waits past a century are "forever" (and would overflow the clock's arithmetic).
-  const bool forever = timeout >= std::chrono::hours(24 * 365 * 100);
+  const bool forever = detail::is_forever_wait(timeout);
   const auto deadline = forever ? Clock::time_point::max() : Clock::now() + timeout;
   Backoff backoff(impl_->options.backoff);
   detail::ReleaseListener* listener = impl_->listener();
