@@ -53,13 +53,14 @@ std::vector<std::string> snapshot(const Backend& backend, Connection& conn,
   for (const auto& row : listed.rows()) {
     const std::string name = *row.at(1);
     const std::string table = quote_table_name(backend.dialect, *row.at(0) + "." + name);
-    // The first column of each table is its primary key (or leads it): a stable order.
+    // PostgreSQL: each row as one text value (SOCI cannot read an 'infinity' timestamp, as a
+    // claim's expires_at). Ordered by the whole row: a stable order.
+    const std::string rows = pg ? "SELECT t::text FROM " + table + " t" : "SELECT * FROM " + table;
     if (name == locks) {
-      add(name, conn.execute("SELECT * FROM " + table + " WHERE lock_key <> " + backend.param(1) +
-                                 " ORDER BY 1",
+      add(name, conn.execute(rows + " WHERE lock_key <> " + backend.param(1) + " ORDER BY 1",
                              {Value(skip_key)}));
     } else {
-      add(name, conn.execute("SELECT * FROM " + table + " ORDER BY 1"));
+      add(name, conn.execute(rows + " ORDER BY 1"));
     }
   }
   return out;

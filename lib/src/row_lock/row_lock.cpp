@@ -322,7 +322,7 @@ std::optional<Lease> lock_target(const std::shared_ptr<RowLock::Impl>& impl, Tar
 
 Target key_target(std::string_view key) {
   validate_lock_key(key);
-  return {std::string(key), "key\x1f" + std::string(key), false, {}, {}, {}};
+  return {std::string(key), "key\x1f" + std::string(key), false, {}, {}, {}, {}};
 }
 
 Target row_target(Dialect dialect, const TableRow& row) {
