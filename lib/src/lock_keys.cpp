@@ -88,5 +88,13 @@ void validate_ttl(std::chrono::milliseconds ttl, std::string_view what) {
   }
 }
 
+bool is_forever_wait(std::chrono::milliseconds timeout) {
+  if (timeout < std::chrono::milliseconds(0)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "the wait timeout is negative; use 0 for a single try");
+  }
+  return timeout >= std::chrono::hours(24 * 365 * 100);
+}
+
 }  // namespace detail
 }  // namespace dblock

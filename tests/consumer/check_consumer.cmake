@@ -3,9 +3,9 @@
 # pkg-config.
 file(REMOVE_RECURSE "${WORK_DIR}")
 set(prefix "${WORK_DIR}/prefix")
-if(NOT BUILD_TYPE)
-  set(BUILD_TYPE Release)
-endif()
+# The consumer is built in the configuration dblock was built in; a build with no
+# CMAKE_BUILD_TYPE installs its targets for no configuration, which only a consumer without one
+# finds.
 
 function(run)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
@@ -15,7 +15,11 @@ function(run)
   set(last_output "${out}" PARENT_SCOPE)
 endfunction()
 
-run("${CMAKE_COMMAND}" --install "${BUILD_DIR}" --prefix "${prefix}" --config "${BUILD_TYPE}")
+set(config_args)
+if(BUILD_TYPE)
+  set(config_args --config "${BUILD_TYPE}")
+endif()
+run("${CMAKE_COMMAND}" --install "${BUILD_DIR}" --prefix "${prefix}" ${config_args})
 
 # find_package(dblock)
 run("${CMAKE_COMMAND}" -S "${CONSUMER_DIR}" -B "${WORK_DIR}/cmake-build"

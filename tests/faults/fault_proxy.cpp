@@ -94,6 +94,14 @@ void FaultProxy::cut_after_request_containing(std::string needle, int times) {
   std::lock_guard lock(mu_);
   needle_ = std::move(needle);
   armed_ = times;
+  drop_ = false;
+}
+
+void FaultProxy::drop_request_containing(std::string needle, int times) {
+  std::lock_guard lock(mu_);
+  needle_ = std::move(needle);
+  armed_ = times;
+  drop_ = true;
 }
 
 void FaultProxy::set_blackhole(bool on) {
@@ -136,14 +144,19 @@ bool FaultProxy::forward(int from, int to, bool client_to_server, Pair& p) {
   ssize_t n = ::recv(from, buf, sizeof buf, 0);
   if (n < 0 && errno == EINTR) return true;
   if (n <= 0) return false;
-  bool cut = false;
+  bool cut = false, drop = false;
   if (client_to_server) {
     std::lock_guard lock(mu_);
     if (armed_ > 0 && std::string_view(buf, static_cast<std::size_t>(n)).find(needle_) !=
                           std::string_view::npos) {
       --armed_;
       cut = true;
+      drop = drop_;
     }
+  }
+  if (drop) {
+    ++cuts_;
+    return false;  // the caller closes both sides; the request is gone
   }
   if (!write_all(to, buf, static_cast<std::size_t>(n))) return false;
   if (cut) {

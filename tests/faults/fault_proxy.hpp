@@ -42,6 +42,10 @@ class FaultProxy {
   // server has run.
   // `times` > 1 cuts as many such requests in a row (a retry's too).
   void cut_after_request_containing(std::string needle, int times = 1);
+  // Arms a drop: the next client->server chunk containing `needle` is not forwarded, and both
+  // sides of that connection are closed at once. The server never sees the request (a statement
+  // lost on the way, as when the server crashes before reading it). Counted in cuts().
+  void drop_request_containing(std::string needle, int times = 1);
   // Connections cut so far by armed cuts, and how many of those saw the server answer after
   // the cut (proof that the server applied the request whose reply was lost).
   int cuts() const noexcept { return cuts_.load(); }
@@ -76,9 +80,10 @@ class FaultProxy {
   int wake_pipe_[2] = {-1, -1};
   int port_ = 0;
 
-  std::mutex mu_;  // guards needle_, armed_, blackhole_, close_all_
+  std::mutex mu_;  // guards needle_, armed_, drop_, blackhole_, close_all_
   std::string needle_;
-  int armed_ = 0;  // cuts still to make
+  int armed_ = 0;      // cuts still to make
+  bool drop_ = false;  // the armed cuts drop the request instead of forwarding it
   bool blackhole_ = false;
   bool close_all_ = false;
   std::atomic<bool> stop_{false};

@@ -2,8 +2,8 @@
 // credential, a misuse of a lease, a command line) and what dblock must answer: a dblock::Error
 // with a code and a message fragment telling the user what to do, a documented outcome (such as
 // "not acquired"), or, for the CLI, an exit code and one stderr line. bad_input_test.cpp runs
-// every row on every database x driver pair and checks that no row changed the database: the
-// lock and migrations tables, and the set of tables, are the same before and after.
+// every row on every database x driver pair and checks that no row changed the database: every
+// table under the test's prefix, dblock's and the caller's, has the same rows before and after.
 //
 // Rows come in groups, one function per part of dblock; a new strategy adds its own function
 // and lists it in all_bad_input_cases().
@@ -77,6 +77,7 @@ std::vector<BadInputCase> lease_cases();
 std::vector<BadInputCase> table_name_cases();
 std::vector<BadInputCase> connection_cases();
 std::vector<BadInputCase> migration_cases();
+std::vector<BadInputCase> transactional_cases();
 std::vector<BadInputCase> cli_cases();
 
 // Every row, in a stable order.

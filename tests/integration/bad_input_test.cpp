@@ -15,7 +15,7 @@ const std::vector<BadInputCase>& all_bad_input_cases() {
   static const std::vector<BadInputCase> all = [] {
     std::vector<BadInputCase> out;
     for (auto group : {lock_key_cases, lock_option_cases, lease_cases, table_name_cases,
-                       connection_cases, migration_cases, cli_cases}) {
+                       connection_cases, migration_cases, transactional_cases, cli_cases}) {
       for (auto& c : group()) out.push_back(std::move(c));
     }
     return out;
@@ -25,13 +25,13 @@ const std::vector<BadInputCase>& all_bad_input_cases() {
 
 namespace {
 
-// Everything a wrong input could have changed, as text: each lock row, each migrations row, and
-// every table in any schema whose name starts with the test's prefix.
+// Everything a wrong input could have changed, as text: every row of every table in any schema
+// whose name starts with the test's prefix (dblock's tables and the caller tables rows create),
+// and the list of those tables. The lock row of `skip_key` is left out.
 std::vector<std::string> snapshot(const Backend& backend, Connection& conn,
                                   const TableNames& tables, const std::string& skip_key) {
   const bool pg = backend.dialect == Dialect::kPostgreSQL;
-  const std::string locks = tables.qualified(backend.dialect, "locks");
-  const std::string migrations = tables.qualified(backend.dialect, "schema_migrations");
+  const std::string locks = tables.name("locks");
   std::vector<std::string> out;
   auto add = [&](const std::string& what, const Result& r) {
     for (const auto& row : r.rows()) {
@@ -40,25 +40,28 @@ std::vector<std::string> snapshot(const Backend& backend, Connection& conn,
       out.push_back(line);
     }
   };
-  if (pg) {
-    add("lock", conn.execute("SELECT lock_key, t::text FROM " + locks +
-                                 " t WHERE lock_key <> $1 ORDER BY lock_key",
+  const Value prefix(tables.prefix());
+  const Result listed = pg ? conn.execute(
+                                 "SELECT schemaname, tablename FROM pg_tables"
+                                 " WHERE starts_with(tablename, $1) ORDER BY 1, 2",
+                                 {prefix})
+                           : conn.execute(
+                                 "SELECT table_schema, table_name FROM information_schema.tables"
+                                 " WHERE LEFT(table_name, CHAR_LENGTH(?)) = ? ORDER BY 1, 2",
+                                 {prefix, prefix});
+  add("table", listed);
+  for (const auto& row : listed.rows()) {
+    const std::string name = *row.at(1);
+    const std::string table = quote_table_name(backend.dialect, *row.at(0) + "." + name);
+    // PostgreSQL: each row as one text value (SOCI cannot read an 'infinity' timestamp, as a
+    // claim's expires_at). Ordered by the whole row: a stable order.
+    const std::string rows = pg ? "SELECT t::text FROM " + table + " t" : "SELECT * FROM " + table;
+    if (name == locks) {
+      add(name, conn.execute(rows + " WHERE lock_key <> " + backend.param(1) + " ORDER BY 1",
                              {Value(skip_key)}));
-    add("migration", conn.execute("SELECT t::text FROM " + migrations + " t ORDER BY version"));
-    add("table", conn.execute("SELECT schemaname, tablename FROM pg_tables"
-                              " WHERE starts_with(tablename, $1) ORDER BY 1, 2",
-                              {Value(tables.prefix())}));
-  } else {
-    add("lock", conn.execute("SELECT lock_key, lease_id, owner_host, owner_process, owner_thread,"
-                             " hold_count, fencing_token, acquired_at, expires_at,"
-                             " CAST(metadata AS CHAR) FROM " +
-                                 locks + " WHERE lock_key <> ? ORDER BY lock_key",
-                             {Value(skip_key)}));
-    add("migration", conn.execute("SELECT version, name, checksum, applied_at FROM " + migrations +
-                                  " ORDER BY version"));
-    add("table", conn.execute("SELECT table_schema, table_name FROM information_schema.tables"
-                              " WHERE LEFT(table_name, CHAR_LENGTH(?)) = ? ORDER BY 1, 2",
-                              {Value(tables.prefix()), Value(tables.prefix())}));
+    } else {
+      add(name, conn.execute(rows + " ORDER BY 1"));
+    }
   }
   return out;
 }

@@ -117,6 +117,20 @@ TEST_P(OptimisticLockTest, TheSecondOfTwoOverlappingWritersConflictsAndIsRolledB
   EXPECT_GT(c->fencing_token(), read);  // the version a's commit wrote
 }
 
+// An optimistic lease has no TTL: one kept past LockOptions::ttl is not lost and still commits.
+TEST_P(OptimisticLockTest, ALeaseKeptPastItsTtlIsNotLostAndCommits) {
+  auto lock = make_lock();
+  LockOptions o = as("a");
+  o.ttl = std::chrono::milliseconds(100);
+  auto a = lock->try_acquire("k", o);
+  ASSERT_TRUE(a);
+  write_n(*a->connection(), 10, 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_FALSE(a->lost());
+  EXPECT_EQ(a->release(), ReleaseOutcome::kReleased);
+  EXPECT_EQ(committed_n(1), 10);
+}
+
 TEST_P(OptimisticLockTest, ACriticalSectionThatThrowsCommitsNothingAndKeepsTheVersion) {
   auto lock = make_lock();
   const std::int64_t before = lock->try_acquire("k", as("a"))->fencing_token();

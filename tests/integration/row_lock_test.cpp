@@ -62,6 +62,18 @@ class RowLockTest : public ::testing::TestWithParam<Backend> {
   std::unique_ptr<RowLock> lock_;
 };
 
+// A row lock lasts as long as its transaction: the TTL in LockOptions does not end it.
+TEST_P(RowLockTest, ALeaseHeldPastItsTtlIsStillHeldAndNotLost) {
+  LockOptions o = as("a");
+  o.ttl = milliseconds(100);
+  auto held = lock_->try_acquire("k", o);
+  ASSERT_TRUE(held);
+  std::this_thread::sleep_for(milliseconds(300));
+  EXPECT_FALSE(held->lost());
+  EXPECT_FALSE(lock_->try_acquire("k", as("b")));
+  EXPECT_EQ(held->release(), ReleaseOutcome::kReleased);
+}
+
 TEST_P(RowLockTest, ATryOnAHeldKeyReturnsNotAcquiredWithin50Ms) {
   auto held = lock_->try_acquire("k", as("a"));
   ASSERT_TRUE(held);

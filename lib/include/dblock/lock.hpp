@@ -101,8 +101,9 @@ class Lease {
   // section's writes are committed; kConflict (optimistic) means they were rolled back.
   // A unique-key release whose connection is lost on the way is retried once; the retry
   // recognises an attempt the server already applied, so a hold is never given back twice.
-  // Throws dblock::Error on faults that remain (a unique-key lease then expires by its TTL; a
-  // transactional lease's writes are rolled back by the server).
+  // Throws dblock::Error on faults that remain (a unique-key lease then expires by its TTL, or
+  // sooner: the owner's next acquire of the key sends the release again first; a transactional
+  // lease's writes are rolled back by the server).
   ReleaseOutcome release();
   // Extends the lease to `ttl` from now on the database clock. Returns false and marks the lease
   // lost when it is no longer held. Throws Error(kInvalidArgument) unless 1 ms <= ttl <= 365

@@ -2,6 +2,7 @@
 
 #include <array>
 
+#include "caller_tables.hpp"
 #include "dblock/error.hpp"
 #include "dblock/table_names.hpp"
 
@@ -55,7 +56,12 @@ CasOutcome conditional_update(Connection& conn, const ConditionalUpdate& update)
     params.push_back(c.operand);
     sql += " AND " + quote_identifier(d, c.column) + " " + op + " " + placeholder(d, params.size());
   }
-  const std::uint64_t n = conn.execute(sql, params).affected_rows();
+  std::uint64_t n = 0;
+  try {
+    n = conn.execute(sql, params).affected_rows();
+  } catch (const Error& e) {
+    detail::rethrow_for_caller_table(e, update.table, "a conditional update");
+  }
   if (n > 1) {
     throw Error(ErrorCode::kInvalidArgument,
                 "the conditional update matched " + std::to_string(n) + " rows of " + update.table +

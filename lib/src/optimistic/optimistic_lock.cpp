@@ -115,10 +115,7 @@ std::optional<Lease> OptimisticLock::try_acquire(std::string_view key, const Loc
 std::optional<Lease> OptimisticLock::acquire(std::string_view key,
                                              std::chrono::milliseconds timeout,
                                              const LockOptions& options) {
-  if (timeout < std::chrono::milliseconds(0)) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "the wait timeout is negative; use 0 for a single try");
-  }
+  detail::is_forever_wait(timeout);  // validates; the strategy never waits
   return try_acquire(key, options);
 }
 

@@ -7,6 +7,7 @@
 #include <span>
 #include <unordered_set>
 
+#include "caller_tables.hpp"
 #include "dblock/error.hpp"
 #include "dblock/unique_key_lock.hpp"
 #include "lease_core.hpp"
@@ -19,9 +20,6 @@ namespace dblock {
 namespace {
 
 using std::chrono::milliseconds;
-
-// Waits past a century are "forever" (and would overflow the clock's arithmetic).
-bool is_forever(milliseconds timeout) { return timeout >= std::chrono::hours(24 * 365 * 100); }
 
 // InnoDB's largest lock wait timeout (about 34 years).
 constexpr long long kMaxInnodbWaitSeconds = 1073741824;
@@ -256,12 +254,9 @@ bool is_contention(ErrorCode code) {
 }
 
 Wait wait_for(milliseconds timeout) {
-  if (timeout < milliseconds(0)) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "the wait timeout is negative; use 0 for a single try");
-  }
+  const bool forever = detail::is_forever_wait(timeout);
   if (timeout == milliseconds(0)) return {};
-  return {false, is_forever(timeout) ? milliseconds::max() : timeout};
+  return {false, forever ? milliseconds::max() : timeout};
 }
 
 }  // namespace
@@ -279,6 +274,7 @@ struct Target {
   std::string registry_key;  // reentrancy: what and for whom
   bool own_table = false;
   std::string table, column;  // quoted, for own_table
+  std::string display_table;  // as the caller named it
   Value row_key;
 };
 
@@ -352,6 +348,8 @@ std::optional<Lease> lock_target(const std::shared_ptr<RowLock::Impl>& impl, Tar
       conn->rollback();
       if (is_busy(e.code())) return std::nullopt;
       if (is_contention(e.code()) && attempt < impl->options.contention_retries) continue;
+      if (target.own_table)
+        detail::rethrow_for_caller_table(e, target.display_table, "try_acquire_row");
       throw;
     }
   }
@@ -359,7 +357,7 @@ std::optional<Lease> lock_target(const std::shared_ptr<RowLock::Impl>& impl, Tar
 
 Target key_target(std::string_view key) {
   validate_lock_key(key);
-  return {std::string(key), "key\x1f" + std::string(key), false, {}, {}, {}};
+  return {std::string(key), "key\x1f" + std::string(key), false, {}, {}, {}, {}};
 }
 
 Target row_target(Dialect dialect, const TableRow& row) {
@@ -370,6 +368,7 @@ Target row_target(Dialect dialect, const TableRow& row) {
   Target t;
   t.own_table = true;
   t.table = quote_table_name(dialect, row.table);
+  t.display_table = row.table;
   t.column = quote_identifier(dialect, row.key_column);
   t.row_key = row.key;
   t.display_key = row.table + "." + row.key_column + "=" + row.key.to_text().value_or("");

@@ -61,6 +61,15 @@ class LiveHolds {
   std::map<std::string, int> counts_;
 };
 
+// A release as sent: what to send again when its fate is unknown.
+struct ReleaseRequest {
+  std::string key;
+  Owner owner;
+  std::int64_t fencing_token = 0;
+  std::string release_id;     // the same id on every attempt: see lock_release
+  int other_live_leases = 0;  // this process's other leases of the owner on the key
+};
+
 }  // namespace
 
 struct UniqueKeyLock::Impl {
@@ -128,8 +137,86 @@ struct UniqueKeyLock::Impl {
     return holds_scope + key + '\n' + owner.host + '\n' + owner.process + '\n' + owner.thread;
   }
 
+  ReleaseOutcome send_release(const ReleaseRequest& q) {
+    std::vector<Value> params;
+    if (dialect == Dialect::kPostgreSQL) {
+      params = {Value(q.key),          Value(q.owner.host),    Value(q.owner.process),
+                Value(q.owner.thread), Value(q.fencing_token), Value(channel),
+                Value(q.release_id)};
+    } else {
+      params = {Value(q.release_id),   Value(q.release_id),    Value(q.release_id),
+                Value(q.key),          Value(q.owner.host),    Value(q.owner.process),
+                Value(q.owner.thread), Value(q.fencing_token), Value(q.release_id)};
+    }
+    // A retry after a lost connection sends the same release id, which the statement
+    // recognises as its own earlier attempt (see lock_release), so it is safe to repeat.
+    auto r = run(release_sql, params, true);
+    if (!r) {
+      throw Error(ErrorCode::kDeadlock,
+                  "release of '" + q.key + "' kept meeting deadlocks; the lease ends by its TTL");
+    }
+    if (r->affected_rows() == 0) return ReleaseOutcome::kNotHeld;
+    std::int64_t remaining =
+        rows ? r->int64_at(0, "hold_count") : static_cast<std::int64_t>(r->last_insert_id());
+    if (remaining > 0 && q.other_live_leases == 0 && release_rest(q)) {
+      return ReleaseOutcome::kReleased;
+    }
+    return remaining == 0 ? ReleaseOutcome::kReleased : ReleaseOutcome::kDecremented;
+  }
+
+  // Frees the holds left behind by acquires whose reply was lost (lock_release_rest). True
+  // when it did.
+  bool release_rest(const ReleaseRequest& q) {
+    std::vector<Value> params{Value(q.key), Value(q.owner.host), Value(q.owner.process),
+                              Value(q.owner.thread), Value(q.fencing_token)};
+    if (dialect == Dialect::kPostgreSQL) params.emplace_back(channel);
+    params.emplace_back(q.release_id);
+    auto r = run(release_rest_sql, params, true);  // idempotent: frees or not
+    return r && r->affected_rows() == 1;
+  }
+
+  void forget_pending(const ReleaseRequest& q) {
+    std::lock_guard lock(pending_mu);
+    auto it = pending.find(holds_id(q.key, q.owner));
+    if (it != pending.end() && it->second.release_id == q.release_id) pending.erase(it);
+  }
+
+  // Sends a release (and, when it leaves holds no lease here accounts for, lock_release_rest).
+  // When the connection fails on the way and on the retry, nobody knows whether the server
+  // applied it: it is kept, and the owner's next acquire of the key sends it again first. Else
+  // that acquire would re-enter the hold the caller was told is gone and get its old fencing
+  // token back (as after a server crash that lost the release).
+  ReleaseOutcome release(const ReleaseRequest& q) {
+    try {
+      ReleaseOutcome outcome = send_release(q);
+      forget_pending(q);
+      return outcome;
+    } catch (const Error& e) {
+      if (e.code() == ErrorCode::kConnectionLost || e.code() == ErrorCode::kConnectFailed) {
+        std::lock_guard lock(pending_mu);
+        pending.insert_or_assign(holds_id(q.key, q.owner), q);
+      }
+      throw;
+    }
+  }
+
+  // Sends the release kept for `owner`'s holds of `key`, if one is. Throws (and keeps it) while
+  // the server cannot be reached.
+  void finish_pending_release(const std::string& key, const Owner& owner) {
+    std::optional<ReleaseRequest> q;
+    {
+      std::lock_guard lock(pending_mu);
+      auto it = pending.find(holds_id(key, owner));
+      if (it == pending.end()) return;
+      q = it->second;
+    }
+    release(*q);
+  }
+
   std::string acquire_sql, release_sql, release_rest_sql, renew_sql, claim_sql, channel;
   std::string holds_scope;
+  std::mutex pending_mu;
+  std::map<std::string, ReleaseRequest> pending;  // by holds_id
   bool rows = true;
   std::once_flag listener_once;
   std::unique_ptr<detail::ReleaseListener> listener_;
@@ -148,43 +235,8 @@ class UniqueKeyLease final : public detail::LeaseCore {
     const auto& i = info();
     // This lease is gone from here on, whatever the statement's fate.
     const int other_live_leases = LiveHolds::instance().remove(impl_->holds_id(i.key, i.owner));
-    // A retry after a lost connection sends the same release id, which the statement
-    // recognises as its own earlier attempt (see lock_release), so it is safe to repeat.
-    const std::string release_id = "r-" + detail::random_lease_id();
-    std::vector<Value> params;
-    if (impl_->dialect == Dialect::kPostgreSQL) {
-      params = {Value(i.key),          Value(i.owner.host),    Value(i.owner.process),
-                Value(i.owner.thread), Value(i.fencing_token), Value(impl_->channel),
-                Value(release_id)};
-    } else {
-      params = {Value(release_id),     Value(release_id),      Value(release_id),
-                Value(i.key),          Value(i.owner.host),    Value(i.owner.process),
-                Value(i.owner.thread), Value(i.fencing_token), Value(release_id)};
-    }
-    auto r = impl_->run(impl_->release_sql, params, true);
-    if (!r) {
-      throw Error(ErrorCode::kDeadlock,
-                  "release of '" + i.key + "' kept meeting deadlocks; the lease ends by its TTL");
-    }
-    if (r->affected_rows() == 0) return ReleaseOutcome::kNotHeld;
-    std::int64_t remaining =
-        impl_->rows ? r->int64_at(0, "hold_count") : static_cast<std::int64_t>(r->last_insert_id());
-    if (remaining > 0 && other_live_leases == 0 && release_rest(release_id)) {
-      return ReleaseOutcome::kReleased;
-    }
-    return remaining == 0 ? ReleaseOutcome::kReleased : ReleaseOutcome::kDecremented;
-  }
-
-  // Frees the holds left behind by acquires whose reply was lost (lock_release_rest). True
-  // when it did.
-  bool release_rest(const std::string& release_id) {
-    const auto& i = info();
-    std::vector<Value> params{Value(i.key), Value(i.owner.host), Value(i.owner.process),
-                              Value(i.owner.thread), Value(i.fencing_token)};
-    if (impl_->dialect == Dialect::kPostgreSQL) params.emplace_back(impl_->channel);
-    params.emplace_back(release_id);
-    auto r = impl_->run(impl_->release_rest_sql, params, true);  // idempotent: frees or not
-    return r && r->affected_rows() == 1;
+    return impl_->release(
+        {i.key, i.owner, i.fencing_token, "r-" + detail::random_lease_id(), other_live_leases});
   }
 
   bool do_renew(std::chrono::milliseconds ttl) override {
@@ -216,6 +268,7 @@ std::optional<Lease> UniqueKeyLock::try_acquire(std::string_view key, const Lock
   detail::validate_ttl(options.ttl, "the lock TTL");
   detail::LeaseInfo info{std::string(key), 0, detail::random_lease_id(),
                          options.owner ? *options.owner : Owner::current_thread(), options.ttl};
+  impl_->finish_pending_release(info.key, info.owner);
   std::vector<Value> params{Value(info.key),
                             Value(info.lease_id),
                             Value(info.owner.host),
@@ -240,12 +293,7 @@ std::optional<Lease> UniqueKeyLock::acquire(std::string_view key, std::chrono::m
                                             const LockOptions& options) {
   using Clock = std::chrono::steady_clock;
   validate_lock_key(key);
-  if (timeout < std::chrono::milliseconds(0)) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "the wait timeout is negative; use 0 for a single try");
-  }
-  // Waits past a century are "forever" (and would overflow the clock's arithmetic).
-  const bool forever = timeout >= std::chrono::hours(24 * 365 * 100);
+  const bool forever = detail::is_forever_wait(timeout);
   const auto deadline = forever ? Clock::time_point::max() : Clock::now() + timeout;
   Backoff backoff(impl_->options.backoff);
   detail::ReleaseListener* listener = impl_->listener();
