@@ -19,11 +19,16 @@ std::vector<Value> LockSql::acquire_params(const std::string& key, const std::st
 }
 
 std::vector<Value> LockSql::release_params(const std::string& key, const Owner& owner,
-                                           std::int64_t token) const {
-  std::vector<Value> params{Value(key), Value(owner.host), Value(owner.process),
-                            Value(owner.thread), Value(token)};
-  if (dialect == Dialect::kPostgreSQL) params.emplace_back(channel);
-  return params;
+                                           std::int64_t token,
+                                           const std::string& release_id) const {
+  // The order of lib/src/unique_key/unique_key_lock.cpp's release.
+  if (dialect == Dialect::kPostgreSQL) {
+    return {Value(key),   Value(owner.host), Value(owner.process), Value(owner.thread),
+            Value(token), Value(channel),    Value(release_id)};
+  }
+  return {Value(release_id),   Value(release_id), Value(release_id),
+          Value(key),          Value(owner.host), Value(owner.process),
+          Value(owner.thread), Value(token),      Value(release_id)};
 }
 
 TransactionSql::TransactionSql(Dialect d, const TableNames& tables)

@@ -19,8 +19,9 @@ struct LockSql {
 
   std::vector<Value> acquire_params(const std::string& key, const std::string& lease_id,
                                     const Owner& owner, std::int64_t ttl_ms) const;
-  std::vector<Value> release_params(const std::string& key, const Owner& owner,
-                                    std::int64_t token) const;
+  // `release_id`: random per release call, as UniqueKeyLock makes it ("r-" + random hex).
+  std::vector<Value> release_params(const std::string& key, const Owner& owner, std::int64_t token,
+                                    const std::string& release_id) const;
 
   Dialect dialect;
   std::string acquire, release, channel;
