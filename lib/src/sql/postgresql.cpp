@@ -6,9 +6,9 @@ namespace dblock::detail {
 namespace {
 
 // Relaxed durability (UniqueKeyLockOptions::relaxed_durability): {{relaxed:...}} in the acquire,
-// release(_rest) and renew statements adds set_config('synchronous_commit', 'off', true), which switches off
-// synchronous_commit for the statement's own implicit transaction only (is_local = true lasts
-// until that transaction's commit, which is when the setting is read), so the commit
+// release(_rest) and renew statements adds set_config('synchronous_commit', 'off', true), which
+// switches off synchronous_commit for the statement's own implicit transaction only (is_local =
+// true lasts until that transaction's commit, which is when the setting is read), so the commit
 // returns before its WAL reaches the disk. Placed as the first AND of the WHERE that decides
 // whether a row is written: whenever the statement writes, the call has run (a qual that fails
 // first means no row, no write, nothing to flush). The session's own setting is untouched, which
