@@ -7,8 +7,6 @@
 //   whose waiters are woken by NOTIFY or poll.
 #include "dblock/row_lock.hpp"
 
-#include <algorithm>
-
 #include "../bench.hpp"
 #include "../compare.hpp"
 #include "../hot_key.hpp"
