@@ -1,4 +1,4 @@
-// The SVG chart, written directly (no plotting dependency): four panels, each a line per
+// The SVG chart, written directly (no plotting dependency): six panels, each a line per
 // database and mode, on a log2 x axis.
 #include <algorithm>
 #include <cmath>
@@ -111,8 +111,25 @@ double at(const nlohmann::json& j, const std::string& a, const std::string& b) {
 }  // namespace
 
 std::string render_chart(const nlohmann::json& document) {
-  std::vector<Series> throughput, latency, hot_rate, handoff;
+  std::vector<Series> throughput, latency, hot_rate, handoff, strategy_rate, strategy_ratio;
   for (const auto& [db, section] : document["databases"].items()) {
+    for (const char* strategy : {"row_lock", "optimistic"}) {
+      if (!section.contains(strategy)) continue;
+      const std::string name = db + " " + (std::string(strategy) == "row_lock" ? "row" : "opt");
+      Series ratio{name + " dblock/raw", {}};
+      for (const char* side : {"raw", "dblock"}) {
+        Series t{name + " " + side, {}};
+        for (const auto& p : section[strategy]["uncontended"]["points"]) {
+          t.points.emplace_back(p["connections"].get<double>(), at(p, side, "ops_per_s"));
+        }
+        strategy_rate.push_back(t);
+      }
+      for (const auto& p : section[strategy]["uncontended"]["points"]) {
+        ratio.points.emplace_back(p["connections"].get<double>(),
+                                  p["ratio_dblock_vs_raw"].get<double>());
+      }
+      strategy_ratio.push_back(ratio);
+    }
     if (section.contains("uncontended")) {
       for (const char* side : {"raw", "dblock"}) {
         Series t{db + " " + side, {}}, l{db + " " + side + " p50", {}};
@@ -125,9 +142,13 @@ std::string render_chart(const nlohmann::json& document) {
         latency.push_back(l);
       }
     }
-    if (section.contains("hot_key")) {
+    // The row lock's hot key (one client count) joins the unique-key curves as one more mode.
+    for (const auto* hot :
+         {section.contains("hot_key") ? &section["hot_key"] : nullptr,
+          section.contains("row_lock") ? &section["row_lock"]["hot_key"] : nullptr}) {
+      if (hot == nullptr) continue;
       std::map<std::string, std::pair<Series, Series>> modes;
-      for (const auto& p : section["hot_key"]["points"]) {
+      for (const auto& p : (*hot)["points"]) {
         std::string mode = p["mode"].get<std::string>();
         auto& [r, h] = modes[mode];
         r.name = db + " " + mode;
@@ -143,13 +164,16 @@ std::string render_chart(const nlohmann::json& document) {
     }
   }
   std::ostringstream svg;
-  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"900\" height=\"560\" "
+  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"900\" height=\"840\" "
          "font-family=\"sans-serif\" font-size=\"11\">\n"
          "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   panel(svg, 0, 0, "Uncontended acquire+release: pairs/s", "connections", throughput);
   panel(svg, 450, 0, "Uncontended acquire+release: p50 latency (ms)", "connections", latency);
   panel(svg, 0, 280, "Hot key: acquisitions/s", "clients", hot_rate);
   panel(svg, 450, 280, "Hot key: handoff p50 (ms)", "clients", handoff);
+  panel(svg, 0, 560, "Row lock / optimistic uncontended: pairs/s", "connections", strategy_rate);
+  panel(svg, 450, 560, "Row lock / optimistic: dblock/raw throughput", "connections",
+        strategy_ratio);
   svg << "</svg>\n";
   return svg.str();
 }

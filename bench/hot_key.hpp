@@ -4,10 +4,13 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "bench.hpp"
+#include "dblock/lock.hpp"
 #include "dblock/unique_key_lock.hpp"
 #include "load.hpp"
 #include "lock_sql.hpp"
@@ -51,5 +54,12 @@ class GrantLog {
 // of `clients` connections.
 HotKeyResult measure_hot_key(BenchContext& ctx, const TableNames& tables, int clients,
                              UniqueKeyLockOptions options);
+
+// The same for any strategy: make_lock builds it on the (counting) pool. With `prime`, the key is
+// acquired and released once before the run, so a row the strategy creates on first use exists
+// before anything is counted.
+HotKeyResult measure_hot_key(
+    BenchContext& ctx, int clients,
+    const std::function<std::unique_ptr<Lock>(ConnectionSource&)>& make_lock, bool prime);
 
 }  // namespace dblock::bench

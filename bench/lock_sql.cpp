@@ -19,11 +19,43 @@ std::vector<Value> LockSql::acquire_params(const std::string& key, const std::st
 }
 
 std::vector<Value> LockSql::release_params(const std::string& key, const Owner& owner,
-                                           std::int64_t token) const {
-  std::vector<Value> params{Value(key), Value(owner.host), Value(owner.process),
-                            Value(owner.thread), Value(token)};
-  if (dialect == Dialect::kPostgreSQL) params.emplace_back(channel);
-  return params;
+                                           std::int64_t token,
+                                           const std::string& release_id) const {
+  // The order of lib/src/unique_key/unique_key_lock.cpp's release.
+  if (dialect == Dialect::kPostgreSQL) {
+    return {Value(key),   Value(owner.host), Value(owner.process), Value(owner.thread),
+            Value(token), Value(channel),    Value(release_id)};
+  }
+  return {Value(release_id),   Value(release_id), Value(release_id),
+          Value(key),          Value(owner.host), Value(owner.process),
+          Value(owner.thread), Value(token),      Value(release_id)};
+}
+
+TransactionSql::TransactionSql(Dialect d, const TableNames& tables)
+    : dialect(d),
+      begin(d == Dialect::kPostgreSQL ? "BEGIN" : "START TRANSACTION"),
+      commit("COMMIT"),
+      rollback("ROLLBACK") {
+  const detail::DialectSql& sql = detail::dialect_sql(d);
+  auto render = [&](std::string_view templ) {
+    return templ.empty() ? std::string() : detail::render_sql(templ, d, tables);
+  };
+  row_lock_try = render(sql.row_lock_try);
+  row_lock_stamp = render(sql.row_lock_stamp);
+  version_read = render(sql.version_read);
+  version_create = render(sql.version_create);
+  version_cas = render(sql.version_cas);
+}
+
+std::vector<Value> TransactionSql::row_lock_try_params(const std::string& key,
+                                                       const Owner& owner) const {
+  if (!row_lock_stamp.empty()) return {Value(key)};
+  return {Value(key), Value(owner.host), Value(owner.process), Value(owner.thread)};
+}
+
+std::vector<Value> TransactionSql::row_lock_stamp_params(const std::string& key,
+                                                         const Owner& owner) const {
+  return {Value(owner.host), Value(owner.process), Value(owner.thread), Value(key)};
 }
 
 std::string random_key(const std::string& prefix) { return prefix + detail::random_lease_id(); }

@@ -1,6 +1,6 @@
-// The unique-key lock's statements as dblock sends them: rendered from the dialect files
-// (lib/src/sql/) through the same render path UniqueKeyLock uses, so the raw baseline can never
-// drift from the library's SQL. Also the parameters, in the order the library binds them.
+// The lock statements as dblock sends them: rendered from the dialect files (lib/src/sql/)
+// through the same render path the strategies use, so the raw baseline can never drift from the
+// library's SQL. Also the parameters, in the order the library binds them.
 //
 // Thread-safety: immutable after construction.
 #pragma once
@@ -19,11 +19,29 @@ struct LockSql {
 
   std::vector<Value> acquire_params(const std::string& key, const std::string& lease_id,
                                     const Owner& owner, std::int64_t ttl_ms) const;
-  std::vector<Value> release_params(const std::string& key, const Owner& owner,
-                                    std::int64_t token) const;
+  // `release_id`: random per release call, as UniqueKeyLock makes it ("r-" + random hex).
+  std::vector<Value> release_params(const std::string& key, const Owner& owner, std::int64_t token,
+                                    const std::string& release_id) const;
 
   Dialect dialect;
   std::string acquire, release, channel;
+};
+
+// The transactional strategies' statements: the row lock's try (and, on MySQL, the stamp that
+// follows it) and the optimistic version read / create / compare-and-set, with the statements
+// the drivers open and end a transaction with (lib/src/drivers/*/connection.cpp).
+struct TransactionSql {
+  TransactionSql(Dialect dialect, const TableNames& tables);
+
+  // Row lock try: params key, host, process, thread (PostgreSQL: one statement that locks and
+  // stamps); MySQL: params key, then row_lock_stamp with host, process, thread, key.
+  std::vector<Value> row_lock_try_params(const std::string& key, const Owner& owner) const;
+  std::vector<Value> row_lock_stamp_params(const std::string& key, const Owner& owner) const;
+
+  Dialect dialect;
+  std::string begin, commit, rollback;
+  std::string row_lock_try, row_lock_stamp;  // row_lock_stamp empty on PostgreSQL
+  std::string version_read, version_create, version_cas;
 };
 
 // "prefix" + 32 random hex digits: a fresh key for an uncontended acquisition.

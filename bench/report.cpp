@@ -33,6 +33,40 @@ double num(const nlohmann::json& j, const char* key) {
   return j.contains(key) && j[key].is_number() ? j[key].get<double>() : 0.0;
 }
 
+// One line per connection count of a dblock / raw comparison (compare.hpp's JSON).
+void print_comparison(std::ostream& out, const std::string& title, const nlohmann::json& points) {
+  out << "\n" << title << "\n";
+  out << "  conns   raw pairs/s  raw p50/p99       dblock pairs/s  dblock p50/p99    ratio\n";
+  for (const auto& p : points) {
+    char line[200];
+    std::snprintf(line, sizeof line, "  %5d  %12.0f  %6.3f/%-8.3f  %14.0f  %6.3f/%-8.3f  %.3f\n",
+                  p["connections"].get<int>(), num(p["raw"], "ops_per_s"), num(p["raw"], "p50_ms"),
+                  num(p["raw"], "p99_ms"), num(p["dblock"], "ops_per_s"),
+                  num(p["dblock"], "p50_ms"), num(p["dblock"], "p99_ms"),
+                  num(p, "ratio_dblock_vs_raw"));
+    out << line;
+  }
+}
+
+// One line per hot-key point (HotKeyResult::to_json).
+void print_hot_key(std::ostream& out, const std::string& title, const nlohmann::json& points) {
+  out << "\n" << title << "\n";
+  out << "  mode              clients  acq/s    handoff p50/p99 ms  release p50  re-took  "
+         "stmts/acq  fairness max/min\n";
+  for (const auto& p : points) {
+    char line[240];
+    std::snprintf(
+        line, sizeof line, "  %-16s  %7d  %7.0f  %8.3f/%-9.3f  %11.3f  %6.0f%%  %9.2f  %s\n",
+        p["mode"].get<std::string>().c_str(), p["clients"].get<int>(), num(p, "acquisitions_per_s"),
+        num(p["handoff"], "p50_ms"), num(p["handoff"], "p99_ms"), num(p["release"], "p50_ms"),
+        100 * num(p, "reacquired_by_previous_holder"), num(p, "statements_per_acquisition"),
+        p["fairness_max_over_min"].is_number()
+            ? format(p["fairness_max_over_min"].get<double>(), "x").c_str()
+            : "inf (a client got none)");
+    out << line;
+  }
+}
+
 }  // namespace
 
 nlohmann::json headlines_json(const std::vector<Headline>& headlines) {
@@ -93,38 +127,38 @@ void print_table(std::ostream& out, const std::vector<Headline>& headlines,
   // The curves behind the chart.
   for (const auto& [db, section] : document["databases"].items()) {
     if (section.contains("uncontended")) {
-      out << "\n" << db << ": uncontended acquire+release (pairs/s; p50/p99 ms)\n";
-      out << "  conns   raw pairs/s  raw p50/p99       dblock pairs/s  dblock p50/p99    ratio\n";
-      for (const auto& p : section["uncontended"]["points"]) {
-        char line[200];
-        std::snprintf(
-            line, sizeof line, "  %5d  %12.0f  %6.3f/%-8.3f  %14.0f  %6.3f/%-8.3f  %.3f\n",
-            p["connections"].get<int>(), num(p["raw"], "ops_per_s"), num(p["raw"], "p50_ms"),
-            num(p["raw"], "p99_ms"), num(p["dblock"], "ops_per_s"), num(p["dblock"], "p50_ms"),
-            num(p["dblock"], "p99_ms"), num(p, "ratio_dblock_vs_raw"));
-        out << line;
-      }
+      print_comparison(out, db + ": uncontended acquire+release (pairs/s; p50/p99 ms)",
+                       section["uncontended"]["points"]);
+    }
+    if (section.contains("row_lock")) {
+      print_comparison(out,
+                       db + ": row lock, uncontended try_acquire+release (pairs/s; p50/p99 ms)",
+                       section["row_lock"]["uncontended"]["points"]);
+    }
+    if (section.contains("optimistic")) {
+      print_comparison(out, db + ": optimistic, uncontended acquire+release (pairs/s; p50/p99 ms)",
+                       section["optimistic"]["uncontended"]["points"]);
     }
     if (section.contains("hot_key")) {
-      out << "\n"
-          << db
-          << ": hot key, blocking acquire (handoff = release start to the next grant to another "
-             "client)\n";
-      out << "  mode              clients  acq/s    handoff p50/p99 ms  release p50  re-took  "
-             "stmts/acq  fairness max/min\n";
-      for (const auto& p : section["hot_key"]["points"]) {
-        char line[240];
-        std::snprintf(
-            line, sizeof line, "  %-16s  %7d  %7.0f  %8.3f/%-9.3f  %11.3f  %6.0f%%  %9.2f  %s\n",
-            p["mode"].get<std::string>().c_str(), p["clients"].get<int>(),
-            num(p, "acquisitions_per_s"), num(p["handoff"], "p50_ms"), num(p["handoff"], "p99_ms"),
-            num(p["release"], "p50_ms"), 100 * num(p, "reacquired_by_previous_holder"),
-            num(p, "statements_per_acquisition"),
-            p["fairness_max_over_min"].is_number()
-                ? format(p["fairness_max_over_min"].get<double>(), "x").c_str()
-                : "inf (a client got none)");
-        out << line;
-      }
+      print_hot_key(out,
+                    db + ": hot key, blocking acquire (handoff = release start to the next grant "
+                         "to another client)",
+                    section["hot_key"]["points"]);
+    }
+    if (section.contains("row_lock")) {
+      print_hot_key(out, db + ": row lock hot key, blocking acquire (the server wakes the next)",
+                    section["row_lock"]["hot_key"]["points"]);
+    }
+    if (section.contains("optimistic")) {
+      const auto& c = section["optimistic"]["contended"];
+      out << "\n" << db << ": optimistic, contended counter (with_lock, retries on conflict)\n";
+      out << "  clients  commits/s  conflicts/commit  attempts/commit p50/p99  gave up\n";
+      char line[200];
+      std::snprintf(line, sizeof line, "  %7d  %9.0f  %16.2f  %10.0f/%-12.0f  %7.0f\n",
+                    c["clients"].get<int>(), num(c, "commits_per_s"),
+                    num(c, "conflicts_per_commit"), num(c["attempts_per_commit"], "p50"),
+                    num(c["attempts_per_commit"], "p99"), num(c, "gave_up"));
+      out << line;
     }
   }
 }

@@ -18,8 +18,8 @@ void print_table(std::ostream& out, const std::vector<Headline>& headlines,
 
 nlohmann::json headlines_json(const std::vector<Headline>& headlines);
 
-// An SVG of throughput and latency against connection count (uncontended) and client count (hot
-// key), for every database measured.
+// An SVG of throughput and latency against connection count (uncontended, and the row lock and
+// optimistic comparisons) and client count (hot key), for every database measured.
 std::string render_chart(const nlohmann::json& document);
 
 }  // namespace dblock::bench

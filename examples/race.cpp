@@ -105,7 +105,14 @@ std::string placeholders(dblock::Dialect dialect, const std::string& text) {
   if (dialect == dblock::Dialect::kMySQL) return text;
   std::string out;
   int n = 0;
-  for (char c : text) out += c == '?' ? "$" + std::to_string(++n) : std::string(1, c);
+  for (char c : text) {
+    if (c == '?') {
+      out += '$';
+      out += std::to_string(++n);
+    } else {
+      out += c;
+    }
+  }
   return out;
 }
 

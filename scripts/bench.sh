@@ -31,8 +31,8 @@ scripts/install-deps.sh
 
 heading "configure (Release, $build_dir)"
 # Only what the benchmark needs: the library with the libpqxx and libmysqlclient drivers and the
-# cleaner. No -Werror here: GCC 12 reports a false -Wrestrict in optimised builds.
-cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DDBLOCK_BUILD_BENCH=ON \
+# cleaner. Warnings are errors, as in every other build.
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DDBLOCK_WERROR=ON -DDBLOCK_BUILD_BENCH=ON \
   -DDBLOCK_BUILD_TESTS=OFF -DDBLOCK_BUILD_EXAMPLES=OFF -DDBLOCK_BUILD_CLI=OFF \
   -DDBLOCK_WITH_SOCI=OFF -DDBLOCK_WITH_LIBPQXX=ON -DDBLOCK_WITH_MYSQL=ON -DDBLOCK_INSTALL=OFF \
   >/dev/null

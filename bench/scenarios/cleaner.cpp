@@ -29,6 +29,16 @@ LoadResult acquire_load(BenchContext& ctx, UniqueKeyLock& lock) {
   });
 }
 
+// PostgreSQL: refreshes the planner's statistics of the freshly filled table, as autovacuum would
+// have done for a lock table in service. Without them, PostgreSQL underestimates the rows of a
+// never-analysed table and plans each batch as a sequential scan and sort of the whole table
+// instead of a range scan of the expires_at index (about 15,000 rows/s at 200,000 rows, falling
+// as the table grows). InnoDB keeps its statistics up to date by itself.
+void analyze(ScopedTables& tables, Dialect d) {
+  if (d != Dialect::kPostgreSQL) return;
+  tables.connection().execute("ANALYZE " + tables.names().qualified(d, "locks"));
+}
+
 void run(BenchContext& ctx) {
   const std::int64_t rows = ctx.settings().cleaner_rows;
   ScopedTables tables(ctx.target().url);
@@ -39,6 +49,7 @@ void run(BenchContext& ctx) {
   ctx.progress("cleaner: " + std::to_string(rows) + " expired rows");
   double fill_s =
       fill_lock_rows(ctx.target().url, tables.connection(), tables.names(), "x:", 0, rows, -3600);
+  analyze(tables, ctx.dialect());
   CleanResult alone = clean(*cleaner_conn, tables.names(), options);
   double alone_s = std::chrono::duration<double>(alone.duration).count();
   double rate = alone_s > 0 ? static_cast<double>(alone.deleted) / alone_s : 0;
@@ -53,6 +64,7 @@ void run(BenchContext& ctx) {
   UniqueKeyLock lock(*pool, {.tables = tables.names()});
   LoadResult idle = acquire_load(ctx, lock);
   fill_lock_rows(ctx.target().url, tables.connection(), tables.names(), "y:", 0, rows, -3600);
+  analyze(tables, ctx.dialect());
   std::atomic<bool> stop{false};
   std::atomic<bool> finished{false};
   CleanResult during_clean;
@@ -86,10 +98,12 @@ void run(BenchContext& ctx) {
                 .ratio = true});
   ctx.headline({.label = "acquire+release p99, cleaner running", .value = p99_busy, .unit = "ms"});
   ctx.headline({.label = "acquire+release p99, cleaner idle", .value = p99_idle, .unit = "ms"});
-  j["what"] = "clean() with grace 0 and default batches over N expired rows; then " +
-              std::to_string(kClients) +
-              " clients acquire + release fresh keys with the cleaner idle and while it deletes "
-              "another N expired rows";
+  j["what"] =
+      "clean() with grace 0 and default batches over N expired rows (PostgreSQL: "
+      "table analysed after the fill); then " +
+      std::to_string(kClients) +
+      " clients acquire + release fresh keys with the cleaner idle and while it deletes "
+      "another N expired rows";
   ctx.out()["cleaner"] = j;
 }
 

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <stdexcept>
 
 #include "../bench.hpp"
 #include "../counting_source.hpp"
@@ -61,16 +62,31 @@ HotKeyResult GrantLog::summarize(LoadResult load) const {
 
 HotKeyResult measure_hot_key(BenchContext& ctx, const TableNames& tables, int clients,
                              UniqueKeyLockOptions options) {
+  options.tables = tables;
+  return measure_hot_key(
+      ctx, clients,
+      [&](ConnectionSource& source) { return std::make_unique<UniqueKeyLock>(source, options); },
+      false);
+}
+
+HotKeyResult measure_hot_key(
+    BenchContext& ctx, int clients,
+    const std::function<std::unique_ptr<Lock>(ConnectionSource&)>& make_lock, bool prime) {
   auto pool = ctx.pool(clients);
   CountingSource counting(*pool);
-  options.tables = tables;
-  UniqueKeyLock lock(counting, options);
+  std::unique_ptr<Lock> lock = make_lock(counting);
   const std::string key = random_key("hot:");
+  if (prime) {
+    auto lease = lock->try_acquire(key);
+    if (!lease) throw std::runtime_error("hot key: the fresh key " + key + " is already held");
+    lease->release();
+    counting.reset();
+  }
   std::atomic<std::uint64_t> acquisitions{0};
   GrantLog log(clients);
   LoadResult load = run_load(clients, ctx.settings().duration, [&](int i) -> Operation {
     return [&, i] {
-      auto lease = lock.acquire(key, std::chrono::seconds(10));
+      auto lease = lock->acquire(key, std::chrono::seconds(10));
       if (!lease) return false;
       log.granted(i);
       acquisitions.fetch_add(1);

@@ -25,7 +25,12 @@ DatabaseUrl Backend::url() const {
 std::unique_ptr<Connection> Backend::connect() const { return open_connection(url()); }
 
 std::string Backend::param(int n) const {
-  return dialect == Dialect::kPostgreSQL ? "$" + std::to_string(n) : "?";
+  if (dialect != Dialect::kPostgreSQL) return "?";
+  // Appended, not "$" + std::to_string(n): GCC 12 reports a false -Wrestrict for that in
+  // Release builds.
+  std::string out = "$";
+  out += std::to_string(n);
+  return out;
 }
 
 ErrorCode Backend::nowait_code(Connection& conn) const {

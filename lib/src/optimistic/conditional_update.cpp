@@ -13,7 +13,12 @@ namespace {
 // The statement is the same on both databases but for identifier quotes and placeholders:
 //   UPDATE <table> SET <col> = <p> | <col> = <col> + <p>, ... WHERE <key> = <p> AND <col> <op> <p>
 std::string placeholder(Dialect dialect, std::size_t n) {
-  return dialect == Dialect::kPostgreSQL ? "$" + std::to_string(n) : "?";
+  if (dialect != Dialect::kPostgreSQL) return "?";
+  // Appended, not "$" + std::to_string(n): GCC 12 reports a false -Wrestrict for the
+  // prepend of a short literal in optimised builds.
+  std::string out = "$";
+  out += std::to_string(n);
+  return out;
 }
 
 const std::string& checked_op(const std::string& op) {

@@ -161,15 +161,20 @@ const DialectSql kPostgreSQL = {
 
     // The cleaner. $1 grace in ms, $2 batch size. Deletes at most $2 rows whose expires_at lies
     // more than the grace in the past, oldest first. The cut-off is computed once (an InitPlan),
-    // so the inner SELECT is a range scan of the expires_at index, and = ANY(ARRAY(...)) makes
-    // the DELETE look rows up by primary key (IN (...) plans a sequential scan of the table).
+    // so the inner SELECT is a range scan of the expires_at index, and ctid = ANY(ARRAY(...))
+    // makes the DELETE fetch each row straight by its physical address (a TID scan; looking
+    // the keys up in the primary key index again cost most of the statement's time, and
+    // IN (...) plans a sequential scan of the table). The rows the inner SELECT returns are
+    // locked by this statement, so no one can update or delete them (and move their ctid)
+    // before the DELETE; a row updated just before it was locked has a new version the
+    // statement's snapshot does not see, so it is left for a later run, never deleted wrongly.
     // SKIP LOCKED leaves rows another session is changing (a renewal, an acquire, another
     // cleaner) alone, so two cleaners never wait on or count the same row; the outer WHERE
     // re-checks expiry on the row version the DELETE sees, so a row renewed after the inner
     // SELECT survives. Claims ('infinity') never qualify.
     .clean_delete =
-        "DELETE FROM {{table:locks}} WHERE lock_key = ANY(ARRAY("
-        " SELECT lock_key FROM {{table:locks}}"
+        "DELETE FROM {{table:locks}} WHERE ctid = ANY(ARRAY("
+        " SELECT ctid FROM {{table:locks}}"
         " WHERE expires_at <= (SELECT clock_timestamp() - $1::bigint * interval '1 millisecond')"
         " ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED))"
         " AND expires_at <= clock_timestamp() - $1::bigint * interval '1 millisecond'",
@@ -184,9 +189,10 @@ const DialectSql kPostgreSQL = {
         " AS oldest FROM {{table:locks}} WHERE expires_at <= clock_timestamp()",
     // Row locks and versions unused for longer than the grace. $1 grace in ms, $2 batch size.
     // SKIP LOCKED leaves a row that a holder has locked (or a committer is updating) alone.
+    // Rows are deleted by ctid, as in clean_delete.
     .clean_row_locks_delete =
-        "DELETE FROM {{table:row_locks}} WHERE lock_key = ANY(ARRAY("
-        " SELECT lock_key FROM {{table:row_locks}}"
+        "DELETE FROM {{table:row_locks}} WHERE ctid = ANY(ARRAY("
+        " SELECT ctid FROM {{table:row_locks}}"
         " WHERE used_at <= (SELECT clock_timestamp() - $1::bigint * interval '1 millisecond')"
         " ORDER BY used_at LIMIT $2 FOR UPDATE SKIP LOCKED))"
         " AND used_at <= clock_timestamp() - $1::bigint * interval '1 millisecond'",
@@ -195,8 +201,8 @@ const DialectSql kPostgreSQL = {
         " WHERE used_at <= (SELECT clock_timestamp() - $1::bigint * interval '1 millisecond')"
         " LIMIT $2) s",
     .clean_versions_delete =
-        "DELETE FROM {{table:versions}} WHERE lock_key = ANY(ARRAY("
-        " SELECT lock_key FROM {{table:versions}}"
+        "DELETE FROM {{table:versions}} WHERE ctid = ANY(ARRAY("
+        " SELECT ctid FROM {{table:versions}}"
         " WHERE updated_at <= (SELECT clock_timestamp() - $1::bigint * interval '1 millisecond')"
         " ORDER BY updated_at LIMIT $2 FOR UPDATE SKIP LOCKED))"
         " AND updated_at <= clock_timestamp() - $1::bigint * interval '1 millisecond'",

@@ -257,7 +257,10 @@ class SociConnection final : public Connection {
       soci::statement st(session_);
       st.exchange(soci::into(row));
       for (std::size_t i = 0; i < n; ++i) {
-        names[i] = "p" + std::to_string(i + 1);
+        // Built by appending to the empty name, not "p" + std::to_string(...) nor = "p": GCC 12
+        // reports a false -Wrestrict for those in Release builds.
+        names[i].push_back('p');
+        names[i] += std::to_string(i + 1);
         const Value::Storage& v = params[i].storage();
         if (const auto* integer = std::get_if<std::int64_t>(&v)) {
           integers[i] = *integer;
