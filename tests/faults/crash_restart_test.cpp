@@ -53,7 +53,7 @@ long field(const std::string& out, const std::string& name) {
 }
 
 TEST_P(CrashRestartTest, ClientsRecoverAndNothingIsGrantedTwiceOrComesBack) {
-  constexpr int kWorkers = 4, kSeconds = 9, kTtlMs = 2000;
+  constexpr int kWorkers = 4, kSeconds = 7, kTtlMs = 2000;
   std::vector<std::unique_ptr<ChildProcess>> workers;
   for (int w = 0; w < kWorkers; ++w) {
     const std::string client = "w" + std::to_string(w);
@@ -62,7 +62,7 @@ TEST_P(CrashRestartTest, ClientsRecoverAndNothingIsGrantedTwiceOrComesBack) {
                                                    client, {std::to_string(kSeconds)}),
                                        std::map<std::string, std::string>{}));
   }
-  std::this_thread::sleep_for(milliseconds(2500));
+  std::this_thread::sleep_for(milliseconds(2000));
   const auto crashed_at = monotonic_us();
   server_->crash_and_restart(milliseconds(500));
   const auto back_at = monotonic_us();
