@@ -68,7 +68,7 @@ void expect_mutual_exclusion(const Backend& backend, Pool& pool, const TableName
   // Under the sanitizers (scripts/test.sh --sanitize sets DBLOCK_TEST_QUICK), every process runs
   // several times slower: a smaller run still takes every path, in a CI-sized time.
   const bool quick = std::getenv("DBLOCK_TEST_QUICK") != nullptr;
-  const int kProcesses = quick ? 4 : 8, kThreads = quick ? 2 : 4, kTotal = quick ? 200 : 2000;
+  const int kProcesses = quick ? 4 : 8, kThreads = quick ? 2 : 4, kTotal = quick ? 200 : 1000;
   const std::string counter = tables.qualified(backend.dialect, "counter");
   {
     auto c = pool.acquire();
@@ -78,7 +78,7 @@ void expect_mutual_exclusion(const Backend& backend, Pool& pool, const TableName
   // One file per process: appends from several processes could interleave mid-line.
   std::vector<std::filesystem::path> outs;
   std::vector<std::unique_ptr<ChildProcess>> children;
-  // 2,000 critical sections of 3 commits each: on PostgreSQL, skip the WAL flush wait per
+  // 1,000 critical sections of 3 commits each: on PostgreSQL, skip the WAL flush wait per
   // commit (synchronous_commit=off) so the run takes seconds, not a minute. Mutual exclusion
   // does not depend on durability; the crash tests keep full durability.
   std::string url = base_url;
