@@ -1,5 +1,6 @@
 #include "dblock/unique_key_lock.hpp"
 
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <random>
@@ -176,9 +177,11 @@ struct UniqueKeyLock::Impl {
   }
 
   void forget_pending(const ReleaseRequest& q) {
+    if (pending_count.load() == 0) return;  // the usual case: no map lookup on the hot path
     std::lock_guard lock(pending_mu);
     auto it = pending.find(holds_id(q.key, q.owner));
     if (it != pending.end() && it->second.release_id == q.release_id) pending.erase(it);
+    pending_count = pending.size();
   }
 
   // Sends a release (and, when it leaves holds no lease here accounts for, lock_release_rest).
@@ -195,6 +198,7 @@ struct UniqueKeyLock::Impl {
       if (e.code() == ErrorCode::kConnectionLost || e.code() == ErrorCode::kConnectFailed) {
         std::lock_guard lock(pending_mu);
         pending.insert_or_assign(holds_id(q.key, q.owner), q);
+        pending_count = pending.size();
       }
       throw;
     }
@@ -203,6 +207,7 @@ struct UniqueKeyLock::Impl {
   // Sends the release kept for `owner`'s holds of `key`, if one is. Throws (and keeps it) while
   // the server cannot be reached.
   void finish_pending_release(const std::string& key, const Owner& owner) {
+    if (pending_count.load() == 0) return;
     std::optional<ReleaseRequest> q;
     {
       std::lock_guard lock(pending_mu);
@@ -217,6 +222,7 @@ struct UniqueKeyLock::Impl {
   std::string holds_scope;
   std::mutex pending_mu;
   std::map<std::string, ReleaseRequest> pending;  // by holds_id
+  std::atomic<std::size_t> pending_count{0};      // pending.size(), read without the mutex
   bool rows = true;
   std::once_flag listener_once;
   std::unique_ptr<detail::ReleaseListener> listener_;
