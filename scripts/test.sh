@@ -101,7 +101,7 @@ cmake --build "$build_dir" -j "$(nproc)" "${target_args[@]}"
 
 if [[ "$mode" == fuzz ]]; then
   heading "fuzz"
-  exec ctest --test-dir "$build_dir" --output-on-failure "${ctest_args[@]}" "$@"
+  exec ctest --test-dir "$build_dir" --output-on-failure -j 2 "${ctest_args[@]}" "$@"
 fi
 
 # Start the databases the caller did not provide. They get their own state
