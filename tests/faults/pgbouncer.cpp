@@ -51,13 +51,6 @@ bool accepts(int port) {
   return ok;
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 }  // namespace
 
 PgBouncer::PgBouncer(const DatabaseUrl& server, int pool_size) {
@@ -114,7 +107,8 @@ PgBouncer::PgBouncer(const DatabaseUrl& server, int pool_size) {
   }
   if (!accepts(port_)) {
     auto r = process_->output_so_far();
-    throw std::runtime_error("PgBouncer did not start: " + slurp(dir_ + "/pgbouncer.log") + r);
+    throw std::runtime_error("PgBouncer did not start: " + read_text_file(dir_ + "/pgbouncer.log") +
+                             r);
   }
 }
 

@@ -55,12 +55,6 @@ class CliCleanTest : public ::testing::TestWithParam<Backend> {
   void expired(std::uint64_t n) { insert_lock_rows(*conn_, tables_, unique_name("x"), n, -3600); }
   std::uint64_t rows() { return count_lock_rows(*conn_, tables_); }
   std::string file(const std::string& name) const { return (dir_ / name).string(); }
-  static std::string slurp(const std::string& path) {
-    std::ifstream in(path);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
 
   void expect_one_line_error(const ProcessResult& r, int code, const std::string& fragment) {
     testing::expect_one_line_error(r, code, fragment, password_);
@@ -181,7 +175,7 @@ TEST_P(CliCleanTest, PrometheusFileCountsAcrossRuns) {
   expired(5);
   auto first = clean({"--prometheus", prom});
   ASSERT_EQ(first.exit_code, 0) << first.err;
-  std::string text = slurp(prom);
+  std::string text = read_text_file(prom);
   EXPECT_NE(text.find("# TYPE dblock_clean_deleted_total counter\n"), std::string::npos) << text;
   EXPECT_NE(text.find("dblock_clean_deleted_total{table=\"locks\"} 5\n"), std::string::npos)
       << text;
@@ -192,7 +186,7 @@ TEST_P(CliCleanTest, PrometheusFileCountsAcrossRuns) {
 
   expired(3);
   ASSERT_EQ(clean({"--prometheus", prom}).exit_code, 0);
-  text = slurp(prom);
+  text = read_text_file(prom);
   EXPECT_NE(text.find("dblock_clean_deleted_total{table=\"locks\"} 8\n"), std::string::npos)
       << text;
   EXPECT_NE(text.find("dblock_clean_runs_total 2\n"), std::string::npos) << text;
@@ -200,7 +194,7 @@ TEST_P(CliCleanTest, PrometheusFileCountsAcrossRuns) {
   // A failed run counts as one and keeps the last success time.
   auto failed = clean({"--prometheus", prom}, {{"DBLOCK_URL", "mysql://u@127.0.0.1:1/db"}});
   EXPECT_EQ(failed.exit_code, 69) << failed.err;
-  text = slurp(prom);
+  text = read_text_file(prom);
   EXPECT_NE(text.find("dblock_clean_failures_total 1\n"), std::string::npos) << text;
   EXPECT_NE(text.find("dblock_clean_last_run_success 0\n"), std::string::npos) << text;
   EXPECT_NE(text.find("dblock_clean_deleted_total{table=\"locks\"} 8\n"), std::string::npos)

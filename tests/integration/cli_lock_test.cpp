@@ -76,12 +76,6 @@ class CliLockTest : public ::testing::TestWithParam<Backend> {
     }
     return true;
   }
-  static std::string slurp(const std::string& path) {
-    std::ifstream in(path);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
 
   // True when a one-try `run` gets the lock at once.
   bool lock_is_free() const { return run(run_sh("exit 0")).exit_code == 0; }
@@ -115,7 +109,7 @@ TEST_P(CliLockTest, RunsTheCommandAndPassesItsExitCodeThrough) {
   auto r = run(run_sh("echo ran > '" + file("ran") + "'; exit 7"));
   EXPECT_EQ(r.exit_code, 7) << r.err;
   EXPECT_EQ(r.err, "");
-  EXPECT_EQ(slurp(file("ran")), "ran\n");
+  EXPECT_EQ(read_text_file(file("ran")), "ran\n");
   EXPECT_TRUE(lock_is_free());
 }
 
@@ -168,12 +162,12 @@ TEST_P(CliLockTest, ForwardsSigtermToTheCommandAndReleases) {
   argv.insert(argv.end(), run_argv.begin(), run_argv.end());
   ChildProcess dblock(argv, env());
   ASSERT_TRUE(wait_for_file(file("started")));
-  const pid_t pid = std::stoi(slurp(file("pid")));
+  const pid_t pid = std::stoi(read_text_file(file("pid")));
   ASSERT_EQ(::kill(pid, SIGTERM), 0);
   auto r = dblock.wait();
   EXPECT_EQ(r.exit_code, 9) << r.err;
   EXPECT_EQ(r.err, "");
-  EXPECT_EQ(slurp(file("term")), "term\n");
+  EXPECT_EQ(read_text_file(file("term")), "term\n");
   EXPECT_TRUE(lock_is_free());
 }
 

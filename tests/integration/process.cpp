@@ -24,12 +24,6 @@ std::string temp_path(const char* what) {
   return templ;
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 }  // namespace
 
 ChildProcess::ChildProcess(const std::vector<std::string>& argv,
@@ -72,8 +66,8 @@ ProcessResult ChildProcess::wait() {
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   }
   pid_ = -1;
-  r.out = slurp(out_path_);
-  r.err = slurp(err_path_);
+  r.out = read_text_file(out_path_);
+  r.err = read_text_file(err_path_);
   return r;
 }
 
@@ -81,7 +75,7 @@ void ChildProcess::signal(int sig) const {
   if (pid_ > 0) ::kill(pid_, sig);
 }
 
-std::string ChildProcess::output_so_far() const { return slurp(out_path_); }
+std::string ChildProcess::output_so_far() const { return read_text_file(out_path_); }
 
 bool ChildProcess::wait_for_output(const std::string& text,
                                    std::chrono::milliseconds timeout) const {
@@ -110,6 +104,13 @@ ProcessResult run_process(const std::vector<std::string>& argv,
                           const std::map<std::string, std::string>& env) {
   ChildProcess p(argv, env);
   return p.wait();
+}
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
 }
 
 }  // namespace dblock::testing

@@ -48,6 +48,9 @@ class ChildProcess {
 void expect_one_line_error(const ProcessResult& r, int code, const std::string& fragment,
                            const std::string& secret);
 
+// The whole content of a text file; empty when it cannot be read.
+std::string read_text_file(const std::string& path);
+
 // Starts and waits.
 ProcessResult run_process(const std::vector<std::string>& argv,
                           const std::map<std::string, std::string>& env = {});
