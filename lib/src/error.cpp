@@ -26,6 +26,8 @@ std::string_view to_string(ErrorCode code) noexcept {
       return "invalid_argument";
     case ErrorCode::kFailedPrecondition:
       return "failed_precondition";
+    case ErrorCode::kLeaseLost:
+      return "lease_lost";
     case ErrorCode::kOther:
       return "other";
   }

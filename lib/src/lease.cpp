@@ -28,10 +28,10 @@ LeaseCore::LeaseCore(LeaseInfo info, std::function<void(const std::string&)> on_
     : info_(std::move(info)),
       on_lost_(std::move(on_lost)),
       ttl_ms_(info_.ttl.count()),
-      renewed_at_(std::chrono::steady_clock::now().time_since_epoch().count()) {}
+      renewed_at_(BootClock::now().time_since_epoch().count()) {}
 
 ReleaseOutcome LeaseCore::release() {
-  std::lock_guard lock(mu_);
+  std::lock_guard lock(release_mu_);
   if (released_) return ReleaseOutcome::kNotHeld;
   released_ = true;  // even if the statement fails: the lease then ends by its TTL
   ReleaseOutcome outcome = do_release();
@@ -48,7 +48,7 @@ void LeaseCore::release_quietly() noexcept {
 }
 
 void LeaseCore::abandon() noexcept {
-  std::lock_guard lock(mu_);
+  std::lock_guard lock(release_mu_);
   if (released_) return;
   released_ = true;
   do_abandon();
@@ -66,21 +66,30 @@ bool is_conflict_error(const Error& e) noexcept {
   return e.code() == ErrorCode::kDeadlock || e.code() == ErrorCode::kSerializationFailure;
 }
 
+void throw_lease_lost(const std::string& key) {
+  throw Error(ErrorCode::kLeaseLost,
+              "the lease on '" + key +
+                  "' was lost while the critical section ran (it expired or was taken over: "
+                  "renew it, or use a longer TTL); its work was not protected the whole time, "
+                  "so check or undo it before relying on it");
+}
+
 void pause_before_retry(Backoff& backoff) {
   std::this_thread::sleep_for(backoff.next(std::chrono::milliseconds::max()));
 }
 
 bool LeaseCore::renew(std::chrono::milliseconds ttl) {
   {
-    std::lock_guard lock(mu_);
+    std::lock_guard lock(renew_mu_);
     if (released_) return false;
-    const auto sent = std::chrono::steady_clock::now();
+    const auto sent = BootClock::now();
     if (do_renew(ttl)) {
       note_renewed(sent, ttl);
       return true;
     }
   }
-  mark_lost();
+  // A release that ran meanwhile freed the row: the lease ended, it was not lost.
+  if (!released_) mark_lost();
   return false;
 }
 

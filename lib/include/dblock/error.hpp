@@ -40,6 +40,12 @@ enum class ErrorCode {
   // The database is not in the state dblock needs (e.g. an applied migration was edited).
   // Needs an operator; retrying will not help.
   kFailedPrecondition,
+  // A lease ended while its critical section ran: it expired or was taken over (unique key), or
+  // the server ended its transaction (row lock, optimistic). The work done under it was not
+  // protected the whole time; another owner may have held the key meanwhile. Do not report the
+  // work as done under the lock: check or undo it (writes fenced with the lease's token are
+  // rejected by a newer holder's), then acquire again if it must be redone.
+  kLeaseLost,
   // Anything else the server or driver reported.
   kOther,
 };

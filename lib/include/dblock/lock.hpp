@@ -105,7 +105,9 @@ class Lease {
   // sooner: the owner's next acquire of the key sends the release again first; a transactional
   // lease's writes are rolled back by the server).
   ReleaseOutcome release();
-  // Extends the lease to `ttl` from now on the database clock. Returns false and marks the lease
+  // Extends the lease to `ttl` from now on the database clock; never ends it earlier than it
+  // would have ended (the key's row is shared by every reentrant hold of the owner, and another
+  // may rely on a later expiry). lost() counts `ttl` from now. Returns false and marks the lease
   // lost when it is no longer held. Throws Error(kInvalidArgument) unless 1 ms <= ttl <= 365
   // days, before sending anything.
   bool renew(std::chrono::milliseconds ttl);
@@ -160,13 +162,19 @@ namespace detail {
 bool is_conflict_error(const Error& e) noexcept;
 // Sleeps the next backoff step between with_lock attempts.
 void pause_before_retry(Backoff& backoff);
+// The Error(kLeaseLost) with_lock throws when the release found the lease gone.
+[[noreturn]] void throw_lease_lost(const std::string& key);
 }  // namespace detail
 
 // Runs fn(lease) under the lock and releases it on every path (return or exception): release()
 // after fn returns (a transactional strategy commits), the lease's destructor when fn throws (a
 // transactional strategy rolls back). Returns nothing when the lock was not obtained within
 // `timeout`, or when every attempt the lock's retry_policy() allows ended in a conflict;
-// otherwise fn's result (true for a void fn). fn may run more than once: on a conflict its
+// otherwise fn's result (true for a void fn), and only when the lease was held for the whole
+// call: a release that finds the lease lost (ReleaseOutcome::kNotHeld: it expired or was taken
+// over while fn ran) throws Error(kLeaseLost) instead of returning fn's result, so a critical
+// section that ran unprotected is never reported as done under the lock. fn may run more than
+// once: on a conflict its
 // transaction is rolled back and it runs again, so side effects outside the lease's transaction
 // must be idempotent. `attempts`, when given, receives what happened.
 template <class Fn>
@@ -191,7 +199,10 @@ auto with_lock(Lock& lock, std::string_view key, std::chrono::milliseconds timeo
       } else {
         out.emplace(fn(*lease));
       }
-      if (lease->release() != ReleaseOutcome::kConflict) return out;
+      const std::string lease_key = lease->key();
+      const ReleaseOutcome outcome = lease->release();
+      if (outcome == ReleaseOutcome::kNotHeld) detail::throw_lease_lost(lease_key);
+      if (outcome != ReleaseOutcome::kConflict) return out;
     } catch (const Error& e) {
       if (!detail::is_conflict_error(e) || seen.attempts >= policy.max_attempts) throw;
     }

@@ -55,6 +55,10 @@ struct DialectSql {
   std::string_view row_lock_create;          // creates the key's row if missing
   std::string_view row_lock_create_mariadb;  // MySQL dialect on MariaDB (empty elsewhere)
   std::string_view row_lock_set_timeout;     // empty when the wait statement carries its timeout
+  // MySQL 8.0 only: set the session's lock wait ({{seconds}}) before a bounded wait, and reset it
+  // after (empty elsewhere).
+  std::string_view row_lock_session_wait;
+  std::string_view row_lock_session_wait_reset;
   std::string_view row_lock_try;             // NOWAIT
   std::string_view row_lock_wait;            // waits (after row_lock_set_timeout)
   std::string_view row_lock_wait_mariadb;    // MySQL dialect on MariaDB: max_statement_time

@@ -106,9 +106,12 @@ const DialectSql kMySQL = {
         " AND fencing_token = ? AND lease_id = ? AND hold_count > 0"
         " AND expires_at > UTC_TIMESTAMP(6)",
     // params: ttl in ms, key, host, process, thread, fencing token. One row matched when the
-    // lease is still held.
+    // lease is still held (CLIENT_FOUND_ROWS: also when expires_at stays as it was). Never moves
+    // expires_at earlier: the row is shared by every reentrant hold of the owner, and another of
+    // them (acquired or renewed with a longer TTL) relies on the later expiry.
     .lock_renew =
-        "UPDATE {{table:locks}} SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? * 1000 MICROSECOND"
+        "UPDATE {{table:locks}} SET expires_at = GREATEST(expires_at,"
+        "   UTC_TIMESTAMP(6) + INTERVAL ? * 1000 MICROSECOND)"
         " WHERE lock_key = ? AND owner_host = ? AND owner_process = ? AND owner_thread = ?"
         " AND fencing_token = ? AND hold_count > 0 AND expires_at > UTC_TIMESTAMP(6)",
     // params: key, claim id, host, process, thread, metadata JSON or NULL. A claim never
@@ -187,22 +190,27 @@ const DialectSql kMySQL = {
     // params: key
     // InnoDB's duplicate check waits for a transaction that locked the row meanwhile (a holder
     // that created and locked it after we looked); the wait is cut to InnoDB's shortest, one
-    // second, and the strategy then lets the lock statement decide. MySQL 8: the SET_VAR hint;
-    // MariaDB, which ignores hints: SET STATEMENT.
+    // second, and the strategy then lets the lock statement decide. MySQL 8.0: the session's
+    // innodb_lock_wait_timeout, set around the statement (row_lock_session_wait; SET_VAR cannot
+    // set it there, not being hint-updatable); MariaDB: SET STATEMENT.
     .row_lock_create =
-        "INSERT /*+ SET_VAR(innodb_lock_wait_timeout=1) */ IGNORE INTO {{table:row_locks}}"
-        " (lock_key, used_at) VALUES (?, UTC_TIMESTAMP(6))",
+        "INSERT IGNORE INTO {{table:row_locks}} (lock_key, used_at) VALUES (?, UTC_TIMESTAMP(6))",
     .row_lock_create_mariadb =
         "SET STATEMENT innodb_lock_wait_timeout=1 FOR INSERT IGNORE INTO {{table:row_locks}}"
         " (lock_key, used_at) VALUES (?, UTC_TIMESTAMP(6))",
     .row_lock_set_timeout = "",
+    // MySQL 8.0 only (MariaDB carries its waits in SET STATEMENT): innodb_lock_wait_timeout is not
+    // hint-updatable, so the session's value is set before a bounded wait ({{seconds}}, whole
+    // seconds, at least 1) and reset to the server's default after it, whatever its outcome.
+    .row_lock_session_wait = "SET SESSION innodb_lock_wait_timeout = {{seconds}}",
+    .row_lock_session_wait_reset = "SET SESSION innodb_lock_wait_timeout = DEFAULT",
     // params: key. One row when the row exists and is now locked by this transaction.
     .row_lock_try =
         "SELECT fencing_token FROM {{table:row_locks}} WHERE lock_key = ? FOR UPDATE NOWAIT",
-    // MySQL 8: innodb_lock_wait_timeout (whole seconds, at least 1) for this statement and
-    // MAX_EXECUTION_TIME in ms, which ends the wait at the exact deadline.
+    // MySQL 8.0: after row_lock_session_wait; MAX_EXECUTION_TIME in ms ends the wait at the
+    // exact deadline.
     .row_lock_wait =
-        "SELECT /*+ MAX_EXECUTION_TIME({{ms}}) SET_VAR(innodb_lock_wait_timeout={{seconds}}) */"
+        "SELECT /*+ MAX_EXECUTION_TIME({{ms}}) */"
         " fencing_token FROM {{table:row_locks}} WHERE lock_key = ? FOR UPDATE",
     // MariaDB: WAIT takes whole seconds only; max_statement_time (seconds, fractional) ends the
     // wait at the exact deadline (0: no limit).
@@ -219,8 +227,8 @@ const DialectSql kMySQL = {
     // params: the primary key value. One row when the row exists and is locked.
     .target_lock_try = "SELECT 1 AS found FROM {{target}} WHERE {{column}} = ? FOR UPDATE NOWAIT",
     .target_lock_wait =
-        "SELECT /*+ MAX_EXECUTION_TIME({{ms}}) SET_VAR(innodb_lock_wait_timeout={{seconds}}) */"
-        " 1 AS found FROM {{target}} WHERE {{column}} = ? FOR UPDATE",
+        "SELECT /*+ MAX_EXECUTION_TIME({{ms}}) */ 1 AS found FROM {{target}} WHERE {{column}} = ?"
+        " FOR UPDATE",
     .target_lock_wait_mariadb =
         "SET STATEMENT max_statement_time={{max_seconds}} FOR"
         " SELECT 1 AS found FROM {{target}} WHERE {{column}} = ? FOR UPDATE WAIT {{seconds}}",

@@ -120,10 +120,13 @@ const DialectSql kPostgreSQL = {
         " RETURNING lock_key)"
         " SELECT pg_notify($6, lock_key)::text AS notified FROM r",
     // $1 ttl in ms, $2 key, $3 host, $4 process, $5 thread, $6 fencing token (the MySQL order).
-    // One row matched when the lease is still held.
+    // One row matched when the lease is still held. Never moves expires_at earlier: the row is
+    // shared by every reentrant hold of the owner, and another of them (acquired or renewed
+    // with a longer TTL) relies on the later expiry.
     .lock_renew =
         "UPDATE {{table:locks}}"
-        " SET expires_at = statement_timestamp() + $1::bigint * interval '1 millisecond'"
+        " SET expires_at = GREATEST(expires_at,"
+        "   statement_timestamp() + $1::bigint * interval '1 millisecond')"
         " WHERE {{relaxed:set_config('synchronous_commit', 'off', true) IS NOT NULL AND}}"
         " lock_key = $2 AND owner_host = $3 AND owner_process = $4 AND owner_thread = $5"
         " AND fencing_token = $6 AND hold_count > 0 AND expires_at > statement_timestamp()",
@@ -214,8 +217,12 @@ const DialectSql kPostgreSQL = {
     // Row locks. The key's row is created first, in autocommit (ON CONFLICT DO NOTHING does not
     // wait on a row another transaction has locked), then locked and stamped in one statement
     // inside the lease's transaction: the CTE takes the row lock (NOWAIT for a try; bounded by
-    // lock_timeout for a wait) and the UPDATE records the holder and a fencing token,
-    // GREATEST(previous + 1, clock in µs), as for unique-key locks. clock_timestamp(), not
+    // lock_timeout for a wait) and the UPDATE records the holder and a fencing token from the
+    // row_lock_tokens sequence (migration 0004), raised past the row's previous token. nextval()
+    // is not undone by a rollback, so a token handed to a lease whose transaction then rolled
+    // back (dropped lease, killed session) is never handed out again; the row's own token is.
+    // (Except across a server crash that loses the sequence's unflushed WAL: a value taken by a
+    // transaction that never committed may then come again.) clock_timestamp(), not
     // statement_timestamp(): a wait may end long after the statement started. No row returned:
     // the key's row is missing (the cleaner deleted it); the strategy creates it again.
     // $1 key. Column "found" when the row exists. Asked first because the INSERT below waits
@@ -233,19 +240,21 @@ const DialectSql kPostgreSQL = {
     .row_lock_set_timeout =
         "SELECT current_setting('lock_timeout') AS previous,"
         " set_config('lock_timeout', $1, true) AS lock_timeout",
+    .row_lock_session_wait = "",
+    .row_lock_session_wait_reset = "",
     // $1 key, $2 host, $3 process, $4 thread. Column "fencing_token".
     .row_lock_try =
         "WITH l AS (SELECT lock_key FROM {{table:row_locks}} WHERE lock_key = $1"
         " FOR UPDATE NOWAIT)"
         " UPDATE {{table:row_locks}} r SET owner_host = $2, owner_process = $3,"
         " owner_thread = $4, used_at = clock_timestamp(), fencing_token = GREATEST("
-        "r.fencing_token + 1, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint)"
+        "r.fencing_token + 1, nextval('{{table:row_lock_tokens}}'))"
         " FROM l WHERE r.lock_key = l.lock_key RETURNING r.fencing_token",
     .row_lock_wait =
         "WITH l AS (SELECT lock_key FROM {{table:row_locks}} WHERE lock_key = $1 FOR UPDATE)"
         " UPDATE {{table:row_locks}} r SET owner_host = $2, owner_process = $3,"
         " owner_thread = $4, used_at = clock_timestamp(), fencing_token = GREATEST("
-        "r.fencing_token + 1, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint)"
+        "r.fencing_token + 1, nextval('{{table:row_lock_tokens}}'))"
         " FROM l WHERE r.lock_key = l.lock_key RETURNING r.fencing_token",
     .row_lock_wait_mariadb = "",
     .row_lock_stamp = "",
