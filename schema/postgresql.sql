@@ -29,6 +29,12 @@ CREATE TABLE IF NOT EXISTS dblock_row_locks (
     used_at       timestamptz  NOT NULL             -- creation or latest acquisition
 );
 CREATE INDEX IF NOT EXISTS dblock_row_locks_used_at_idx ON dblock_row_locks (used_at);
+-- Row-lock fencing tokens: nextval() is never rolled back, so a token handed to a lease whose
+-- transaction rolled back is never handed out again. Starts above every token stamped so far.
+CREATE SEQUENCE IF NOT EXISTS dblock_row_lock_tokens AS bigint;
+SELECT setval('dblock_row_lock_tokens', GREATEST(
+    (extract(epoch FROM clock_timestamp()) * 1000000)::bigint,
+    (SELECT COALESCE(max(fencing_token), 0) FROM dblock_row_locks) + 1));
 
 -- Optimistic versions: one row per key. A commit under the key moves version forward with
 -- compare-and-set; versions come from the database clock, so a row deleted and created again

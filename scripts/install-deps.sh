@@ -12,6 +12,7 @@ set -euo pipefail
 
 packages=(
   build-essential
+  ccache
   cmake
   pkg-config
   clang-format

@@ -89,6 +89,7 @@ heading() { printf '\n== %s ==\n' "$*"; }
 
 heading "dependencies"
 scripts/install-deps.sh
+source scripts/compiler-cache.sh
 
 heading "configure ($build_type, $build_dir)"
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE="$build_type" -DDBLOCK_WERROR=ON \

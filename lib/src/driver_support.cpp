@@ -1,6 +1,10 @@
 #include "driver_support.hpp"
 
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
 
 #include <cctype>
 
@@ -145,6 +149,29 @@ bool is_option_keyword(std::string_view key) noexcept {
     if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
   }
   return true;
+}
+
+void bound_network_waits(int fd) noexcept {
+  if (fd < 0) return;
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return;
+  if (addr.ss_family != AF_INET && addr.ss_family != AF_INET6) return;
+  auto set = [fd](int level, int name, int value) {
+    ::setsockopt(fd, level, name, &value, sizeof value);
+  };
+  set(SOL_SOCKET, SO_KEEPALIVE, 1);
+  set(IPPROTO_TCP, TCP_KEEPIDLE, kKeepaliveIdleSeconds);
+  set(IPPROTO_TCP, TCP_KEEPINTVL, kKeepaliveIntervalSeconds);
+  set(IPPROTO_TCP, TCP_KEEPCNT, kKeepaliveProbes);
+  set(IPPROTO_TCP, TCP_USER_TIMEOUT, kUnackedTimeoutMs);
+}
+
+bool peer_closed(int fd) noexcept {
+  if (fd < 0) return false;
+  pollfd pfd{fd, POLLRDHUP, 0};
+  if (::poll(&pfd, 1, 0) <= 0) return false;
+  return (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
 void set_close_on_exec(int fd) noexcept {

@@ -39,6 +39,23 @@ std::string percent_encode(std::string_view text);
 // command, for one) do not inherit the database session. No-op for fd < 0.
 void set_close_on_exec(int fd) noexcept;
 
+// Bounds how long a statement on a connection dblock opened can hang on a network that stopped
+// delivering (a cut cable, a dropped route), instead of the kernel's default of many minutes:
+// TCP keepalive probes after kKeepaliveIdle of silence (every kKeepaliveInterval, given up after
+// kKeepaliveProbes), and TCP_USER_TIMEOUT, which fails the socket when data it sent stays
+// unacknowledged for kUnackedTimeout. A long lock wait on a live server is unaffected (the server
+// acknowledges the statement and answers the probes). No-op for -1 and non-TCP sockets.
+inline constexpr int kKeepaliveIdleSeconds = 10;
+inline constexpr int kKeepaliveIntervalSeconds = 5;
+inline constexpr int kKeepaliveProbes = 3;
+inline constexpr int kUnackedTimeoutMs = 20000;
+void bound_network_waits(int fd) noexcept;
+
+// True when the server has closed the connection on `fd` (it sent FIN: a killed session, a
+// server shut down), seen without reading from the socket. False for -1 and while nothing is
+// known. For a connection no statement is using, so its protocol state is untouched.
+bool peer_closed(int fd) noexcept;
+
 // Rewrites $1.. (PostgreSQL) or ? (MySQL) placeholders to :p1.. for drivers with named
 // placeholders, leaving quoted strings, quoted identifiers and comments untouched.
 std::string to_named_placeholders(std::string_view sql, Dialect dialect);

@@ -1,8 +1,13 @@
 // The state behind a Lease, shared between the Lease handle and the background renewer, and the
 // two operations each strategy supplies (release, renew). Internal.
 //
-// Thread-safety: release() and renew() are serialised by an internal mutex, so the owner's thread
-// and the renewer may call them concurrently.
+// Thread-safety: the owner's thread and the renewer may call release() and renew() concurrently.
+// Releases are serialised with each other and renewals with each other, but a release never
+// waits for a renewal: a renewal stuck on a connection that stopped answering must not hold the
+// release back (it runs on another pooled connection, and the statements' owner and token
+// checks keep the two apart).
+//
+// Times are BootClock (CLOCK_BOOTTIME): it counts a suspend, as the database's clock does.
 #pragma once
 
 #include <atomic>
@@ -11,6 +16,7 @@
 #include <mutex>
 #include <string>
 
+#include "boot_clock.hpp"
 #include "dblock/lock.hpp"
 
 namespace dblock::detail {
@@ -39,7 +45,7 @@ class LeaseCore {
   // (a renewal stuck on a connection that no longer answers cannot say so itself).
   // Never for a lease without a TTL (expires() false).
   bool out_of_time() const noexcept {
-    return expires() && !released() && std::chrono::steady_clock::now() - renewed_at() >= ttl();
+    return expires() && !released() && BootClock::now() - renewed_at() >= ttl();
   }
   // Lock-free, so the renewer can ask while a release's round trip holds the lease's mutex.
   bool released() const noexcept { return released_.load(); }
@@ -49,12 +55,10 @@ class LeaseCore {
   }
   // When the statement behind the latest successful acquire or renew was sent: the lease is
   // valid for ttl() from then at most.
-  std::chrono::steady_clock::time_point renewed_at() const noexcept {
-    return std::chrono::steady_clock::time_point(
-        std::chrono::steady_clock::duration(renewed_at_.load()));
+  BootClock::time_point renewed_at() const noexcept {
+    return BootClock::time_point(BootClock::duration(renewed_at_.load()));
   }
-  void note_renewed(std::chrono::steady_clock::time_point sent,
-                    std::chrono::milliseconds ttl) noexcept {
+  void note_renewed(BootClock::time_point sent, std::chrono::milliseconds ttl) noexcept {
     renewed_at_ = sent.time_since_epoch().count();
     ttl_ms_ = ttl.count();
   }
@@ -65,7 +69,8 @@ class LeaseCore {
   void release_quietly() noexcept;
   // Ends the hold without committing (a dropped Lease): do_abandon() once, never throwing.
   void abandon() noexcept;
-  // Renews unless released; false (and lost) when the lease is gone.
+  // Renews unless released; false (and lost, unless a release ended it meanwhile) when the lease
+  // is gone.
   bool renew(std::chrono::milliseconds ttl);
   // Marks the lease lost and calls on_lost once.
   void mark_lost() noexcept;
@@ -88,11 +93,12 @@ class LeaseCore {
  private:
   LeaseInfo info_;
   std::function<void(const std::string&)> on_lost_;
-  mutable std::mutex mu_;  // serialises release and renew round trips
+  std::mutex release_mu_;  // serialises release and abandon
+  std::mutex renew_mu_;    // serialises renewals
   std::atomic<bool> released_{false};
   std::atomic<bool> lost_{false};
   std::atomic<std::int64_t> ttl_ms_;
-  std::atomic<std::chrono::steady_clock::rep> renewed_at_;
+  std::atomic<BootClock::rep> renewed_at_;
 };
 
 }  // namespace dblock::detail

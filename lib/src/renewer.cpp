@@ -10,6 +10,12 @@ namespace {
 std::chrono::milliseconds interval(const LeaseCore& lease) {
   return std::max(std::chrono::milliseconds(1), lease.ttl() / 3);
 }
+
+// Condition variables wait on the steady clock, which stops during a suspend; waits are short
+// (at most a second) and every deadline is re-read from BootClock after each one.
+std::chrono::steady_clock::duration until(BootClock::time_point t) {
+  return std::max(BootClock::duration(0), t - BootClock::now());
+}
 }  // namespace
 
 Renewer& Renewer::instance() {
@@ -24,17 +30,20 @@ Renewer::~Renewer() {
   }
   cv_.notify_all();
   watchdog_cv_.notify_all();
+  work_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   if (watchdog_.joinable()) watchdog_.join();
+  for (auto& w : workers_) {
+    if (w.joinable()) w.join();
+  }
 }
 
-void Renewer::watch(const std::shared_ptr<LeaseCore>& lease,
-                    std::chrono::steady_clock::time_point sent) {
+void Renewer::watch(const std::shared_ptr<LeaseCore>& lease, BootClock::time_point sent) {
   lease->note_renewed(sent, lease->ttl());
   {
     std::lock_guard lock(mu_);
     if (stop_) return;
-    entries_.push_back(Entry{lease, std::nullopt});
+    entries_.push_back(Entry{lease, std::nullopt, false});
     if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
     if (!watchdog_.joinable()) watchdog_ = std::thread([this] { watch_deadlines(); });
   }
@@ -47,10 +56,17 @@ void Renewer::reschedule() {
   watchdog_cv_.notify_all();
 }
 
+Renewer::Entry* Renewer::find(const std::shared_ptr<LeaseCore>& lease) {
+  for (auto& e : entries_) {
+    if (e.lease.lock() == lease) return &e;
+  }
+  return nullptr;
+}
+
 void Renewer::watch_deadlines() {
   std::unique_lock lock(mu_);
   while (!stop_) {
-    auto now = std::chrono::steady_clock::now();
+    auto now = BootClock::now();
     auto next = now + std::chrono::seconds(1);
     std::vector<std::shared_ptr<LeaseCore>> expired;
     for (const auto& e : entries_) {
@@ -64,7 +80,7 @@ void Renewer::watch_deadlines() {
       }
     }
     if (expired.empty()) {
-      watchdog_cv_.wait_until(lock, next);
+      watchdog_cv_.wait_for(lock, until(next));
       continue;
     }
     lock.unlock();
@@ -83,51 +99,76 @@ std::size_t Renewer::watched() const {
 void Renewer::run() {
   std::unique_lock lock(mu_);
   while (!stop_) {
-    auto now = std::chrono::steady_clock::now();
-    // Drop released, lost and destroyed leases; collect the due ones.
-    std::vector<std::shared_ptr<LeaseCore>> due;
+    auto now = BootClock::now();
+    // Drop released, lost and destroyed leases; hand the due ones to the workers.
     auto next = now + std::chrono::seconds(1);
+    bool handed = false;
     for (auto it = entries_.begin(); it != entries_.end();) {
       auto lease = it->lease.lock();
-      if (!lease || lease->released() || lease->lost()) {
+      if (!lease || ((lease->released() || lease->lost()) && !it->in_flight)) {
         it = entries_.erase(it);
         continue;
       }
-      auto due_at = it->retry_at.value_or(lease->renewed_at() + interval(*lease));
-      if (due_at <= now) {
-        due.push_back(std::move(lease));
-      } else {
-        next = std::min(next, due_at);
+      if (!it->in_flight) {
+        auto due_at = it->retry_at.value_or(lease->renewed_at() + interval(*lease));
+        if (due_at <= now) {
+          it->in_flight = true;
+          queue_.push_back(std::move(lease));
+          handed = true;
+        } else {
+          next = std::min(next, due_at);
+        }
       }
       ++it;
     }
-    if (due.empty()) {
-      cv_.wait_until(lock, next);
-      continue;
-    }
-    lock.unlock();
-    for (const auto& lease : due) {
-      bool failed = false;
-      try {
-        lease->renew(lease->ttl());  // false: gone (renew marked it lost)
-      } catch (const std::exception&) {
-        failed = true;  // a fault: try again shortly until the TTL has passed
+    if (handed) {
+      // Every queued renewal gets a worker of its own while any is stuck, up to kMaxWorkers.
+      while (idle_workers_ < queue_.size() && workers_.size() < kMaxWorkers) {
+        ++idle_workers_;
+        workers_.emplace_back([this] { work(); });
       }
-      auto after = std::chrono::steady_clock::now();
-      bool give_up = failed && after - lease->renewed_at() >= lease->ttl();
-      {
-        std::lock_guard relock(mu_);
-        for (auto& e : entries_) {
-          if (e.lease.lock() != lease) continue;
-          e.retry_at = failed ? std::optional(after + std::min(interval(*lease),
-                                                               std::chrono::milliseconds(250)))
-                              : std::nullopt;
-        }
-      }
-      if (give_up) lease->mark_lost();  // calls on_lost: never under the renewer's mutex
+      work_cv_.notify_all();
     }
-    lock.lock();
+    cv_.wait_for(lock, until(next));
   }
+}
+
+void Renewer::work() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    if (stop_) return;
+    auto lease = std::move(queue_.front());
+    queue_.pop_front();
+    --idle_workers_;
+    lock.unlock();
+    renew_one(lease);
+    lease.reset();
+    lock.lock();
+    ++idle_workers_;
+  }
+}
+
+void Renewer::renew_one(const std::shared_ptr<LeaseCore>& lease) {
+  bool failed = false;
+  try {
+    lease->renew(lease->ttl());  // false: gone (renew marked it lost)
+  } catch (const std::exception&) {
+    failed = true;  // a fault: try again shortly until the TTL has passed
+  }
+  auto after = BootClock::now();
+  bool give_up = failed && after - lease->renewed_at() >= lease->ttl();
+  {
+    std::lock_guard lock(mu_);
+    if (Entry* e = find(lease)) {
+      e->in_flight = false;
+      e->retry_at = failed ? std::optional(after + std::min(interval(*lease),
+                                                            std::chrono::milliseconds(250)))
+                           : std::nullopt;
+    }
+  }
+  cv_.notify_all();
+  if (give_up) lease->mark_lost();  // calls on_lost: never under the renewer's mutex
 }
 
 }  // namespace dblock::detail

@@ -1,54 +1,66 @@
-// The background renewer: one thread per process renews every auto-renew lease at a third of
-// its TTL. A renewal that finds the lease gone marks it lost (and calls its on_lost). A renewal
-// that fails with an error is retried at the next tick; once a whole TTL has passed since the
-// last successful renewal was sent (by this process's steady clock) the lease is marked lost
-// too, since the database will have expired it. Renewals run one after another on the one
-// thread: a renewal stuck on a dead connection delays the others until the driver gives up.
-// So that such a stuck renewal cannot hold back the verdict, a second thread (the watchdog)
-// marks a lease lost, and calls its on_lost, as soon as a whole TTL has passed since its last
-// successful renewal was sent, whatever the renewal thread is doing. Internal.
+// The background renewer: renews every auto-renew lease of the process at a third of its TTL.
+// A renewal that finds the lease gone marks it lost (and calls its on_lost). A renewal that fails
+// with an error is retried shortly; once a whole TTL has passed since the last successful renewal
+// was sent the lease is marked lost too, since the database will have expired it.
 //
-// Released leases drop out at the next tick; the thread stops at process exit.
+// One scheduling thread decides which leases are due and hands each renewal to a worker thread,
+// so a renewal stuck on a connection that stopped answering holds back only its own lease: the
+// others, on healthy connections or other databases, are renewed by other workers (a lease is
+// never renewed twice at once; workers are added while all are busy, up to kMaxWorkers). A
+// second thread (the watchdog) marks a lease lost, and calls its on_lost, as soon as a whole TTL
+// has passed since its last successful renewal was sent, whatever the renewals are doing.
+// Times are BootClock (CLOCK_BOOTTIME), which counts a suspend as the database's clock does.
+// Internal.
 //
-// Thread-safety: watch() may be called from any thread.
+// Released leases drop out at the next tick; the threads stop at process exit.
+//
+// Thread-safety: every member may be called from any thread.
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
 
+#include "boot_clock.hpp"
 #include "lease_core.hpp"
 
 namespace dblock::detail {
 
 class Renewer {
  public:
+  static constexpr std::size_t kMaxWorkers = 16;
+
   static Renewer& instance();
   ~Renewer();
 
   // Starts renewing `lease` every ttl / 3. `sent` is when the acquiring statement was sent: the
   // lease is valid for a TTL from then at most.
-  void watch(const std::shared_ptr<LeaseCore>& lease, std::chrono::steady_clock::time_point sent);
+  void watch(const std::shared_ptr<LeaseCore>& lease, BootClock::time_point sent);
   // Wakes the thread to recompute when leases are due (after a lease's TTL changed).
   void reschedule();
   // Leases currently watched (for tests and metrics).
   std::size_t watched() const;
 
  private:
-  Renewer() = default;
-  void run();
-  void watch_deadlines();
-
   struct Entry {
     std::weak_ptr<LeaseCore> lease;
     // Set while renewals fail: when to try again. Otherwise a lease is due a third of its TTL
     // after its latest renewal (LeaseCore::renewed_at()).
-    std::optional<std::chrono::steady_clock::time_point> retry_at;
+    std::optional<BootClock::time_point> retry_at;
+    bool in_flight = false;  // a worker is renewing it
   };
+
+  Renewer() = default;
+  void run();
+  void work();
+  void renew_one(const std::shared_ptr<LeaseCore>& lease);
+  void watch_deadlines();
+  Entry* find(const std::shared_ptr<LeaseCore>& lease);  // under mu_
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -57,6 +69,11 @@ class Renewer {
   std::thread thread_;
   std::condition_variable watchdog_cv_;
   std::thread watchdog_;
+  // Renewals handed to the workers, and the workers.
+  std::condition_variable work_cv_;
+  std::deque<std::shared_ptr<LeaseCore>> queue_;
+  std::vector<std::thread> workers_;
+  std::size_t idle_workers_ = 0;
 };
 
 }  // namespace dblock::detail

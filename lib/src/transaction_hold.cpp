@@ -1,11 +1,16 @@
 #include "transaction_hold.hpp"
 
 #include "dblock/error.hpp"
+#include "driver_support.hpp"
 
 namespace dblock::detail {
 
+bool TransactionHold::broken() const noexcept {
+  return conn_->broken() || peer_closed(conn_->native_socket());
+}
+
 void TransactionHold::commit() {
-  if (conn_->broken()) {
+  if (broken()) {
     throw Error(ErrorCode::kConnectionLost,
                 "the connection holding '" + key_ +
                     "' was lost before the release: the server rolled its transaction back "

@@ -16,7 +16,13 @@ class TransactionHold {
       : conn_(std::move(conn)), key_(std::move(key)) {}
 
   Connection& connection() const noexcept { return *conn_; }
-  bool broken() const noexcept { return conn_->broken(); }
+  // True once the connection broke or the server closed it (a killed session: the server ended
+  // the transaction and with it the lock), noticed without a statement.
+  bool broken() const noexcept;
+  // True once the transaction is over without a commit of ours: the connection broke, or the
+  // server ended the transaction (MySQL: a deadlock or lock wait timeout rolled it back, or a
+  // statement committed implicitly). Its locks are gone either way.
+  bool ended() const noexcept { return broken() || !conn_->in_transaction(); }
 
   // Commits. Throws Error(kConnectionLost) with advice when the connection broke before or
   // during the commit (the server rolled the transaction back, or, for a commit whose reply

@@ -302,6 +302,41 @@ TEST_P(ConnectionFaultTest, ABlackholedHolderReportsLostAndIsNotReplacedBeforeIt
   check_histories();  // the taker's hold starts after the holder's lease ran out
 }
 
+// A renewal hung on a blackholed connection holds back only its own lease: another lease of the
+// process, on a healthy connection, keeps being renewed past its TTL (one renewal thread for
+// every lease would wait behind the hung one and let the healthy lease expire).
+TEST_P(ConnectionFaultTest, AHungRenewalHoldsBackNoOtherLeasesRenewal) {
+  if (strategy().transactional) {
+    return not_applicable(
+        "no background renewal: a transactional lease is held by its open transaction");
+  }
+  constexpr int kTtlMs = 1200;
+  const DatabaseUrl direct = backend().url();
+  FaultProxy proxy(direct.host, direct.effective_port());
+  auto cut_pool = open_pool(proxy.through(direct), {.max_size = 2});
+  auto cut_lock = make_lock(*cut_pool);
+  auto lock = make_lock();
+  LockOptions opts;
+  opts.ttl = milliseconds(kTtlMs);
+  opts.owner = Owner::named("cut-off");
+  auto cut = cut_lock->try_acquire("cut", opts);
+  ASSERT_TRUE(cut);
+  opts.owner = Owner::named("healthy");
+  auto healthy = lock->try_acquire("healthy", opts);
+  ASSERT_TRUE(healthy);
+  proxy.set_blackhole(true);  // the cut-off lease's next renewal hangs
+  std::this_thread::sleep_for(milliseconds(3 * kTtlMs));
+  EXPECT_TRUE(cut->lost()) << "a lease whose renewals hang for three TTLs still looks held";
+  EXPECT_FALSE(healthy->lost()) << "the healthy lease was not renewed while another one hung";
+  LockOptions intruder = opts;
+  intruder.owner = Owner::named("intruder");
+  intruder.auto_renew = false;
+  EXPECT_FALSE(lock->try_acquire("healthy", intruder)) << "the healthy lease expired";
+  EXPECT_EQ(healthy->release(), ReleaseOutcome::kReleased);
+  proxy.set_blackhole(false);
+  proxy.close_all();
+}
+
 // Scenario 6 with a real network: the holder runs in a network namespace of its own and reaches
 // the server over a veth pair (through the proxy, since the servers listen on loopback only);
 // then the namespace's firewall drops every packet. The holder reports its lease lost when the

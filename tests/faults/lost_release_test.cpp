@@ -76,6 +76,48 @@ TEST_P(LostReleaseTest, TheOwnersNextAcquireSendsALostReleaseAgainAndGetsAFreshT
   EXPECT_FALSE(row(key));
 }
 
+// A release kept after a lost connection belongs to the process, not to the UniqueKeyLock that
+// sent it: the owner's next acquire through a second lock object on the same table sends it
+// first (and gets a fresh hold), and sending it never frees a live re-entry made meanwhile.
+TEST_P(LostReleaseTest, AKeptReleaseIsSentFirstByAnyLockOnTheTableAndNeverFreesALiveHold) {
+  const DatabaseUrl direct = backend().url();
+  FaultProxy proxy(direct.host, direct.effective_port());
+  auto pool = open_pool(proxy.through(direct), {.max_size = 2});
+  auto first_lock = make_lock(*pool);
+  auto second_lock = make_lock(*pool);
+  const std::string key = "lost-release-2";
+  LockOptions me;
+  me.owner = Owner::named("me");
+  me.auto_renew = false;
+
+  auto lease = first_lock->try_acquire(key, me);
+  ASSERT_TRUE(lease);
+  const std::int64_t first = lease->fencing_token();
+  proxy.drop_request_containing(key, 2);  // the release and its retry
+  EXPECT_THROW(lease->release(), Error);
+  ASSERT_TRUE(row(key)) << "the server saw the release after all";
+
+  // The owner acquires again through the other lock object: the kept release goes first.
+  auto second = second_lock->try_acquire(key, me);
+  ASSERT_TRUE(second);
+  EXPECT_GT(second->fencing_token(), first) << "the acquire re-entered the released hold";
+  EXPECT_EQ(row(key)->hold_count, 1);
+  // A re-entry through the first lock object and its release leave the live hold alone.
+  auto inner = first_lock->try_acquire(key, me);
+  ASSERT_TRUE(inner);
+  EXPECT_EQ(inner->fencing_token(), second->fencing_token());
+  EXPECT_EQ(inner->release(), ReleaseOutcome::kDecremented);
+  auto held = row(key);
+  ASSERT_TRUE(held) << "a live hold was freed";
+  EXPECT_EQ(held->hold_count, 1);
+  LockOptions other = me;
+  other.owner = Owner::named("other");
+  EXPECT_FALSE(second_lock->try_acquire(key, other)) << "another owner got a held key";
+  EXPECT_FALSE(second->lost());
+  EXPECT_EQ(second->release(), ReleaseOutcome::kReleased);
+  EXPECT_FALSE(row(key));
+}
+
 INSTANTIATE_TEST_SUITE_P(Faults, LostReleaseTest, ::testing::ValuesIn(unique_key_cases()),
                          FaultCaseName());
 

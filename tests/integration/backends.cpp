@@ -62,7 +62,8 @@ std::vector<std::string> Backend::catalog_queries() const {
         " FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid"
         " JOIN pg_namespace n ON n.oid = c.relnamespace"
         " LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum"
-        " WHERE n.nspname = $1 AND c.relkind = 'r' AND a.attnum > 0 AND NOT a.attisdropped"
+        " WHERE n.nspname = $1 AND c.relkind IN ('r', 'S') AND a.attnum > 0"
+        " AND NOT a.attisdropped"
         " AND c.relname <> 'dblock_schema_migrations' ORDER BY 1, 2",
         "SELECT tablename, indexname, replace(indexdef, schemaname || '.', '')"
         " FROM pg_indexes WHERE schemaname = $1"
@@ -116,6 +117,14 @@ void Backend::drop_tables_with_prefix(Connection& conn, const std::string& prefi
                             : std::vector<Value>{Value(prefix), Value(prefix)});
   for (std::size_t i = 0; i < r.size(); ++i) {
     conn.execute("DROP TABLE IF EXISTS " + quote_identifier(dialect, *r.at(i, 0)));
+  }
+  if (dialect != Dialect::kPostgreSQL) return;
+  auto seqs = conn.execute(
+      "SELECT sequencename AS s FROM pg_sequences WHERE schemaname = current_schema()"
+      " AND starts_with(sequencename, $1)",
+      {Value(prefix)});
+  for (std::size_t i = 0; i < seqs.size(); ++i) {
+    conn.execute("DROP SEQUENCE IF EXISTS " + quote_identifier(dialect, *seqs.at(i, 0)));
   }
 }
 

@@ -131,6 +131,10 @@ class Connection {
   // connections instead of reusing them.
   virtual bool broken() const noexcept = 0;
 
+  // The connection's socket descriptor, or -1 when the driver has none to offer. dblock only
+  // polls it, without reading, to notice a server that closed the session (peer_closed()).
+  virtual int native_socket() const noexcept { return -1; }
+
   // PostgreSQL LISTEN/NOTIFY. A driver that can wait for notifications returns true here; the
   // session then LISTENs with execute("LISTEN channel") and calls wait_for_notifications().
   // Others return false and callers fall back to polling.

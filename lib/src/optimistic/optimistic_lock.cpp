@@ -62,7 +62,7 @@ class OptimisticLease final : public detail::LeaseCore {
 
   bool do_renew(std::chrono::milliseconds) override { return tx_.alive(); }
 
-  bool connection_lost() const noexcept override { return tx_.broken(); }
+  bool connection_lost() const noexcept override { return tx_.ended(); }
 
  private:
   std::shared_ptr<OptimisticLock::Impl> impl_;

@@ -1,5 +1,6 @@
 #include "dblock/row_lock.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -90,11 +91,23 @@ struct RowLock::Impl {
     return render(templ);
   }
 
-  // PostgreSQL: bounds the next statement's lock wait, for this transaction only. Returns the
-  // setting it replaced, for restore_timeout (the critical section's own statements must not
-  // inherit the wait's bound); nullopt when nothing was set.
+  // PostgreSQL: bounds the next statement's lock wait, for this transaction only. MySQL 8.0:
+  // sets the session's innodb_lock_wait_timeout (see row_lock_session_wait). Returns what
+  // restore_timeout needs to put the setting back (the critical section's own statements must
+  // not inherit the wait's bound): the replaced value on PostgreSQL, "" on MySQL 8.0; nullopt
+  // when nothing was set.
   std::optional<std::string> set_timeout(Connection& conn, const Wait& wait) {
-    if (wait.nowait || sql.row_lock_set_timeout.empty()) return std::nullopt;
+    if (wait.nowait) return std::nullopt;
+    if (session_wait(conn)) {
+      const long long secs =
+          wait.timeout == milliseconds::max()
+              ? kMaxInnodbWaitSeconds
+              : std::clamp<long long>((wait.timeout.count() + 999) / 1000, 1, kMaxInnodbWaitSeconds);
+      conn.execute(detail::replace_all(std::string(sql.row_lock_session_wait), "{{seconds}}",
+                                       std::to_string(secs)));
+      return std::string();
+    }
+    if (sql.row_lock_set_timeout.empty()) return std::nullopt;
     const std::string value =
         wait.timeout == milliseconds::max() ? "0" : std::to_string(wait.timeout.count()) + "ms";
     const Value params[] = {Value(value)};
@@ -103,8 +116,17 @@ struct RowLock::Impl {
 
   void restore_timeout(Connection& conn, const std::optional<std::string>& previous) {
     if (!previous) return;
+    if (session_wait(conn)) {
+      conn.execute(sql.row_lock_session_wait_reset);
+      return;
+    }
     const Value params[] = {Value(*previous)};
     conn.execute(render(sql.row_lock_set_timeout), params);
+  }
+
+  // MySQL 8.0, whose lock waits are bounded through the session (row_lock_session_wait).
+  bool session_wait(Connection& conn) {
+    return !sql.row_lock_session_wait.empty() && flavor(conn) == Flavor::kMySQL;
   }
 
   Flavor flavor(Connection& conn) {
@@ -146,13 +168,16 @@ struct RowLock::Impl {
     if (!sql.row_lock_create_mariadb.empty() && flavor(conn) == Flavor::kMariaDB) {
       templ = sql.row_lock_create_mariadb;
     }
+    const bool session = session_wait(conn);
     if (pg_timeout) conn.begin();
     try {
-      if (pg_timeout) set_timeout(conn, Wait{false, kCreateWait});
+      if (pg_timeout || session) set_timeout(conn, Wait{false, kCreateWait});
       conn.execute(render(templ), params);
       if (pg_timeout) conn.commit();
+      if (session) restore_timeout(conn, std::string());
     } catch (const Error& e) {
       if (pg_timeout) conn.rollback();
+      if (session) reset_quietly(conn);
       switch (e.code()) {
         case ErrorCode::kLockNotAvailable:
         case ErrorCode::kLockWaitTimeout:
@@ -162,6 +187,15 @@ struct RowLock::Impl {
         default:
           throw;
       }
+    }
+  }
+
+  // After a failed bounded wait on MySQL 8.0: the session setting outlives the rollback.
+  void reset_quietly(Connection& conn) noexcept {
+    try {
+      if (!conn.broken() && session_wait(conn)) conn.execute(sql.row_lock_session_wait_reset);
+    } catch (...) {
+      // The connection is broken or about to be found so; a pool drops it.
     }
   }
 
@@ -238,7 +272,7 @@ class RowLease final : public detail::LeaseCore {
 
   bool do_renew(std::chrono::milliseconds) override { return hold_->tx.alive(); }
 
-  bool connection_lost() const noexcept override { return hold_->tx.broken(); }
+  bool connection_lost() const noexcept override { return hold_->tx.ended(); }
 
  private:
   std::shared_ptr<RowLock::Impl> impl_;
@@ -292,8 +326,9 @@ std::optional<Lease> lock_target(const std::shared_ptr<RowLock::Impl>& impl, Tar
   for (int attempt = 0;; ++attempt) {
     if (!target.own_table) impl->ensure_row(*conn, target.display_key);
     conn->begin();
+    std::optional<std::string> previous_timeout;
     try {
-      const std::optional<std::string> previous_timeout = impl->set_timeout(*conn, wait);
+      previous_timeout = impl->set_timeout(*conn, wait);
       std::optional<std::int64_t> token;
       if (target.own_table) {
         std::string s = impl->wait_sql(*conn, wait, sql.target_lock_try, sql.target_lock_wait,
@@ -346,6 +381,7 @@ std::optional<Lease> lock_target(const std::shared_ptr<RowLock::Impl>& impl, Tar
     } catch (const Error& e) {
       // Whatever the wait raced with, the rollback leaves this attempt holding nothing.
       conn->rollback();
+      if (previous_timeout) impl->reset_quietly(*conn);
       if (is_busy(e.code())) return std::nullopt;
       if (is_contention(e.code()) && attempt < impl->options.contention_retries) continue;
       if (target.own_table)

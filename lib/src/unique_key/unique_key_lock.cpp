@@ -47,14 +47,18 @@ class LiveHolds {
     std::lock_guard lock(mu_);
     ++counts_[id];
   }
-  // Forgets one and returns how many remain.
-  int remove(const std::string& id) {
+  // How many there are now.
+  int count(const std::string& id) {
     std::lock_guard lock(mu_);
     auto it = counts_.find(id);
-    if (it == counts_.end()) return 0;
-    int left = --it->second;
-    if (left <= 0) counts_.erase(it);
-    return std::max(left, 0);
+    return it == counts_.end() ? 0 : it->second;
+  }
+  // Forgets one.
+  void remove(const std::string& id) {
+    std::lock_guard lock(mu_);
+    auto it = counts_.find(id);
+    if (it == counts_.end()) return;
+    if (--it->second <= 0) counts_.erase(it);
   }
 
  private:
@@ -67,13 +71,12 @@ struct ReleaseRequest {
   std::string key;
   Owner owner;
   std::int64_t fencing_token = 0;
-  std::string release_id;     // the same id on every attempt: see lock_release
-  int other_live_leases = 0;  // this process's other leases of the owner on the key
+  std::string release_id;  // the same id on every attempt: see lock_release
 };
 
 }  // namespace
 
-struct UniqueKeyLock::Impl {
+struct UniqueKeyLock::Impl : std::enable_shared_from_this<UniqueKeyLock::Impl> {
   Impl(ConnectionSource& src, UniqueKeyLockOptions opts)
       : source(src), options(std::move(opts)), dialect(src.dialect()) {
     const auto& sql = detail::dialect_sql(dialect);
@@ -159,7 +162,11 @@ struct UniqueKeyLock::Impl {
     if (r->affected_rows() == 0) return ReleaseOutcome::kNotHeld;
     std::int64_t remaining =
         rows ? r->int64_at(0, "hold_count") : static_cast<std::int64_t>(r->last_insert_id());
-    if (remaining > 0 && q.other_live_leases == 0 && release_rest(q)) {
+    // Counted now, not when the release was first sent: a release kept after a lost connection
+    // may be sent again after the owner acquired the key anew (through any UniqueKeyLock on
+    // this table), and that live hold must not be freed by lock_release_rest.
+    if (remaining > 0 && LiveHolds::instance().count(holds_id(q.key, q.owner)) == 0 &&
+        release_rest(q)) {
       return ReleaseOutcome::kReleased;
     }
     return remaining == 0 ? ReleaseOutcome::kReleased : ReleaseOutcome::kDecremented;
@@ -176,57 +183,84 @@ struct UniqueKeyLock::Impl {
     return r && r->affected_rows() == 1;
   }
 
-  void forget_pending(const ReleaseRequest& q) {
-    if (pending_count.load() == 0) return;  // the usual case: no map lookup on the hot path
-    std::lock_guard lock(pending_mu);
-    auto it = pending.find(holds_id(q.key, q.owner));
-    if (it != pending.end() && it->second.release_id == q.release_id) pending.erase(it);
-    pending_count = pending.size();
-  }
-
   // Sends a release (and, when it leaves holds no lease here accounts for, lock_release_rest).
   // When the connection fails on the way and on the retry, nobody knows whether the server
   // applied it: it is kept, and the owner's next acquire of the key sends it again first. Else
   // that acquire would re-enter the hold the caller was told is gone and get its old fencing
   // token back (as after a server crash that lost the release).
-  ReleaseOutcome release(const ReleaseRequest& q) {
-    try {
-      ReleaseOutcome outcome = send_release(q);
-      forget_pending(q);
-      return outcome;
-    } catch (const Error& e) {
-      if (e.code() == ErrorCode::kConnectionLost || e.code() == ErrorCode::kConnectFailed) {
-        std::lock_guard lock(pending_mu);
-        pending.insert_or_assign(holds_id(q.key, q.owner), q);
-        pending_count = pending.size();
-      }
-      throw;
-    }
-  }
-
+  ReleaseOutcome release(const ReleaseRequest& q);
   // Sends the release kept for `owner`'s holds of `key`, if one is. Throws (and keeps it) while
   // the server cannot be reached.
-  void finish_pending_release(const std::string& key, const Owner& owner) {
-    if (pending_count.load() == 0) return;
-    std::optional<ReleaseRequest> q;
-    {
-      std::lock_guard lock(pending_mu);
-      auto it = pending.find(holds_id(key, owner));
-      if (it == pending.end()) return;
-      q = it->second;
-    }
-    release(*q);
-  }
+  void finish_pending_release(const std::string& key, const Owner& owner);
 
   std::string acquire_sql, release_sql, release_rest_sql, renew_sql, claim_sql, channel;
   std::string holds_scope;
-  std::mutex pending_mu;
-  std::map<std::string, ReleaseRequest> pending;  // by holds_id
-  std::atomic<std::size_t> pending_count{0};      // pending.size(), read without the mutex
   bool rows = true;
   std::once_flag listener_once;
   std::unique_ptr<detail::ReleaseListener> listener_;
 };
+
+namespace {
+
+// Releases whose fate is unknown (the connection failed on the way and on the retry), kept per
+// process by holds_id, so that the owner's next acquire of the key through any UniqueKeyLock on
+// the same table sends them first. Each is sent through the lock that made it.
+class PendingReleases {
+ public:
+  struct Entry {
+    std::shared_ptr<UniqueKeyLock::Impl> lock;
+    ReleaseRequest request;
+  };
+  static PendingReleases& instance() {
+    static PendingReleases pending;
+    return pending;
+  }
+  void keep(const std::string& id, Entry entry) {
+    std::lock_guard lock(mu_);
+    entries_.insert_or_assign(id, std::move(entry));
+    count_ = entries_.size();
+  }
+  void forget(const std::string& id, const std::string& release_id) {
+    if (count_.load() == 0) return;  // the usual case: no map lookup on the hot path
+    std::lock_guard lock(mu_);
+    auto it = entries_.find(id);
+    if (it != entries_.end() && it->second.request.release_id == release_id) entries_.erase(it);
+    count_ = entries_.size();
+  }
+  std::optional<Entry> find(const std::string& id) {
+    if (count_.load() == 0) return std::nullopt;
+    std::lock_guard lock(mu_);
+    auto it = entries_.find(id);
+    if (it == entries_.end()) return std::nullopt;
+    return it->second;
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, Entry> entries_;  // by holds_id
+  std::atomic<std::size_t> count_{0};     // entries_.size(), read without the mutex
+};
+
+}  // namespace
+
+ReleaseOutcome UniqueKeyLock::Impl::release(const ReleaseRequest& q) {
+  const std::string id = holds_id(q.key, q.owner);
+  try {
+    ReleaseOutcome outcome = send_release(q);
+    PendingReleases::instance().forget(id, q.release_id);
+    return outcome;
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::kConnectionLost || e.code() == ErrorCode::kConnectFailed) {
+      PendingReleases::instance().keep(id, {shared_from_this(), q});
+    }
+    throw;
+  }
+}
+
+void UniqueKeyLock::Impl::finish_pending_release(const std::string& key, const Owner& owner) {
+  auto entry = PendingReleases::instance().find(holds_id(key, owner));
+  if (entry) entry->lock->release(entry->request);
+}
 
 namespace {
 
@@ -240,9 +274,8 @@ class UniqueKeyLease final : public detail::LeaseCore {
   ReleaseOutcome do_release() override {
     const auto& i = info();
     // This lease is gone from here on, whatever the statement's fate.
-    const int other_live_leases = LiveHolds::instance().remove(impl_->holds_id(i.key, i.owner));
-    return impl_->release(
-        {i.key, i.owner, i.fencing_token, "r-" + detail::random_lease_id(), other_live_leases});
+    LiveHolds::instance().remove(impl_->holds_id(i.key, i.owner));
+    return impl_->release({i.key, i.owner, i.fencing_token, "r-" + detail::random_lease_id()});
   }
 
   bool do_renew(std::chrono::milliseconds ttl) override {
@@ -282,7 +315,7 @@ std::optional<Lease> UniqueKeyLock::try_acquire(std::string_view key, const Lock
                             Value(info.owner.thread),
                             Value(static_cast<std::int64_t>(options.ttl.count())),
                             json_param(options.metadata)};
-  const auto sent = std::chrono::steady_clock::now();     // the lease runs from here at the latest
+  const auto sent = detail::BootClock::now();             // the lease runs from here at the latest
   auto r = impl_->run(impl_->acquire_sql, params, true);  // a retry reuses the lease id
   if (!r) return std::nullopt;
   auto token = impl_->token_from(*r);

@@ -33,6 +33,7 @@
 #include "drivers/libmysqlclient/prepared_statement.hpp"
 #include "drivers/libmysqlclient/statement_cache.hpp"
 #include "drivers/mysql_socket.hpp"
+#include "drivers/mysql_transaction.hpp"
 #include "sql_scanner.hpp"
 
 namespace dblock {
@@ -142,14 +143,14 @@ class MysqlConnection final : public Connection {
   using Connection::execute;
   Result execute(std::string_view sql, std::span<const Value> params) override {
     if (broken_) throw lost_error(where_);
+    if (rolled_back_) throw detail::transaction_ended_error(where_);
     enter_library(where_);
     try {
-      return params.empty() ? run_text(sql) : run_prepared(sql, params);
+      Result r = params.empty() ? run_text(sql) : run_prepared(sql, params);
+      if (in_transaction_ && detail::mysql_transaction_ended(conn_, nullptr)) rolled_back_ = true;
+      return r;
     } catch (const Error& e) {
-      if (in_transaction_ &&
-          (e.code() == ErrorCode::kDeadlock || e.code() == ErrorCode::kSerializationFailure)) {
-        rolled_back_ = true;  // InnoDB rolled back the whole transaction
-      }
+      if (in_transaction_ && detail::mysql_transaction_ended(conn_, &e)) rolled_back_ = true;
       throw;
     } catch (...) {
       // E.g. out of memory halfway through a result: the protocol state is unknown.
@@ -174,12 +175,11 @@ class MysqlConnection final : public Connection {
     bool rolled_back = rolled_back_;
     in_transaction_ = false;  // COMMIT and ROLLBACK end the transaction even when they fail
     rolled_back_ = false;
-    execute(rolled_back ? "ROLLBACK" : "COMMIT");
     if (rolled_back) {
-      throw misuse_error(where_,
-                         "commit() after the server rolled the transaction back (deadlock): "
-                         "nothing was committed");
+      if (mysql_real_query(conn_, "ROLLBACK", 8) != 0) broken_ = true;
+      throw detail::transaction_ended_error(where_);
     }
+    execute("COMMIT");
   }
 
   void rollback() noexcept override {
@@ -193,8 +193,11 @@ class MysqlConnection final : public Connection {
     }
   }
 
-  bool in_transaction() const noexcept override { return in_transaction_; }
+  // False once the server ended the transaction (rolled_back_), although rollback() is still
+  // due: nothing holds its locks any more.
+  bool in_transaction() const noexcept override { return in_transaction_ && !rolled_back_; }
   bool broken() const noexcept override { return broken_; }
+  int native_socket() const noexcept override { return detail::mysql_socket(conn_); }
   std::string describe() const override { return where_ + " (libmysqlclient)"; }
 
  private:
@@ -319,7 +322,10 @@ class MysqlConnection final : public Connection {
   std::string secret_;
   mysql_driver::StatementCache statements_;
   bool in_transaction_ = false;
-  bool rolled_back_ = false;  // the server rolled the open transaction back (deadlock)
+  // The server ended the open transaction: it rolled it back (deadlock; lock wait timeout with
+  // innodb_rollback_on_timeout) or a statement committed it implicitly. Until rollback() every
+  // statement is refused, so nothing runs outside the transaction that held the lock.
+  bool rolled_back_ = false;
   bool broken_ = false;
 };
 
@@ -375,6 +381,7 @@ std::unique_ptr<Connection> connect_mysql(const DatabaseUrl& url) {
   }
   mysql_driver::check_tls(conn.get(), options, where);
   detail::set_close_on_exec(detail::mysql_socket(conn.get()));
+  detail::bound_network_waits(detail::mysql_socket(conn.get()));
   where = location_of(conn.get());
   auto out =
       std::make_unique<MysqlConnection>(conn.release(), true, std::move(where), url.password);

@@ -261,6 +261,13 @@ class PqxxConnection final : public Connection {
   bool in_transaction() const noexcept override { return in_transaction_; }
 
   bool broken() const noexcept override { return broken_ || !conn_.is_open(); }
+  int native_socket() const noexcept override {
+    try {
+      return conn_.is_open() ? conn_.sock() : -1;
+    } catch (...) {
+      return -1;
+    }
+  }
 
   bool supports_notifications() const noexcept override { return true; }
 
@@ -408,6 +415,10 @@ std::unique_ptr<Connection> connect_pqxx(const DatabaseUrl& url) {
     throw pqxx_driver::connect_error(e, where, url.password);
   }
   pqxx::connection& ref = *conn;
+  // A URL that sets libpq's own keepalive or TCP timeout parameters keeps them.
+  if (!url.param("keepalives") && !url.param("tcp_user_timeout")) {
+    detail::bound_network_waits(ref.sock());
+  }
   return std::make_unique<PqxxConnection>(ref, std::move(conn), std::move(where), url.password);
 }
 

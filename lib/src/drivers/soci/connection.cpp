@@ -47,6 +47,7 @@
 #include "dblock/soci.hpp"
 #include "driver_support.hpp"
 #include "drivers/mysql_socket.hpp"
+#include "drivers/mysql_transaction.hpp"
 #include "drivers/soci/connect_string.hpp"
 #include "drivers/soci/errors.hpp"
 #include "drivers/soci/postgresql_native.hpp"
@@ -169,6 +170,7 @@ class SociConnection final : public Connection {
     }
     run("BEGIN", {});
     in_transaction_ = true;
+    ended_ = false;
   }
 
   void commit() override {
@@ -180,6 +182,11 @@ class SociConnection final : public Connection {
     PGconn* pg = dialect_ == Dialect::kPostgreSQL ? pg_conn(session_) : nullptr;
     bool failed = pg != nullptr && PQtransactionStatus(pg) == PQTRANS_INERROR;
     in_transaction_ = false;  // COMMIT ends the transaction whether or not it succeeds
+    if (ended_) {
+      ended_ = false;
+      rollback_now();
+      throw detail::transaction_ended_error(where_);
+    }
     run("COMMIT", {});
     if (failed) {
       throw soci_driver::misuse_error(
@@ -190,6 +197,11 @@ class SociConnection final : public Connection {
   void rollback() noexcept override {
     if (!in_transaction_) return;
     in_transaction_ = false;
+    ended_ = false;
+    rollback_now();
+  }
+
+  void rollback_now() noexcept {
     if (broken()) return;
     try {
       run("ROLLBACK", {});
@@ -199,12 +211,19 @@ class SociConnection final : public Connection {
     }
   }
 
-  bool in_transaction() const noexcept override { return in_transaction_; }
+  // False once the server ended the transaction (ended_), although rollback() is still due.
+  bool in_transaction() const noexcept override { return in_transaction_ && !ended_; }
 
   bool broken() const noexcept override {
     if (broken_ || session_.get_backend() == nullptr) return true;
     PGconn* pg = dialect_ == Dialect::kPostgreSQL ? pg_conn(session_) : nullptr;
     return pg != nullptr && PQstatus(pg) == CONNECTION_BAD;
+  }
+
+  int native_socket() const noexcept override {
+    if (session_.get_backend() == nullptr) return -1;
+    if (dialect_ == Dialect::kPostgreSQL) return PQsocket(pg_conn(session_));
+    return detail::mysql_socket(mysql_conn(session_));
   }
 
   bool supports_notifications() const noexcept override { return dialect_ == Dialect::kPostgreSQL; }
@@ -239,6 +258,19 @@ class SociConnection final : public Connection {
   }
 
   Result run(std::string_view sql, std::span<const Value> params) {
+    if (ended_) throw detail::transaction_ended_error(where_);
+    MYSQL* my = in_transaction_ && dialect_ == Dialect::kMySQL ? mysql_conn(session_) : nullptr;
+    try {
+      Result r = run_statement(sql, params);
+      if (my != nullptr && detail::mysql_transaction_ended(my, nullptr)) ended_ = true;
+      return r;
+    } catch (const Error& e) {
+      if (my != nullptr && !broken_ && detail::mysql_transaction_ended(my, &e)) ended_ = true;
+      throw;
+    }
+  }
+
+  Result run_statement(std::string_view sql, std::span<const Value> params) {
     if (broken()) {
       broken_ = true;
       in_transaction_ = false;
@@ -343,6 +375,9 @@ class SociConnection final : public Connection {
   std::string where_;
   std::string secret_;
   bool in_transaction_ = false;
+  // MySQL: the server ended the open transaction (see mysql_transaction.hpp); statements are
+  // refused until rollback().
+  bool ended_ = false;
   bool broken_ = false;
 };
 
@@ -406,9 +441,13 @@ std::unique_ptr<Connection> connect_soci(const DatabaseUrl& url) {
     // Keep libpq from printing NOTICEs ("relation ... already exists, skipping") to stderr.
     PQsetNoticeProcessor(
         pg_conn(ref), [](void*, const char*) {}, nullptr);
+    if (!url.param("keepalives") && !url.param("tcp_user_timeout")) {
+      detail::bound_network_waits(PQsocket(pg_conn(ref)));
+    }
   } else {
     // Programs the service starts must not inherit the session (libpq sets this itself).
     detail::set_close_on_exec(detail::mysql_socket(mysql_conn(ref)));
+    detail::bound_network_waits(detail::mysql_socket(mysql_conn(ref)));
     // dblock's MySQL SQL works in UTC; sessions the service opens keep their own time zone.
     conn->execute("SET time_zone = '+00:00'");
   }

@@ -1,0 +1,29 @@
+// The clock leases are timed on: CLOCK_BOOTTIME, a monotonic clock that keeps counting while the
+// machine is suspended. The database's clock runs on during a suspend, so a lease's TTL must
+// too: a steady (CLOCK_MONOTONIC) clock stops, and a lease would still look held after a
+// suspend longer than its TTL, while the database has long expired it. Internal.
+//
+// Thread-safety: now() may be called from any thread.
+#pragma once
+
+#include <time.h>
+
+#include <chrono>
+
+namespace dblock::detail {
+
+struct BootClock {
+  using duration = std::chrono::nanoseconds;
+  using rep = duration::rep;
+  using period = duration::period;
+  using time_point = std::chrono::time_point<BootClock>;
+  static constexpr bool is_steady = true;
+
+  static time_point now() noexcept {
+    timespec ts{};
+    ::clock_gettime(CLOCK_BOOTTIME, &ts);
+    return time_point(std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec));
+  }
+};
+
+}  // namespace dblock::detail
