@@ -156,7 +156,17 @@ int ModelRunner::do_acquire(const AcquireSpec& spec) {
   const std::int64_t token = lease->fencing_token();
   const bool reentry = holds(spec.who, spec.key, token);
   std::string problem = model_.check_grant(spec.key, label(spec.who), token, reentry);
-  if (!problem.empty()) fail(problem);
+  if (!problem.empty()) {
+    for (const auto& [kept, kept_token] : pending_) {
+      if (std::get<1>(kept) == spec.key && std::get<2>(kept) == o.to_string() &&
+          kept_token == token) {
+        problem += "; it re-entered the hold whose release lock ";
+        problem += std::get<0>(kept) ? "B" : "A";
+        problem += " kept after an outage";
+      }
+    }
+    fail(problem);
+  }
   note("token " + std::to_string(token) + (reentry ? " (re-entry)" : ""));
   counts_[reentry ? "reentered" : "granted"]++;
   const int id = next_handle_++;

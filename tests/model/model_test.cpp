@@ -30,7 +30,8 @@
 //
 // Environment: DBLOCK_MODEL_SECONDS (default 30) per pair; DBLOCK_MODEL_SEED replays a seed
 // (printed on failure; the same seed runs the same steps as long as the outcomes the timing
-// decides come out the same). Connection URLs as for the integration suite.
+// decides come out the same); DBLOCK_MODEL_WITHOUT leaves kinds of steps out, to narrow a
+// failure down (see ModelRunner::leave_out). Connection URLs as for the integration suite.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -64,6 +65,7 @@ TEST_P(ModelTest, RandomSequencesKeepTheGuarantees) {
   const auto budget = budget_from_env();
   const auto start = std::chrono::steady_clock::now();
   ModelRunner runner(GetParam(), seed);
+  if (const char* without = std::getenv("DBLOCK_MODEL_WITHOUT")) runner.leave_out(without);
   while (runner.failures().empty() && std::chrono::steady_clock::now() - start < budget) {
     runner.random_step();
   }

@@ -113,26 +113,49 @@ std::string ModelRunner::pick_owner_for(const std::string& key) {
     if (h.key == key) holders.push_back(h.who);
   }
   const int roll = std::uniform_int_distribution(0, 99)(rng_);
+  if (left_out_.count("reentry")) holders.clear();
   if (!holders.empty() && roll < 45) {
     return holders[std::uniform_int_distribution<std::size_t>(0, holders.size() - 1)(rng_)];
   }
   if (!holders.empty() && roll < 65) {
     const std::string& h = holders.front();
-    if (h == "w" || h == "w " || h == "W") {
+    if ((h == "w" || h == "w " || h == "W") && !left_out_.count("lookalikes")) {
       const char* alike[] = {"w", "w ", "W"};
       return alike[std::uniform_int_distribution(0, 2)(rng_)];
     }
     return h.find("/w") != std::string::npos ? "w" : h;
   }
-  return kOwners[std::uniform_int_distribution<std::size_t>(0, kOwners.size() - 1)(rng_)];
+  return random_owner();
+}
+
+std::string ModelRunner::random_owner() {
+  for (;;) {
+    const std::string& who =
+        kOwners[std::uniform_int_distribution<std::size_t>(0, kOwners.size() - 1)(rng_)];
+    if (!left_out_.count("lookalikes") || (who != "w " && who != "W")) return who;
+  }
+}
+
+void ModelRunner::leave_out(const std::string& list) {
+  std::size_t at = 0;
+  while (at <= list.size()) {
+    std::size_t comma = std::min(list.find(',', at), list.size());
+    if (comma > at) left_out_.insert(list.substr(at, comma - at));
+    at = comma + 1;
+  }
 }
 
 void ModelRunner::random_step() {
-  // acquire, renew, release, drop, kill, outage, clean, sleep, claim, with_lock
-  static const std::vector<double> kWeights = {40, 10, 16, 6, 3, 3, 4, 4, 1, 4};
-  int kind = std::discrete_distribution<int>(kWeights.begin(), kWeights.end())(rng_);
+  static const char* kKinds[] = {"acquire", "renew", "release", "drop",  "kill",
+                                 "outage",  "clean", "sleep",   "claim", "with_lock"};
+  std::vector<double> weights = {40, 10, 16, 6, 3, 3, 4, 4, 1, 4};
+  for (std::size_t i = 0; i < weights.size(); ++i) {
+    if (left_out_.count(kKinds[i])) weights[i] = 0;
+  }
+  int kind = std::discrete_distribution<int>(weights.begin(), weights.end())(rng_);
   if (handles_.size() >= 10 && kind == 0) kind = 2;  // keep the number of holds small
   if (handles_.empty() && (kind == 1 || kind == 2 || kind == 3 || kind == 5)) kind = 0;
+  const bool renewals = !left_out_.count("renew");
   auto random_spec = [&] {
     AcquireSpec s;
     s.key = std::uniform_int_distribution(0, 19)(rng_) == 0
@@ -140,7 +163,8 @@ void ModelRunner::random_step() {
                 : kLockKeys[std::uniform_int_distribution<std::size_t>(0, 2)(rng_)];
     s.who = pick_owner_for(s.key);
     s.ttl = pick_ttl();
-    s.auto_renew = s.ttl >= milliseconds(1000) && std::uniform_int_distribution(0, 99)(rng_) < 15;
+    s.auto_renew =
+        renewals && s.ttl >= milliseconds(1000) && std::uniform_int_distribution(0, 99)(rng_) < 15;
     s.lock = std::uniform_int_distribution(0, 99)(rng_) < 20 ? 1 : 0;
     if (std::uniform_int_distribution(0, 99)(rng_) < 25) {
       s.wait = milliseconds(std::uniform_int_distribution(0, 150)(rng_));
@@ -190,11 +214,12 @@ void ModelRunner::random_step() {
       break;
     }
     case 8:
-      claim(kOwners[std::uniform_int_distribution<std::size_t>(0, kOwners.size() - 1)(rng_)], "c0");
+      claim(random_owner(), "c0");
       break;
     default: {
       const std::string key = kLockKeys[std::uniform_int_distribution<std::size_t>(0, 2)(rng_)];
-      const auto fn = static_cast<WithLockFn>(std::uniform_int_distribution(0, 3)(rng_));
+      auto fn = static_cast<WithLockFn>(std::uniform_int_distribution(0, 3)(rng_));
+      if (fn == WithLockFn::kRenewedPastTtl && !renewals) fn = WithLockFn::kQuick;
       std::string intruder = pick_owner_for(key);
       with_lock(pick_owner_for(key), key, fn, intruder);
       break;

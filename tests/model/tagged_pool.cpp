@@ -36,12 +36,24 @@ int TaggedPool::kill_sessions(Connection& killer) {
   const Backend& b = state_->backend;
   int killed = 0;
   std::string killed_ids;  // MySQL: "1,2,3", integers read from the server
+  std::string started_by;  // PostgreSQL: the latest backend_start among the killed sessions
   if (b.dialect == Dialect::kPostgreSQL) {
+    // The lock's listener reconnects at once under the same tag: wait for the killed sessions
+    // only, by pid and start time (a pid may be reused).
     auto r = killer.execute(
-        "SELECT count(pg_terminate_backend(pid)) AS n FROM pg_stat_activity"
-        " WHERE application_name = $1 AND pid <> pg_backend_pid()",
+        "SELECT pid, backend_start::text AS started FROM pg_stat_activity"
+        " WHERE application_name = $1 AND pid <> pg_backend_pid() ORDER BY backend_start",
         {Value(state_->tag)});
-    killed = static_cast<int>(r.int64_at(0, "n"));
+    for (std::size_t i = 0; i < r.size(); ++i) {
+      // CASE, not AND in a WHERE clause: the server may evaluate the quals in any order, and
+      // must never signal a session that is not this pool's.
+      killer.execute(
+          "SELECT CASE WHEN application_name = $2 AND backend_start = $3::timestamptz"
+          " THEN pg_terminate_backend(pid) END AS killed FROM pg_stat_activity WHERE pid = $1",
+          {Value(r.int64_at(i, "pid")), Value(state_->tag), Value(*r.at(i, "started"))});
+      ++killed;
+      started_by = *r.at(i, "started");
+    }
   } else {
     std::vector<std::int64_t> ids;
     {
@@ -62,12 +74,12 @@ int TaggedPool::kill_sessions(Connection& killer) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   for (;;) {
     std::int64_t left = 0;
-    if (b.dialect == Dialect::kPostgreSQL) {
+    if (b.dialect == Dialect::kPostgreSQL && !started_by.empty()) {
       left = killer
                  .execute(
                      "SELECT COUNT(*) AS n FROM pg_stat_activity WHERE application_name = $1"
-                     " AND pid <> pg_backend_pid()",
-                     {Value(state_->tag)})
+                     " AND pid <> pg_backend_pid() AND backend_start <= $2::timestamptz",
+                     {Value(state_->tag), Value(started_by)})
                  .int64_at(0, "n");
     } else if (!killed_ids.empty()) {
       left = killer
