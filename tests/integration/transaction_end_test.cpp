@@ -111,7 +111,9 @@ TEST_P(TransactionEndTest, ADeadlockVictimsLeaseIsLostAndItsLaterStatementsAreRe
     victim.connection()->execute(set_note(1, "after"));
   } catch (const Error& e) {
     refused = true;
-    if (mysql()) EXPECT_EQ(e.code(), ErrorCode::kLeaseLost) << e.what();
+    if (mysql()) {
+      EXPECT_EQ(e.code(), ErrorCode::kLeaseLost) << e.what();
+    }
   }
   EXPECT_TRUE(refused) << "a statement after the deadlock ran outside the lock's transaction";
   if (mysql()) {
@@ -122,7 +124,9 @@ TEST_P(TransactionEndTest, ADeadlockVictimsLeaseIsLostAndItsLaterStatementsAreRe
     const ReleaseOutcome outcome = victim.release();
     ADD_FAILURE() << "the victim's release reported " << to_string(outcome);
   } catch (const Error& e) {
-    if (mysql()) EXPECT_EQ(e.code(), ErrorCode::kLeaseLost) << e.what();
+    if (mysql()) {
+      EXPECT_EQ(e.code(), ErrorCode::kLeaseLost) << e.what();
+    }
   }
   EXPECT_EQ(survivor.release(), ReleaseOutcome::kReleased);
   EXPECT_NE(note(1), "after");

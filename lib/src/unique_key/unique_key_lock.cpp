@@ -204,11 +204,13 @@ namespace {
 
 // Releases whose fate is unknown (the connection failed on the way and on the retry), kept per
 // process by holds_id, so that the owner's next acquire of the key through any UniqueKeyLock on
-// the same table sends them first. Each is sent through the lock that made it.
+// the same table sends them first. Each is sent through the lock that made it while that lock
+// exists (it is not kept alive for this: its connection source may be gone with it), else through
+// the acquiring lock.
 class PendingReleases {
  public:
   struct Entry {
-    std::shared_ptr<UniqueKeyLock::Impl> lock;
+    std::weak_ptr<UniqueKeyLock::Impl> lock;
     ReleaseRequest request;
   };
   static PendingReleases& instance() {
@@ -259,7 +261,9 @@ ReleaseOutcome UniqueKeyLock::Impl::release(const ReleaseRequest& q) {
 
 void UniqueKeyLock::Impl::finish_pending_release(const std::string& key, const Owner& owner) {
   auto entry = PendingReleases::instance().find(holds_id(key, owner));
-  if (entry) entry->lock->release(entry->request);
+  if (!entry) return;
+  const std::shared_ptr<Impl> sender = entry->lock.lock();
+  (sender ? *sender : *this).release(entry->request);
 }
 
 namespace {
