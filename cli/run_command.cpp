@@ -110,6 +110,10 @@ struct Timeline {
 Timeline timeline_of(const RunOptions& opts) {
   Timeline t;
   t.ttl = parse_duration_option(opts.ttl, "--ttl");
+  if (t.ttl < milliseconds(1) || t.ttl > std::chrono::hours(24 * 365)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "--ttl must be from 1 ms to 365 days; got " + format_duration(t.ttl));
+  }
   t.stop_margin =
       opts.stop_margin ? parse_duration_option(*opts.stop_margin, "--stop-margin") : t.ttl / 3;
   t.kill_after =
