@@ -173,14 +173,19 @@ TEST_P(CliLockTest, ForwardsSigtermToTheCommandAndReleases) {
 }
 
 TEST_P(CliLockTest, RenewsTheLeaseWhileTheCommandOutlivesTheTtl) {
-  auto holder = start(run_sh("touch '" + file("started") + "'; sleep 3", {"--ttl", "1s"}));
+  // The holder runs until told to stop, so a slow machine cannot end it before the late try.
+  auto holder = start(run_sh(
+      "touch '" + file("started") + "'; while [ ! -e '" + file("stop") + "' ]; do sleep 0.05; done",
+      {"--ttl", "1s"}));
   ASSERT_TRUE(wait_for_file(file("started")));
   auto started = Clock::now();
   std::this_thread::sleep_until(started + 2500ms);
   auto late = run(run_sh("touch '" + file("late-ran") + "'"));
   EXPECT_EQ(late.exit_code, 75) << late.err;
   EXPECT_FALSE(fs::exists(file("late-ran")));
-  EXPECT_EQ(holder->wait().exit_code, 0);
+  std::ofstream(file("stop")).close();
+  auto held = holder->wait();
+  EXPECT_EQ(held.exit_code, 0) << held.err;
   EXPECT_TRUE(lock_is_free());
 }
 

@@ -2,6 +2,7 @@
 // owner, says who held the lock and its token, keeps tokens rising), `dblock locks
 // --key-prefix`, and `dblock --version`.
 #include <csignal>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
 
@@ -93,8 +94,9 @@ TEST_P(CliReleaseTest, LocksKeyPrefixTakesThePrefixLiterally) {
   std::vector<std::unique_ptr<ChildProcess>> holders;
   for (std::size_t i = 0; i < keys.size(); ++i) {
     const std::string started = file("started" + std::to_string(i));
-    holders.push_back(start(
-        cli("run", {"--key", keys[i], "--", "sh", "-c", "touch '" + started + "'; sleep 2"})));
+    holders.push_back(start(cli("run", {"--key", keys[i], "--", "sh", "-c",
+                                        "touch '" + started + "'; while [ ! -e '" + file("stop") +
+                                            "' ]; do sleep 0.05; done"})));
     ASSERT_TRUE(wait_for_file(started));
   }
   auto keys_listed = [&](const std::string& prefix) {
@@ -111,6 +113,7 @@ TEST_P(CliReleaseTest, LocksKeyPrefixTakesThePrefixLiterally) {
   auto table = run(cli("locks", {"--key-prefix", key_ + "x"}));
   EXPECT_NE(table.out.find(keys[2]), std::string::npos) << table.out;
   EXPECT_EQ(table.out.find(keys[0]), std::string::npos) << table.out;
+  std::ofstream(file("stop")).close();
   for (auto& h : holders) EXPECT_EQ(h->wait().exit_code, 0);
 }
 
