@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@ namespace {
 struct LocksOptions {
   DatabaseOptions db;
   bool json = false;
+  std::optional<std::string> key_prefix;
 };
 
 nlohmann::json to_json(const LockRow& row) {
@@ -73,14 +75,16 @@ void print_table(const std::vector<LockRow>& rows) {
 
 int list(const LocksOptions& opts) {
   auto conn = opts.db.connect();
-  std::vector<LockRow> rows = list_locks(*conn, opts.db.table_names());
+  std::vector<LockRow> rows = opts.key_prefix
+                                  ? list_locks(*conn, opts.db.table_names(), *opts.key_prefix)
+                                  : list_locks(*conn, opts.db.table_names());
   if (opts.json) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& row : rows) out.push_back(to_json(row));
     // Replace invalid UTF-8 (from a foreign writer) rather than fail the listing.
     std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else if (rows.empty()) {
-    std::printf("no locks held\n");
+    std::printf(opts.key_prefix ? "no locks held with that key prefix\n" : "no locks held\n");
   } else {
     print_table(rows);
   }
@@ -94,6 +98,10 @@ void add_locks_command(CLI::App& app, int* exit_code) {
   CLI::App* sub = app.add_subcommand(
       "locks", "List the locks held now (and expired ones not yet cleaned up), by key");
   opts->db.add_to(*sub);
+  sub->add_option("--key-prefix", opts->key_prefix,
+                  "Only the keys that start with PREFIX (compared byte for byte; % and _ are "
+                  "plain characters)")
+      ->type_name("PREFIX");
   sub->add_flag("--json", opts->json,
                 "Print a JSON array of objects: key, lease_id, owner_host, owner_process, "
                 "owner_thread, hold_count, fencing_token, acquired_at, expires_at (UTC, ISO "

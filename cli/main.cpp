@@ -8,11 +8,15 @@
 #include "common.hpp"
 #include "locks_command.hpp"
 #include "migrate_command.hpp"
+#include "release_command.hpp"
 #include "run_command.hpp"
+#include "version.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"dblock: locks kept in the SQL database a service already owns"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", dblock::cli::version_text(),
+                       "Print the library version and the database drivers built in, and exit");
   app.footer(
       "Exit codes: 0 ok, 1 failure, 64 bad input, 69 database unreachable, 75 busy (try later), "
       "77 access denied, 78 schema missing or changed. `dblock run` otherwise exits with its "
@@ -21,6 +25,7 @@ int main(int argc, char** argv) {
   dblock::cli::add_migrate_command(app, &exit_code);
   dblock::cli::add_run_command(app, &exit_code);
   dblock::cli::add_locks_command(app, &exit_code);
+  dblock::cli::add_release_command(app, &exit_code);
   dblock::cli::add_clean_command(app, &exit_code);
   try {
     app.parse(argc, argv);

@@ -1,15 +1,13 @@
 #include "run_command.hpp"
 
-#include <fcntl.h>
 #include <poll.h>
-#include <sys/prctl.h>
-#include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <future>
 #include <iostream>
@@ -26,34 +24,58 @@
 #include "dblock/unique_key_lock.hpp"
 #include "dblock/url.hpp"
 #include "duration.hpp"
+#include "job.hpp"
+#include "lease_keeper.hpp"
+#include "signal_inbox.hpp"
+
+extern char** environ;
 
 namespace dblock::cli {
 
 namespace {
 
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
 constexpr int kExitCannotExecute = 126;  // as a shell reports a command it cannot execute
 constexpr int kExitNotFound = 127;       // as a shell reports a command it cannot find
-constexpr int kForwardedSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 
 constexpr const char* kRunFooter =
-    R"(Runs CMD while holding the lock KEY and renews the lease in the background (every third of
---ttl), so the lock lasts exactly as long as CMD runs. Put CMD after `--`; it is found on PATH.
+    R"(Runs CMD while holding the lock KEY, so that it runs in one place at a time, and renews the
+lease while CMD runs. Put CMD after `--`; it is found on PATH.
+
+CMD runs in a process group of its own (and, where dblock runs as root on a cgroup v2 system,
+a cgroup of its own), with dblock as the subreaper of its orphans: "CMD's processes" below are
+all of them, also the children of a wrapper script and daemons that left the group. Every
+signal dblock sends or passes on goes to all of them.
+
+CMD learns its lease from the environment: DBLOCK_KEY, DBLOCK_FENCING_TOKEN (pass it to the
+writes the lock protects), DBLOCK_LEASE_ID and DBLOCK_OWNER (host/process/thread).
+
+If the lease cannot be renewed (say R is when the last renewal that succeeded was sent; the
+database expires the lease no sooner than R + --ttl):
+  R + ttl - stop-margin               CMD's processes get SIGTERM
+  R + ttl - stop-margin + kill-after  those still running get SIGKILL
+so they are gone --stop-margin minus --kill-after before anyone else can take the lock. A lease
+found gone (an operator's `dblock release --force`) gets SIGTERM at once, SIGKILL --kill-after
+later. Renewals go out every third of (ttl - stop-margin). --kill-after < --stop-margin < --ttl.
+
+When CMD exits but leaves processes running, they get SIGTERM, then SIGKILL after --kill-after,
+and the lock is released only once they are gone: nothing runs unprotected.
 
 Exit status:
   CMD's own: its exit code, or 128+N when signal N killed it.
   75   the lock is held elsewhere (still, after --wait): CMD was not run; one line on stderr,
        nothing else, so cron stays quiet.
-  75   the lease was lost while CMD ran (the database was unreachable for a whole --ttl, or the
-       lock row was removed): dblock sends CMD SIGTERM at once, so the job never keeps running
-       in two places, waits for it to exit and exits 75 whatever CMD returned.
+  75   the lease was lost while CMD ran: CMD's processes were stopped as above.
   126  CMD is not executable; 127: CMD was not found (the lock is released; CMD never ran).
   64 bad option, 69 database unreachable, 77 access denied, 78 tables missing.
 
-The lock is released as soon as CMD exits, however it exits (exit, crash, signal).
-SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to dblock are passed on to CMD. Ctrl-C and Ctrl-\ at a
-terminal already reach CMD directly, so they are not sent twice. While dblock is still waiting
-for the lock, these signals stop it (exit 128+N) without running CMD. If dblock itself is killed
-(kill -9), CMD receives SIGTERM.
+SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to dblock (a terminal's Ctrl-C and Ctrl-\ too) are
+passed on to CMD's processes. While dblock is still waiting for the lock, these signals stop it
+(exit 128+N) without running CMD. If dblock itself is killed (kill -9), CMD receives SIGTERM.
+CMD starts with every signal at its default action and none blocked. It is not in the
+terminal's foreground group: an interactive CMD cannot read the terminal.
 
 Durations: a whole number with ms, s, m or h (500ms, 30s, 5m, 1h), or 0.)";
 
@@ -62,20 +84,50 @@ struct RunOptions {
   std::string key;
   std::string ttl = "30s";
   std::string wait = "0";
+  std::optional<std::string> stop_margin;
+  std::optional<std::string> kill_after;
   std::optional<std::string> owner;
+  bool no_cgroup = false;
   std::vector<std::string> command;
 };
 
-[[noreturn]] void throw_errno(const std::string& what, int err = errno) {
-  throw Error(ErrorCode::kOther, what + " failed: " + std::strerror(err));
-}
-
-std::chrono::milliseconds parse_duration_option(const std::string& text, const char* option) {
+milliseconds parse_duration_option(const std::string& text, const char* option) {
   try {
     return parse_duration(text);
   } catch (const Error& e) {
     throw Error(e.code(), std::string(option) + ": " + e.what());
   }
+}
+
+// The durations the stop timeline is made of (see the footer).
+struct Timeline {
+  milliseconds ttl;
+  milliseconds stop_margin;
+  milliseconds kill_after;
+  milliseconds renew_every;
+};
+
+Timeline timeline_of(const RunOptions& opts) {
+  Timeline t;
+  t.ttl = parse_duration_option(opts.ttl, "--ttl");
+  if (t.ttl < milliseconds(1) || t.ttl > std::chrono::hours(24 * 365)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "--ttl must be from 1 ms to 365 days; got " + format_duration(t.ttl));
+  }
+  t.stop_margin =
+      opts.stop_margin ? parse_duration_option(*opts.stop_margin, "--stop-margin") : t.ttl / 3;
+  t.kill_after =
+      opts.kill_after ? parse_duration_option(*opts.kill_after, "--kill-after") : t.stop_margin / 2;
+  if (!(t.kill_after < t.stop_margin && t.stop_margin < t.ttl)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "--kill-after (" + format_duration(t.kill_after) + ") must be shorter than " +
+                    "--stop-margin (" + format_duration(t.stop_margin) +
+                    "), and that shorter than --ttl (" + format_duration(t.ttl) +
+                    "), so that CMD is killed before its lease can expire: raise --ttl or " +
+                    "lower --stop-margin or --kill-after");
+  }
+  t.renew_every = std::max(milliseconds(1), (t.ttl - t.stop_margin) / 3);
+  return t;
 }
 
 const char* signal_name(int sig) {
@@ -93,112 +145,20 @@ const char* signal_name(int sig) {
   }
 }
 
-// A file descriptor, closed on destruction.
-class Fd {
- public:
-  Fd() = default;
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() { reset(); }
-  int get() const noexcept { return fd_; }
-  void reset(int fd = -1) noexcept {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = fd;
-  }
-
- private:
-  int fd_ = -1;
-};
-
-// A pipe any thread may write a byte to, to wake the main thread's poll().
-class Wakeup {
- public:
-  Wakeup() {
-    int fds[2];
-    if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) throw_errno("pipe2");
-    read_.reset(fds[0]);
-    write_.reset(fds[1]);
-  }
-  int fd() const noexcept { return read_.get(); }
-  void notify() noexcept {
-    char byte = 1;
-    ssize_t n = ::write(write_.get(), &byte, 1);  // a full pipe already holds a wake-up
-    (void)n;
-  }
-  void drain() noexcept {
-    char buf[64];
-    while (::read(read_.get(), buf, sizeof buf) > 0) {
-    }
-  }
-
- private:
-  Fd read_;
-  Fd write_;
-};
-
-// What other threads tell the main thread: the lease was lost (from on_lost, on the library's
-// renewer thread), or the acquiring thread finished. Shared, because the renewer may still hold
-// the callback for a moment after the lease is released.
-struct Events {
-  Wakeup wakeup;
-  std::atomic<bool> lost{false};
-};
-
-// The forwarded signals and SIGCHLD, blocked in this thread and in every thread started after it
-// (so the library's threads never take them) and read from a signalfd instead. The mask stays
-// blocked to the end: `run` is the last thing the process does, and a signal arriving after CMD
-// has exited must not change the exit status.
-class SignalInbox {
- public:
-  SignalInbox() {
-    sigset_t set;
-    sigemptyset(&set);
-    for (int sig : kForwardedSignals) sigaddset(&set, sig);
-    sigaddset(&set, SIGCHLD);
-    if (int rc = ::pthread_sigmask(SIG_BLOCK, &set, &original_); rc != 0) {
-      throw_errno("pthread_sigmask", rc);
-    }
-    fd_.reset(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
-    if (fd_.get() < 0) throw_errno("signalfd");
-  }
-  int fd() const noexcept { return fd_.get(); }
-  // The mask dblock started with, for CMD to start with.
-  const sigset_t& original_mask() const noexcept { return original_; }
-
-  // The next signal received, if any.
-  std::optional<signalfd_siginfo> next() {
-    signalfd_siginfo info;
-    if (::read(fd_.get(), &info, sizeof info) != sizeof info) return std::nullopt;
-    return info;
-  }
-  // The first forwarded signal received (SIGCHLD is skipped), if any.
-  std::optional<int> next_stop_signal() {
-    while (auto info = next()) {
-      if (info->ssi_signo != SIGCHLD) return static_cast<int>(info->ssi_signo);
-    }
-    return std::nullopt;
-  }
-
- private:
-  sigset_t original_;
-  Fd fd_;
-};
-
-// Sleeps until one of the two descriptors is readable.
-void wait_readable(int a, int b) {
+// Sleeps until one of the two descriptors is readable or `timeout` passes (-1: no limit).
+void wait_readable(int a, int b, int timeout_ms = -1) {
   pollfd fds[2] = {{a, POLLIN, 0}, {b, POLLIN, 0}};
-  while (::poll(fds, 2, -1) < 0) {
-    if (errno != EINTR) throw_errno("poll");
+  while (::poll(fds, 2, timeout_ms) < 0) {
+    if (errno != EINTR) throw_system_error("poll");
   }
 }
 
 // Waits up to `wait` for the lock. With a wait, the acquire runs on a second thread so that a
 // signal can end the wait at once: dblock then exits 128+N at once, without unwinding (that
 // thread still uses the pool); a lease it may just have taken expires by its TTL.
-std::optional<Lease> acquire(UniqueKeyLock& lock, const RunOptions& opts,
-                             std::chrono::milliseconds wait, const LockOptions& options,
-                             SignalInbox& inbox, Events& events) {
-  if (wait == std::chrono::milliseconds(0)) return lock.try_acquire(opts.key, options);
+std::optional<Lease> acquire(UniqueKeyLock& lock, const RunOptions& opts, milliseconds wait,
+                             const LockOptions& options, SignalInbox& inbox, Wakeup& wakeup) {
+  if (wait == milliseconds(0)) return lock.try_acquire(opts.key, options);
   std::promise<std::optional<Lease>> promise;
   std::future<std::optional<Lease>> result = promise.get_future();
   std::thread worker([&] {
@@ -207,16 +167,16 @@ std::optional<Lease> acquire(UniqueKeyLock& lock, const RunOptions& opts,
     } catch (...) {
       promise.set_exception(std::current_exception());
     }
-    events.wakeup.notify();
+    wakeup.notify();
   });
   for (;;) {
-    wait_readable(inbox.fd(), events.wakeup.fd());
+    wait_readable(inbox.fd(), wakeup.fd());
     if (auto sig = inbox.next_stop_signal()) {
       std::cerr << "dblock: stopped by " << signal_name(*sig) << " while waiting for lock "
                 << opts.key << "; not running " << opts.command[0] << '\n';
       ::_exit(128 + *sig);
     }
-    events.wakeup.drain();
+    wakeup.drain();
     if (result.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
       worker.join();
       return result.get();
@@ -224,68 +184,79 @@ std::optional<Lease> acquire(UniqueKeyLock& lock, const RunOptions& opts,
   }
 }
 
-struct Started {
-  pid_t pid = -1;
-  int exec_errno = 0;  // when exec failed (the child has been reaped)
-};
-
-// Forks and execs `command` (execvp: PATH lookup) with dblock's original signal mask. An exec
-// failure comes back through a close-on-exec pipe as the child's errno.
-Started start(const std::vector<std::string>& command, const sigset_t& mask) {
-  std::vector<char*> argv;
-  for (const auto& arg : command) argv.push_back(const_cast<char*>(arg.c_str()));
-  argv.push_back(nullptr);
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) throw_errno("pipe2");
-  Fd read_end, write_end;
-  read_end.reset(fds[0]);
-  write_end.reset(fds[1]);
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0) throw_errno("fork");
-  if (pid == 0) {
-    // Only async-signal-safe calls until exec: other threads may have held locks at the fork.
-    ::sigprocmask(SIG_SETMASK, &mask, nullptr);
-    // If dblock dies without releasing (kill -9), stop CMD: its lease will expire.
-    if (::prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || ::getppid() != parent) ::_exit(kExitFailure);
-    ::execvp(argv[0], argv.data());
-    int err = errno;
-    ssize_t n = ::write(fds[1], &err, sizeof err);
-    (void)n;
-    ::_exit(kExitNotFound);
+// dblock's environment with the lease's facts added (replacing any of the same name).
+std::vector<std::string> environment_for(const Lease& lease) {
+  const std::pair<const char*, std::string> lease_vars[] = {
+      {"DBLOCK_KEY", lease.key()},
+      {"DBLOCK_FENCING_TOKEN", std::to_string(lease.fencing_token())},
+      {"DBLOCK_LEASE_ID", lease.lease_id()},
+      {"DBLOCK_OWNER", lease.owner().to_string()}};
+  std::vector<std::string> out;
+  for (char** var = environ; *var != nullptr; ++var) {
+    std::string_view text(*var);
+    const bool replaced = std::any_of(std::begin(lease_vars), std::end(lease_vars), [&](auto& v) {
+      return text.substr(0, text.find('=')) == v.first;
+    });
+    if (!replaced) out.emplace_back(text);
   }
-  write_end.reset();
-  int err = 0;
-  ssize_t n;
-  do {
-    n = ::read(read_end.get(), &err, sizeof err);
-  } while (n < 0 && errno == EINTR);
-  if (n != static_cast<ssize_t>(sizeof err)) return {pid, 0};  // closed by a successful exec
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return {-1, err};
+  for (const auto& [name, value] : lease_vars) out.push_back(std::string(name) + "=" + value);
+  return out;
 }
 
-// Waits for the child to exit, passing signals on, and stops it with SIGTERM if the lease is
-// lost. Returns the child's wait status; sets `*stopped_for_lost` when it had to stop it.
-int supervise(pid_t pid, const RunOptions& opts, SignalInbox& inbox, Events& events,
-              bool* stopped_for_lost) {
+int milliseconds_until(Clock::time_point when, Clock::time_point now) {
+  auto ms = std::chrono::ceil<milliseconds>(when - now).count();
+  return static_cast<int>(std::clamp<decltype(ms)>(ms, 0, 250));
+}
+
+struct Ended {
+  int status = 0;     // CMD's wait status
+  bool lost = false;  // CMD's processes were stopped because the lease was (about to be) lost
+};
+
+// Waits until CMD has exited and none of its processes is left, passing signals on, and stops
+// them on the timeline of the footer when the lease is lost or when CMD leaves some behind.
+Ended supervise(Job& job, LeaseKeeper& keeper, const Timeline& t, const RunOptions& opts,
+                SignalInbox& inbox, Wakeup& wakeup) {
+  enum class Stopping { kNo, kLeftovers, kLost };
+  Stopping stopping = Stopping::kNo;
+  Clock::time_point kill_at = Clock::time_point::max();
   for (;;) {
-    if (events.lost && !*stopped_for_lost) {
-      *stopped_for_lost = true;
+    std::optional<int> status = job.reap();
+    const Clock::time_point now = Clock::now();
+    const Clock::time_point term_at = keeper.last_renewal_sent() + t.ttl - t.stop_margin;
+    if (stopping != Stopping::kLost && (keeper.gone() || now >= term_at)) {
       std::cerr << "dblock: lost the lock " << opts.key << " while " << opts.command[0]
-                << " was running; sent it SIGTERM and will exit 75 once it has stopped\n";
-      ::kill(pid, SIGTERM);
+                << " was running ("
+                << (keeper.gone() ? "its lease is gone"
+                                  : "not renewed for " + format_duration(t.ttl - t.stop_margin))
+                << "); sent its processes SIGTERM, SIGKILL follows after "
+                << format_duration(t.kill_after) << "; exiting 75\n";
+      stopping = Stopping::kLost;
+      job.signal_all(SIGTERM);
+      kill_at = std::min({kill_at, now + t.kill_after, term_at + t.kill_after});
     }
-    int status = 0;
-    if (::waitpid(pid, &status, WNOHANG) == pid) return status;
-    wait_readable(inbox.fd(), events.wakeup.fd());
-    events.wakeup.drain();
+    if (status && stopping == Stopping::kNo) {
+      if (!job.anything_left()) return {*status, false};
+      std::cerr << "dblock: " << opts.command[0] << " exited but left processes running; "
+                << "stopping them before releasing the lock " << opts.key << '\n';
+      stopping = Stopping::kLeftovers;
+      job.signal_all(SIGTERM);
+      kill_at = std::min(now + t.kill_after, term_at + t.kill_after);
+    }
+    if (stopping != Stopping::kNo && now >= kill_at) job.signal_all(SIGKILL);
+    if (status && stopping != Stopping::kNo && !job.anything_left()) {
+      return {*status, stopping == Stopping::kLost};
+    }
+    // Wake for the next deadline, and at least every 250 ms: a child's exit is also found by
+    // polling, whatever happens to SIGCHLD.
+    int timeout = milliseconds_until(std::min(term_at, kill_at), now);
+    if (now >= kill_at) timeout = 10;  // re-parented orphans keep arriving
+    wait_readable(inbox.fd(), wakeup.fd(), timeout);
+    wakeup.drain();
     while (auto info = inbox.next()) {
-      if (info->ssi_signo == SIGCHLD) continue;  // reaped by waitpid above
-      // The terminal sends Ctrl-C and Ctrl-\ to the whole foreground process group, CMD too.
-      if (info->ssi_code == SI_KERNEL) continue;
-      ::kill(pid, static_cast<int>(info->ssi_signo));
+      if (info->ssi_signo == SIGCHLD) continue;  // reaped above
+      // Also a terminal's Ctrl-C: CMD's processes are not in the terminal's foreground group.
+      job.signal_all(static_cast<int>(info->ssi_signo));
     }
   }
 }
@@ -294,9 +265,17 @@ int exit_code_of(int status) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+// Ends the process now: a renewal may still be stuck on a connection that stopped answering,
+// and nothing that thread uses may be destroyed under it.
+[[noreturn]] void exit_now(int code) {
+  std::cout.flush();
+  std::fflush(nullptr);
+  ::_exit(code);
+}
+
 // Releases the lease. Returns false when it turned out lost (someone else may have held the key
 // meanwhile). A fault is reported and otherwise ignored: the lease then expires by its TTL.
-bool release(Lease& lease, const RunOptions& opts, std::chrono::milliseconds ttl) {
+bool release(Lease& lease, const RunOptions& opts, milliseconds ttl) {
   try {
     return lease.release() != ReleaseOutcome::kNotHeld;
   } catch (const Error& e) {
@@ -307,56 +286,76 @@ bool release(Lease& lease, const RunOptions& opts, std::chrono::milliseconds ttl
 }
 
 int run(const RunOptions& opts) {
-  const auto ttl = parse_duration_option(opts.ttl, "--ttl");
+  const Timeline t = timeline_of(opts);
   const auto wait = parse_duration_option(opts.wait, "--wait");
   const std::string& cmd = opts.command.front();
 
   SignalInbox inbox;  // before any thread starts, so every thread inherits the mask
-  auto events = std::make_shared<Events>();
+  Wakeup wakeup;
   LockOptions options;
-  options.ttl = ttl;
+  options.ttl = t.ttl;
   if (opts.owner) options.owner = Owner::named(*opts.owner);
   options.metadata = nlohmann::json::object({{"command", cmd}});
-  options.auto_renew = true;
-  options.on_lost = [events](const std::string&) {
-    events->lost = true;
-    events->wakeup.notify();
-  };
+  options.auto_renew = false;  // renewed by the LeaseKeeper, which knows when it last succeeded
 
   std::unique_ptr<Pool> pool = open_pool(opts.db.resolve_url(), {.max_size = 2});
   UniqueKeyLockOptions lock_options;
   lock_options.tables = opts.db.table_names();
   UniqueKeyLock lock(*pool, lock_options);
-  std::optional<Lease> lease = acquire(lock, opts, wait, options, inbox, *events);
+  Clock::time_point sent = Clock::now();
+  std::optional<Lease> lease = acquire(lock, opts, wait, options, inbox, wakeup);
   if (!lease) {
     std::cerr << "dblock: lock " << opts.key << " is held by someone else"
               << (wait.count() > 0 ? " (waited " + format_duration(wait) + ")" : "")
               << "; not running " << cmd << '\n';
     return kExitTempFail;
   }
+  if (wait.count() > 0) {  // when the winning attempt was sent is unknown: renew, and count
+    sent = Clock::now();   // from that
+    if (!lease->renew()) {
+      std::cerr << "dblock: lost the lock " << opts.key << " before " << cmd
+                << " started; not running it\n";
+      return kExitTempFail;
+    }
+  }
   if (auto sig = inbox.next_stop_signal()) {  // arrived while trying: do not start CMD
-    release(*lease, opts, ttl);
+    release(*lease, opts, t.ttl);
     std::cerr << "dblock: stopped by " << signal_name(*sig) << " before " << cmd
               << " started; not running it\n";
     return 128 + *sig;
   }
 
-  Started child = start(opts.command, inbox.original_mask());
-  if (child.pid < 0) {
-    release(*lease, opts, ttl);
-    std::cerr << "dblock: cannot run " << cmd << ": " << std::strerror(child.exec_errno) << '\n';
-    return child.exec_errno == ENOENT ? kExitNotFound : kExitCannotExecute;
+  std::optional<Job> job;
+  job.emplace(opts.command, environment_for(*lease), !opts.no_cgroup);
+  if (job->exec_errno() != 0) {
+    release(*lease, opts, t.ttl);
+    std::cerr << "dblock: cannot run " << cmd << ": " << std::strerror(job->exec_errno()) << '\n';
+    return job->exec_errno() == ENOENT ? kExitNotFound : kExitCannotExecute;
   }
-  bool stopped_for_lost = false;
-  const int status = supervise(child.pid, opts, inbox, *events, &stopped_for_lost);
-  const bool held_to_the_end = release(*lease, opts, ttl);
-  if (stopped_for_lost) return kExitTempFail;
-  if (!held_to_the_end) {
+  LeaseKeeper keeper(*lease, sent, t.renew_every, [&wakeup] { wakeup.notify(); });
+  const Ended ended = supervise(*job, keeper, t, opts, inbox, wakeup);
+  job.reset();                              // removes its cgroup
+  if (ended.lost) exit_now(kExitTempFail);  // the lease is gone or about to be: nothing to free
+  std::optional<ReleaseOutcome> released;
+  try {
+    released = keeper.stop_and_release(keeper.last_renewal_sent() + t.ttl - t.stop_margin);
+  } catch (const Error& e) {
+    std::cerr << "dblock: could not release the lock " << opts.key << " (" << e.what()
+              << "); it expires within " << format_duration(t.ttl) << '\n';
+    exit_now(exit_code_of(ended.status));
+  }
+  if (!released) {
+    std::cerr << "dblock: could not release the lock " << opts.key
+              << " (the database is not answering); it expires within " << format_duration(t.ttl)
+              << '\n';
+    exit_now(exit_code_of(ended.status));
+  }
+  if (*released == ReleaseOutcome::kNotHeld) {
     std::cerr << "dblock: lost the lock " << opts.key << " before " << cmd
               << " finished (another holder may have run at the same time); exiting 75\n";
     return kExitTempFail;
   }
-  return exit_code_of(status);
+  return exit_code_of(ended.status);
 }
 
 }  // namespace
@@ -369,16 +368,26 @@ void add_run_command(CLI::App& app, int* exit_code) {
       ->type_name("KEY")
       ->required();
   sub->add_option("--ttl", opts->ttl,
-                  "Lease length; renewed every third of it while CMD runs, so it bounds how long "
-                  "the lock outlives a dblock that was killed")
+                  "Lease length; bounds how long the lock outlives a dblock that was killed")
       ->type_name("DURATION")
       ->capture_default_str();
   sub->add_option("--wait", opts->wait, "How long to wait for a lock held elsewhere; 0: try once")
       ->type_name("DURATION")
       ->capture_default_str();
+  sub->add_option("--stop-margin", opts->stop_margin,
+                  "How long before the lease could expire unrenewed CMD gets SIGTERM "
+                  "(default: a third of --ttl)")
+      ->type_name("DURATION");
+  sub->add_option("--kill-after", opts->kill_after,
+                  "How long after SIGTERM CMD's remaining processes get SIGKILL (default: half "
+                  "of --stop-margin)")
+      ->type_name("DURATION");
   sub->add_option("--owner", opts->owner,
                   "A name for this holder, shown by `dblock locks` (default: the thread id)")
       ->type_name("NAME");
+  sub->add_flag("--no-cgroup", opts->no_cgroup,
+                "Do not give CMD a cgroup of its own even where possible: its processes are "
+                "then found by process group and as orphans re-parented to dblock");
   opts->db.add_to(*sub);
   sub->add_option("CMD", opts->command, "The command to run and its arguments, after `--`")
       ->required();

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # See dblock work: build it, start a throwaway PostgreSQL, apply the dblock
-# schema with the CLI and run the quickstart and transfer examples against it.
+# schema with the CLI and run the quickstart, transfer and flash sale examples against it.
 #
 # Environment:
 #   BUILD_DIR          build directory (default: build, relative to the repo)
@@ -23,7 +23,7 @@ scripts/install-deps.sh
 
 heading "build"
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE="$build_type" "${extra_cmake_args[@]}"
-cmake --build "$build_dir" -j "$(nproc)" --target dblock_cli quickstart transfer
+cmake --build "$build_dir" -j "$(nproc)" --target dblock_cli quickstart transfer flash_sale
 
 # A private PostgreSQL just for this run, stopped again on every exit path.
 DBLOCK_DEV_DB_DIR="${TMPDIR:-/tmp}/dblock-quickstart-db-$(id -u)"

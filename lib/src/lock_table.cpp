@@ -4,9 +4,9 @@
 
 namespace dblock {
 
-std::vector<LockRow> list_locks(Connection& conn, const TableNames& tables) {
-  const Dialect d = conn.dialect();
-  Result r = conn.execute(detail::render_sql(detail::dialect_sql(d).lock_list, d, tables));
+namespace {
+
+std::vector<LockRow> to_rows(const Result& r) {
   std::vector<LockRow> out;
   out.reserve(r.size());
   for (std::size_t i = 0; i < r.size(); ++i) {
@@ -17,6 +17,34 @@ std::vector<LockRow> list_locks(Connection& conn, const TableNames& tables) {
                           r.int64_at(i, "expired") != 0, text("metadata")});
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<LockRow> list_locks(Connection& conn, const TableNames& tables) {
+  const Dialect d = conn.dialect();
+  return to_rows(conn.execute(detail::render_sql(detail::dialect_sql(d).lock_list, d, tables)));
+}
+
+std::vector<LockRow> list_locks(Connection& conn, const TableNames& tables,
+                                std::string_view key_prefix) {
+  const Dialect d = conn.dialect();
+  const std::string sql = detail::render_sql(detail::dialect_sql(d).lock_list_prefix, d, tables);
+  std::vector<Value> params{Value(std::string(key_prefix))};
+  if (d != Dialect::kPostgreSQL) params.emplace_back(std::string(key_prefix));
+  return to_rows(conn.execute(sql, params));
+}
+
+bool release_lock_row(Connection& conn, const TableNames& tables, const LockRow& row) {
+  const Dialect d = conn.dialect();
+  const std::string sql =
+      detail::render_sql(detail::dialect_sql(d).lock_operator_release, d, tables);
+  std::vector<Value> params{Value(row.key), Value(row.lease_id), Value(row.fencing_token)};
+  if (d == Dialect::kPostgreSQL) {
+    params.emplace_back(tables.name("locks"));  // the channel waiters LISTEN on
+    return conn.execute(sql, params).size() == 1;
+  }
+  return conn.execute(sql, params).affected_rows() == 1;
 }
 
 }  // namespace dblock

@@ -1,10 +1,12 @@
-// Reading the lock table for operators: who holds what (`dblock locks`).
+// The lock table for operators: who holds what (`dblock locks`), and freeing a stuck lock
+// (`dblock release`).
 //
 // Thread-safety: the function uses the connection it is given (one thread at a time).
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "dblock/connection.hpp"
@@ -29,5 +31,18 @@ struct LockRow {
 // Every row that is held, or expired and not yet cleaned (released rows are left out), ordered
 // by key.
 std::vector<LockRow> list_locks(Connection& conn, const TableNames& tables = TableNames());
+
+// The rows list_locks returns whose key starts with `key_prefix` (compared byte for byte; no
+// character is a wildcard).
+std::vector<LockRow> list_locks(Connection& conn, const TableNames& tables,
+                                std::string_view key_prefix);
+
+// An operator's release: frees `row.key` as its holder's last release would (hold count 0,
+// expires now, waiters on PostgreSQL notified), keeping its fencing token so the next holder's
+// is higher, but only while the row still carries row.lease_id and row.fencing_token (as a
+// list_locks call read them). Returns false when it changed meanwhile (released, renewed into a
+// new lease, taken over): nothing was done; read it again. The holder finds its lease lost at
+// its next renewal or release.
+bool release_lock_row(Connection& conn, const TableNames& tables, const LockRow& row);
 
 }  // namespace dblock

@@ -73,6 +73,10 @@ struct DialectSql {
   std::string_view version_read;    // column "version"; no row when the key has none yet
   std::string_view version_create;  // creates the key's row if missing
   std::string_view version_cas;     // moves the version on when it still is the one read
+
+  // Operators (`dblock locks --key-prefix`, `dblock release`; see the .cpp for parameters).
+  std::string_view lock_list_prefix;       // lock_list, only keys starting with a prefix
+  std::string_view lock_operator_release;  // frees a row still carrying the lease and token read
 };
 
 const DialectSql& dialect_sql(Dialect dialect);

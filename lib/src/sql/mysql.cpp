@@ -252,6 +252,26 @@ const DialectSql kMySQL = {
         " version = LAST_INSERT_ID(GREATEST(version + 1,"
         " TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))))"
         " WHERE lock_key = ? AND version = ?",
+
+    // params: key prefix, the same prefix again. lock_list for the keys that start with it,
+    // byte for byte (lock_key is VARBINARY, so LEFT counts bytes); % and _ are plain bytes.
+    .lock_list_prefix =
+        "SELECT lock_key AS `key`, lease_id, owner_host, owner_process, owner_thread, hold_count,"
+        " fencing_token, DATE_FORMAT(acquired_at, '%Y-%m-%dT%H:%i:%s.%fZ') AS acquired_at,"
+        " IF(expires_at >= '9999-12-31', 'never',"
+        "   DATE_FORMAT(expires_at, '%Y-%m-%dT%H:%i:%s.%fZ')) AS expires_at,"
+        " IF(expires_at <= UTC_TIMESTAMP(6), 1, 0) AS expired, CAST(metadata AS CHAR) AS metadata"
+        " FROM {{table:locks}}"
+        " WHERE hold_count > 0 AND LEFT(lock_key, LENGTH(CAST(? AS BINARY))) = CAST(? AS BINARY)"
+        " ORDER BY lock_key",
+    // params: key, lease_id, fencing token (as an operator read them). An operator's release
+    // (`dblock release`): frees the row as the last release does (hold_count 0, expires_at now),
+    // but only while it still carries the lease the operator was shown. The fencing token
+    // stays, so the next holder's is higher; the old holder's renewals and release then match
+    // nothing (the lease is lost). One affected row when it freed the row.
+    .lock_operator_release =
+        "UPDATE {{table:locks}} SET hold_count = 0, expires_at = UTC_TIMESTAMP(6)"
+        " WHERE lock_key = ? AND lease_id = ? AND fencing_token = ? AND hold_count > 0",
 };
 
 }  // namespace

@@ -279,6 +279,32 @@ const DialectSql kPostgreSQL = {
         "UPDATE {{table:versions}} SET updated_at = clock_timestamp(), version = GREATEST("
         "version + 1, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint)"
         " WHERE lock_key = $1 AND version = $2 RETURNING version",
+
+    // $1 key prefix. lock_list for the keys that start with it: left() and = compare it as a
+    // value, so % and _ in a prefix are plain characters.
+    .lock_list_prefix =
+        "SELECT lock_key AS key, lease_id, owner_host, owner_process, owner_thread, hold_count,"
+        " fencing_token,"
+        " to_char(acquired_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') AS "
+        "acquired_at,"
+        " CASE WHEN expires_at = 'infinity' THEN 'never' ELSE"
+        " to_char(expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') END"
+        " AS expires_at,"
+        " CASE WHEN expires_at <= clock_timestamp() THEN 1 ELSE 0 END AS expired,"
+        " metadata::text AS metadata"
+        " FROM {{table:locks}} WHERE hold_count > 0 AND left(lock_key, length($1)) = $1"
+        " ORDER BY lock_key",
+    // $1 key, $2 lease_id, $3 fencing token (as an operator read them), $4 notification channel.
+    // An operator's release (`dblock release`): frees the row as the last release does
+    // (hold_count 0, expires_at now) and NOTIFYs waiters, but only while it still carries the
+    // lease the operator was shown. The fencing token stays, so the next holder's is higher;
+    // the old holder's renewals and release then match nothing (the lease is lost). One row,
+    // column "notified", when it freed the row; no row when the lease had changed meanwhile.
+    .lock_operator_release =
+        "WITH r AS (UPDATE {{table:locks}} SET hold_count = 0, expires_at = statement_timestamp()"
+        " WHERE lock_key = $1 AND lease_id = $2 AND fencing_token = $3 AND hold_count > 0"
+        " RETURNING lock_key)"
+        " SELECT pg_notify($4, lock_key)::text AS notified FROM r",
 };
 
 }  // namespace

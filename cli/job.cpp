@@ -1,0 +1,223 @@
+#include "job.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "common.hpp"
+#include "dblock/error.hpp"
+
+namespace dblock::cli {
+
+namespace {
+
+constexpr int kExitNotFound = 127;
+
+[[noreturn]] void throw_errno(const std::string& what, int err = errno) {
+  throw Error(ErrorCode::kOther, what + " failed: " + std::strerror(err));
+}
+
+bool is_cgroup2(const char* path) {
+  struct statfs fs;
+  return ::statfs(path, &fs) == 0 && fs.f_type == CGROUP2_SUPER_MAGIC;
+}
+
+// Makes a cgroup for the job under dblock's own cgroup v2, or returns "" when the machine does
+// not allow it (no cgroup v2 mounted, not root, read-only).
+std::string make_cgroup() {
+  std::string root;
+  for (const char* candidate : {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"}) {
+    if (is_cgroup2(candidate)) {
+      root = candidate;
+      break;
+    }
+  }
+  if (root.empty()) return "";
+  std::ifstream in("/proc/self/cgroup");
+  std::string line, own;
+  while (std::getline(in, line)) {
+    if (line.rfind("0::", 0) == 0) own = line.substr(3);
+  }
+  if (own.empty() || own[0] != '/') return "";
+  if (own == "/") own.clear();
+  std::string dir = root + own + "/dblock-run-" + std::to_string(::getpid());
+  if (::mkdir(dir.c_str(), 0755) != 0) return "";
+  return dir;
+}
+
+// Writes `text` to a cgroup control file; false when it could not.
+bool write_control(const std::string& path, const std::string& text) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::close(fd);
+  return ok;
+}
+
+// The processes whose parent is dblock: the command and orphans re-parented to dblock.
+std::vector<pid_t> children_of_this_process() {
+  std::vector<pid_t> out;
+  const pid_t self = ::getpid();
+  DIR* proc = ::opendir("/proc");
+  if (proc == nullptr) return out;
+  while (dirent* entry = ::readdir(proc)) {
+    if (entry->d_name[0] < '0' || entry->d_name[0] > '9') continue;
+    std::ifstream stat(std::string("/proc/") + entry->d_name + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    // pid (comm) state ppid ...; comm may hold spaces and parentheses, so read after the last ')'.
+    const auto close = text.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(text.substr(close + 1));
+    char state = 0;
+    pid_t ppid = 0;
+    if (!(rest >> state >> ppid) || ppid != self || state == 'Z') continue;
+    out.push_back(static_cast<pid_t>(std::stol(entry->d_name)));
+  }
+  ::closedir(proc);
+  return out;
+}
+
+// Every signal back to its default action and none blocked, as a freshly started program
+// expects, whatever dblock was started with (SIGCHLD or SIGPIPE ignored, signals blocked).
+// Async-signal-safe.
+void reset_signals() {
+  struct sigaction dfl;
+  std::memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (sig != SIGKILL && sig != SIGSTOP) ::sigaction(sig, &dfl, nullptr);  // EINVAL: reserved
+  }
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+}
+
+}  // namespace
+
+Job::Job(const std::vector<std::string>& command, const std::vector<std::string>& environment,
+         bool allow_cgroup) {
+  std::vector<char*> argv, envp;
+  for (const auto& arg : command) argv.push_back(const_cast<char*>(arg.c_str()));
+  argv.push_back(nullptr);
+  for (const auto& var : environment) envp.push_back(const_cast<char*>(var.c_str()));
+  envp.push_back(nullptr);
+  // Orphans of the job come to dblock, which finds, stops and reaps them.
+  if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) throw_errno("prctl(PR_SET_CHILD_SUBREAPER)");
+  if (allow_cgroup) cgroup_ = make_cgroup();
+
+  // `go` holds the child back until it is in its cgroup; `failed` carries an exec errno back
+  // (closed on a successful exec).
+  int go[2], failed[2];
+  if (::pipe2(go, O_CLOEXEC) != 0) throw_errno("pipe2");
+  if (::pipe2(failed, O_CLOEXEC) != 0) {
+    int err = errno;
+    ::close(go[0]);
+    ::close(go[1]);
+    throw_errno("pipe2", err);
+  }
+  const pid_t parent = ::getpid();
+  pid_ = ::fork();
+  if (pid_ < 0) {
+    int err = errno;
+    for (int fd : {go[0], go[1], failed[0], failed[1]}) ::close(fd);
+    throw_errno("fork", err);
+  }
+  if (pid_ == 0) {
+    // Only async-signal-safe calls until exec: other threads may have held locks at the fork.
+    ::close(go[1]);
+    ::close(failed[0]);
+    ::setpgid(0, 0);
+    reset_signals();
+    // If dblock dies without stopping the job (kill -9), stop the command: its lease expires.
+    if (::prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || ::getppid() != parent) ::_exit(kExitFailure);
+    char byte = 0;
+    if (::read(go[0], &byte, 1) != 1) ::_exit(kExitFailure);  // dblock gave up on it
+    ::execvpe(argv[0], argv.data(), envp.data());
+    int err = errno;
+    ssize_t n = ::write(failed[1], &err, sizeof err);
+    (void)n;
+    ::_exit(kExitNotFound);
+  }
+  ::close(go[0]);
+  ::close(failed[1]);
+  ::setpgid(pid_, pid_);  // as the child does itself: whichever runs first
+  if (!cgroup_.empty() && !write_control(cgroup_ + "/cgroup.procs", std::to_string(pid_))) {
+    ::rmdir(cgroup_.c_str());
+    cgroup_.clear();
+  }
+  char byte = 1;
+  ssize_t n = ::write(go[1], &byte, 1);
+  (void)n;
+  ::close(go[1]);
+  int err = 0;
+  do {
+    n = ::read(failed[0], &err, sizeof err);
+  } while (n < 0 && errno == EINTR);
+  ::close(failed[0]);
+  if (n == static_cast<ssize_t>(sizeof err)) {
+    exec_errno_ = err;
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    status_ = status;
+  }
+}
+
+Job::~Job() {
+  if (cgroup_.empty()) return;
+  // The last members may take a moment to leave after they were reaped.
+  for (int attempt = 0; attempt < 50 && ::rmdir(cgroup_.c_str()) != 0 && errno == EBUSY;
+       ++attempt) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+std::string Job::isolation() const {
+  return cgroup_.empty() ? "a process group" : "a cgroup (" + cgroup_ + ")";
+}
+
+std::optional<int> Job::reap() {
+  int status = 0;
+  pid_t pid;
+  while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
+    if (pid == pid_) status_ = status;
+  }
+  return status_;
+}
+
+std::vector<pid_t> Job::cgroup_members() const {
+  std::vector<pid_t> out;
+  if (cgroup_.empty()) return out;
+  std::ifstream in(cgroup_ + "/cgroup.procs");
+  pid_t pid;
+  while (in >> pid) out.push_back(pid);
+  return out;
+}
+
+void Job::signal_all(int sig) {
+  if (sig == SIGKILL && !cgroup_.empty()) write_control(cgroup_ + "/cgroup.kill", "1");
+  for (pid_t pid : cgroup_members()) ::kill(pid, sig);
+  // The group outlives its leader while members remain; its id is not reused meanwhile.
+  ::kill(-pid_, sig);
+  for (pid_t pid : children_of_this_process()) ::kill(pid, sig);
+}
+
+bool Job::anything_left() {
+  reap();
+  if (!cgroup_members().empty()) return true;
+  if (::kill(-pid_, 0) == 0 || errno == EPERM) return true;
+  return !children_of_this_process().empty();
+}
+
+}  // namespace dblock::cli

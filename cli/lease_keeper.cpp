@@ -1,0 +1,77 @@
+#include "lease_keeper.hpp"
+
+#include <utility>
+
+namespace dblock::cli {
+
+LeaseKeeper::LeaseKeeper(Lease& lease, Clock::time_point sent, std::chrono::milliseconds interval,
+                         std::function<void()> changed)
+    : lease_(lease),
+      interval_(interval),
+      changed_(std::move(changed)),
+      last_sent_(sent.time_since_epoch().count()) {
+  thread_ = std::thread([this] { loop(); });
+}
+
+LeaseKeeper::~LeaseKeeper() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  // A renewal stuck on a connection that stopped answering cannot be interrupted; `run` ends
+  // the process with _exit in that case, so the thread never outlives what it uses.
+  if (busy_.try_lock_for(std::chrono::milliseconds(100))) {
+    busy_.unlock();
+    thread_.join();
+  } else {
+    thread_.detach();
+  }
+}
+
+LeaseKeeper::Clock::time_point LeaseKeeper::last_renewal_sent() const noexcept {
+  return Clock::time_point(Clock::duration(last_sent_.load()));
+}
+
+void LeaseKeeper::loop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    wake_.wait_for(lock, interval_, [this] { return stop_; });
+    if (stop_) return;
+    lock.unlock();
+    {
+      std::lock_guard<std::timed_mutex> using_lease(busy_);
+      if (stopping_ || !lease_.valid()) return;
+      const Clock::time_point sent = Clock::now();
+      bool held = true;
+      try {
+        held = lease_.renew();
+        if (held) last_sent_ = sent.time_since_epoch().count();
+      } catch (const Error&) {
+        // Unreachable for now: try again at the next interval; the stop timeline runs from the
+        // last renewal that succeeded.
+      }
+      if (!held) {
+        gone_ = true;
+        changed_();
+        return;
+      }
+    }
+    lock.lock();
+  }
+}
+
+std::optional<ReleaseOutcome> LeaseKeeper::stop_and_release(Clock::time_point deadline) {
+  stopping_ = true;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (!busy_.try_lock_until(deadline)) return std::nullopt;
+  std::lock_guard<std::timed_mutex> using_lease(busy_, std::adopt_lock);
+  if (gone_) return ReleaseOutcome::kNotHeld;
+  return lease_.release();
+}
+
+}  // namespace dblock::cli

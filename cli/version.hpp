@@ -1,0 +1,14 @@
+// What `dblock --version` prints: the library version (the CMake project version) and the
+// database drivers this build carries.
+//
+// Thread-safety: the function is pure and safe from any thread.
+#pragma once
+
+#include <string>
+
+namespace dblock::cli {
+
+// "dblock 0.1.0 (drivers: libpqxx, libmysqlclient, soci)", without a trailing newline.
+std::string version_text();
+
+}  // namespace dblock::cli

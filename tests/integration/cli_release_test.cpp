@@ -1,0 +1,140 @@
+// `dblock release` as an operator uses it (refuses a live lease without --force, checks the
+// owner, says who held the lock and its token, keeps tokens rising), `dblock locks
+// --key-prefix`, and `dblock --version`.
+#include <csignal>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "cli_fixture.hpp"
+
+namespace dblock::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+class CliReleaseTest : public CliFixture {
+ protected:
+  // The `locks --json` entry for `key`, or null.
+  nlohmann::json listed(const std::string& key) const {
+    auto r = run(cli("locks", {"--json", "--key-prefix", key}));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    for (const auto& entry : nlohmann::json::parse(r.out)) {
+      if (entry.value("key", "") == key) return entry;
+    }
+    return nullptr;
+  }
+  std::vector<std::string> release(std::vector<std::string> args) const {
+    args.insert(args.begin(), {"--key", key_});
+    return cli("release", args);
+  }
+};
+
+TEST_P(CliReleaseTest, ALiveLeaseIsReleasedOnlyWithForceAndTheNextTokenIsHigher) {
+  auto holder = start(run_sh("touch '" + file("started") + "'; sleep 5", {"--ttl", "2s"}));
+  ASSERT_TRUE(wait_for_file(file("started")));
+  nlohmann::json row = listed(key_);
+  ASSERT_TRUE(row.is_object());
+  const std::string token = std::to_string(row["fencing_token"].get<std::int64_t>());
+  const std::string holder_text = row["owner_host"].get<std::string>() + "/" +
+                                  row["owner_process"].get<std::string>() + "/" +
+                                  row["owner_thread"].get<std::string>();
+
+  // Without --force: the owner must be named, and a live lease is refused even then.
+  expect_one_line_error(run(release({})), 64, "--owner-host", "");
+  auto live = run(release({"--owner-host", row["owner_host"]}));
+  expect_one_line_error(live, 75, "pass --force", "");
+  EXPECT_NE(live.err.find(holder_text), std::string::npos) << live.err;
+  EXPECT_NE(live.err.find("fencing token " + token), std::string::npos) << live.err;
+  // Another owner's lock is not released, forced or not.
+  expect_one_line_error(run(release({"--force", "--owner-thread", "someone-else"})), 1,
+                        "not by the owner given", "");
+  ASSERT_TRUE(listed(key_).is_object());
+
+  auto forced = run(release({"--force", "--owner-process", row["owner_process"]}));
+  EXPECT_EQ(forced.exit_code, 0) << forced.err;
+  // The expiry shown is the one of the moment it was released (renewals move it on).
+  const std::string said = "released lock " + key_ + " held by " + holder_text + " (lease " +
+                           row["lease_id"].get<std::string>() + ", fencing token " + token +
+                           ", live until ";
+  EXPECT_EQ(forced.out.rfind(said, 0), 0u) << forced.out;
+  EXPECT_TRUE(forced.out.ends_with("Z) (forced)\n")) << forced.out;
+  EXPECT_TRUE(listed(key_).is_null());
+  EXPECT_EQ(holder->wait().exit_code, 75);
+
+  auto next = run(run_sh("echo $DBLOCK_FENCING_TOKEN"));
+  EXPECT_EQ(next.exit_code, 0) << next.err;
+  EXPECT_GT(std::stoll(next.out), std::stoll(token));
+  expect_one_line_error(run(release({"--force"})), 1, "is not held; nothing released", "");
+}
+
+TEST_P(CliReleaseTest, AnExpiredLeaseIsReleasedForItsOwner) {
+  // A shell writes its pid to the file named by $0, then becomes dblock: the test kills it.
+  std::vector<std::string> argv{"/bin/sh", "-c", "echo $$ > \"$0\"; exec \"$@\"", file("pid")};
+  auto run_argv = run_sh("touch '" + file("started") + "'; sleep 5", {"--ttl", "1s"});
+  argv.insert(argv.end(), run_argv.begin(), run_argv.end());
+  ChildProcess dblock(argv, env());
+  ASSERT_TRUE(wait_for_file(file("started")));
+  ::kill(std::stoi(read_text_file(file("pid"))), SIGKILL);  // leaves its row behind
+  dblock.wait();
+  std::this_thread::sleep_for(1200ms);
+  nlohmann::json row = listed(key_);
+  ASSERT_TRUE(row.is_object());
+  EXPECT_EQ(row["expired"], true);
+  auto r = run(release({"--owner-host", row["owner_host"], "--owner-process", row["owner_process"],
+                        "--owner-thread", row["owner_thread"]}));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("expired at"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("(forced)"), std::string::npos) << r.out;
+  EXPECT_TRUE(listed(key_).is_null());
+}
+
+TEST_P(CliReleaseTest, LocksKeyPrefixTakesThePrefixLiterally) {
+  const std::vector<std::string> keys{key_ + "%a", key_ + "_b", key_ + "xc"};
+  std::vector<std::unique_ptr<ChildProcess>> holders;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const std::string started = file("started" + std::to_string(i));
+    holders.push_back(start(cli("run", {"--key", keys[i], "--", "sh", "-c",
+                                        "touch '" + started + "'; while [ ! -e '" + file("stop") +
+                                            "' ]; do sleep 0.05; done"})));
+    ASSERT_TRUE(wait_for_file(started));
+  }
+  auto keys_listed = [&](const std::string& prefix) {
+    auto r = run(cli("locks", {"--json", "--key-prefix", prefix}));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::vector<std::string> out;
+    for (const auto& entry : nlohmann::json::parse(r.out)) out.push_back(entry["key"]);
+    return out;
+  };
+  EXPECT_EQ(keys_listed(key_), keys);
+  EXPECT_EQ(keys_listed(key_ + "%"), std::vector<std::string>{keys[0]});
+  EXPECT_EQ(keys_listed(key_ + "_"), std::vector<std::string>{keys[1]});
+  EXPECT_TRUE(keys_listed(key_ + "y").empty());
+  auto table = run(cli("locks", {"--key-prefix", key_ + "x"}));
+  EXPECT_NE(table.out.find(keys[2]), std::string::npos) << table.out;
+  EXPECT_EQ(table.out.find(keys[0]), std::string::npos) << table.out;
+  std::ofstream(file("stop")).close();
+  for (auto& h : holders) EXPECT_EQ(h->wait().exit_code, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Pairs, CliReleaseTest, ::testing::ValuesIn(all_backends()), BackendName());
+
+TEST(CliVersionTest, PrintsTheVersionAndTheDriversBuiltIn) {
+  ASSERT_STRNE(DBLOCK_CLI_PATH, "") << "the dblock CLI was not built";
+  auto r = run_process({DBLOCK_CLI_PATH, "--version"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(std::regex_match(r.out, std::regex(R"(dblock \d+\.\d+\.\d+ \(drivers: .+\)\n)")))
+      << r.out;
+#ifdef DBLOCK_HAVE_LIBPQXX
+  EXPECT_NE(r.out.find("libpqxx"), std::string::npos) << r.out;
+#endif
+#ifdef DBLOCK_HAVE_MYSQL
+  EXPECT_NE(r.out.find("libmysqlclient"), std::string::npos) << r.out;
+#endif
+#ifdef DBLOCK_HAVE_SOCI
+  EXPECT_NE(r.out.find("soci"), std::string::npos) << r.out;
+#endif
+}
+
+}  // namespace
+}  // namespace dblock::testing

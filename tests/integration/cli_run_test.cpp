@@ -1,0 +1,239 @@
+// `dblock run` as "exactly once across hosts": whatever the command does with SIGTERM (ignores
+// it, is a wrapper whose worker ignores it, daemonises), its processes are gone before another
+// run of the key can start, when the lease is lost to a network cut or to an operator's forced
+// release, and when the command leaves processes behind. Every case records, from inside the
+// commands, when each run was working (heartbeats stamped with one clock, `date +%s%N`) and the
+// fencing token it was given, and checks that no two runs overlapped and that tokens increase.
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdint>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli_fixture.hpp"
+#include "fault_proxy.hpp"
+
+namespace dblock::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+// The heartbeats one run wrote: its fencing token and the first and last stamp (ns, wall clock).
+struct Span {
+  std::int64_t token = 0;
+  std::int64_t first = 0;
+  std::int64_t last = 0;
+  int beats = 0;
+};
+
+std::int64_t wall_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+class CliRunTest : public CliFixture {
+ protected:
+  void SetUp() override {
+    CliFixture::SetUp();
+    // beat.sh LOG COUNT [ignore-term]: appends "<ns> <token>" to LOG every 50 ms, COUNT times
+    // (0: until killed).
+    std::ofstream(file("beat.sh")) << "[ \"$3\" = ignore-term ] && trap '' TERM\n"
+                                      "i=0\n"
+                                      "while [ \"$2\" -eq 0 ] || [ $i -lt \"$2\" ]; do\n"
+                                      "  echo \"$(date +%s%N) $DBLOCK_FENCING_TOKEN\" >> \"$1\"\n"
+                                      "  i=$((i + 1))\n"
+                                      "  sleep 0.05\n"
+                                      "done\n";
+  }
+
+  // `sh beat.sh <log> <count> [ignore-term]` as a shell command.
+  std::string beat(int count, bool ignore_term = false) const {
+    return "sh '" + file("beat.sh") + "' '" + file("log") + "' " + std::to_string(count) +
+           (ignore_term ? " ignore-term" : "");
+  }
+
+  // The runs in the log, by their first heartbeat.
+  std::vector<Span> spans() const {
+    std::map<std::int64_t, Span> by_token;
+    std::istringstream in(read_text_file(file("log")));
+    std::int64_t ns = 0, token = 0;
+    while (in >> ns >> token) {
+      Span& s = by_token[token];
+      if (s.beats++ == 0) s.token = token, s.first = ns;
+      s.first = std::min(s.first, ns);
+      s.last = std::max(s.last, ns);
+    }
+    std::vector<Span> out;
+    for (const auto& entry : by_token) out.push_back(entry.second);
+    std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.first < b.first; });
+    return out;
+  }
+
+  // Checks that `expected` runs worked, one after the other, with increasing tokens.
+  void expect_no_overlap(std::size_t expected) const {
+    auto runs = spans();
+    ASSERT_EQ(runs.size(), expected) << read_text_file(file("log"));
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      EXPECT_GT(runs[i].token, 0);
+      if (i == 0) continue;
+      EXPECT_GT(runs[i].token, runs[i - 1].token) << "tokens must increase run after run";
+      EXPECT_GT(runs[i].first, runs[i - 1].last)
+          << "run " << i << " started " << (runs[i - 1].last - runs[i].first) / 1000000
+          << " ms before run " << i - 1 << " stopped";
+    }
+  }
+
+  // Waits until the log holds a heartbeat.
+  bool wait_for_beats() const {
+    auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (spans().empty()) {
+      if (std::chrono::steady_clock::now() >= deadline) return false;
+      std::this_thread::sleep_for(10ms);
+    }
+    return true;
+  }
+
+  // Checks that nothing of the first run worked after `ended` (ns), waiting a little first so
+  // that a survivor would have shown itself.
+  void expect_first_run_ended_by(std::int64_t ended) const {
+    std::this_thread::sleep_for(300ms);
+    auto runs = spans();
+    ASSERT_FALSE(runs.empty());
+    EXPECT_LT(runs[0].last, ended) << "a process of the run kept working after dblock exited";
+  }
+};
+
+TEST_P(CliRunTest, ANetworkCutStopsACommandThatIgnoresTermBeforeTheLeaseCanExpire) {
+  const DatabaseUrl direct = backend().url();
+  FaultProxy proxy(direct.host, direct.port);
+  // url_ with the proxy's address in place of the server's.
+  const auto at = url_.find('@');
+  const auto slash = url_.find('/', at);
+  ASSERT_NE(at, std::string::npos);
+  const std::string cut_url =
+      url_.substr(0, at + 1) + "127.0.0.1:" + std::to_string(proxy.port()) + url_.substr(slash);
+  ChildProcess first(run_sh(beat(0, true), {"--ttl", "1s"}), env(cut_url));
+  ASSERT_TRUE(wait_for_beats());
+  proxy.set_blackhole(true);
+  const auto cut = std::chrono::steady_clock::now();
+  auto second = start(run_sh(beat(4), {"--wait", "10s"}));
+  auto r = first.wait();
+  const std::int64_t first_ended = wall_ns();
+  // Renewals go out every 222 ms; SIGTERM at 667 ms after the last that succeeded, SIGKILL
+  // 167 ms later.
+  EXPECT_LT(std::chrono::steady_clock::now() - cut, 2500ms);
+  EXPECT_EQ(r.exit_code, 75) << r.err;
+  EXPECT_NE(r.err.find("lost the lock " + key_ + " while sh was running (not renewed for"),
+            std::string::npos)
+      << r.err;
+  auto r2 = second->wait();
+  EXPECT_EQ(r2.exit_code, 0) << r2.err;
+  expect_first_run_ended_by(first_ended);
+  expect_no_overlap(2);
+}
+
+TEST_P(CliRunTest, AForcedReleaseStopsAWrapperAndItsWorkerGrandchild) {
+  // The wrapper dies of SIGTERM; its worker ignores it and must be killed.
+  auto first = start(run_sh(beat(0, true) + " & wait", {"--ttl", "2s"}));
+  ASSERT_TRUE(wait_for_beats());
+  const std::int64_t token = spans().at(0).token;
+  auto released = run(cli("release", {"--key", key_, "--force"}));
+  EXPECT_EQ(released.exit_code, 0) << released.err;
+  EXPECT_EQ(released.out.rfind("released lock " + key_ + " held by ", 0), 0u) << released.out;
+  EXPECT_NE(released.out.find("fencing token " + std::to_string(token)), std::string::npos)
+      << released.out;
+  const auto at = std::chrono::steady_clock::now();
+  auto r = first->wait();
+  const std::int64_t first_ended = wall_ns();
+  // Found at the next renewal (every 444 ms), SIGKILL 333 ms after SIGTERM.
+  EXPECT_LT(std::chrono::steady_clock::now() - at, 1500ms);
+  EXPECT_EQ(r.exit_code, 75) << r.err;
+  EXPECT_NE(r.err.find("its lease is gone"), std::string::npos) << r.err;
+  expect_first_run_ended_by(first_ended);
+  auto second = run(run_sh(beat(3)));
+  EXPECT_EQ(second.exit_code, 0) << second.err;
+  expect_no_overlap(2);
+}
+
+TEST_P(CliRunTest, ADaemonLeftBehindIsStoppedBeforeTheLockIsReleased) {
+  for (bool cgroup : {true, false}) {
+    SCOPED_TRACE(cgroup ? "cgroup where possible" : "--no-cgroup");
+    std::filesystem::remove(file("log"));
+    std::vector<std::string> options{"--ttl", "2s"};
+    if (!cgroup) options.push_back("--no-cgroup");
+    // Double fork and setsid: the worker leaves the command's process group and session and
+    // is re-parented away from the command, which then exits 5.
+    auto first = start(run_sh("(setsid " + beat(0, true) + " &); sleep 0.3; exit 5", options));
+    ASSERT_TRUE(wait_for_beats());
+    auto second = start(run_sh(beat(3), {"--wait", "10s"}));
+    auto r = first->wait();
+    EXPECT_EQ(r.exit_code, 5) << r.err;
+    EXPECT_NE(r.err.find("left processes running"), std::string::npos) << r.err;
+    EXPECT_EQ(second->wait().exit_code, 0);
+    expect_no_overlap(2);
+  }
+}
+
+TEST_P(CliRunTest, StartedWithSigchldIgnoredItStillSeesTheCommandEndAndGivesItCleanSignals) {
+  // perl sets SIGCHLD to SIG_IGN and execs: the disposition is kept across exec.
+  const std::string ignore_chld = "$SIG{CHLD} = 'IGNORE'; exec @ARGV or die";
+  auto precondition =
+      run_process({"/usr/bin/perl", "-e", ignore_chld, "grep", "SigIgn", "/proc/self/status"});
+  ASSERT_NE(precondition.out.find("SigIgn:\t00000000000"), std::string::npos) << precondition.out;
+  ASSERT_NE(std::stoull(precondition.out.substr(8), nullptr, 16) & (1ull << (SIGCHLD - 1)), 0u)
+      << precondition.out;
+  std::vector<std::string> argv{"/usr/bin/timeout", "-s", "KILL",     "10",
+                                "/usr/bin/perl",    "-e", ignore_chld};
+  auto run_argv = run_sh("grep -E '^Sig(Blk|Ign)' /proc/self/status; exit 4");
+  argv.insert(argv.end(), run_argv.begin(), run_argv.end());
+  auto r = run(argv);
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  EXPECT_NE(r.out.find("SigBlk:\t0000000000000000"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("SigIgn:\t0000000000000000"), std::string::npos) << r.out;
+  auto again = run(run_sh("exit 0"));
+  EXPECT_EQ(again.exit_code, 0) << "the lock was not released: " << again.err;
+}
+
+TEST_P(CliRunTest, TheCommandLearnsItsLease) {
+  // The command prints what it was told, then lists the lock table.
+  auto listed =
+      run(run_sh("echo \"$DBLOCK_KEY|$DBLOCK_FENCING_TOKEN|$DBLOCK_LEASE_ID|"
+                 "$DBLOCK_OWNER\"; '" +
+                 std::string(DBLOCK_CLI_PATH) + "' locks --prefix " + prefix_ + " --json"));
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  const auto bar = listed.out.find('\n');
+  std::istringstream fields(listed.out.substr(0, bar));
+  std::string key, token, lease_id, owner;
+  std::getline(fields, key, '|');
+  std::getline(fields, token, '|');
+  std::getline(fields, lease_id, '|');
+  std::getline(fields, owner, '|');
+  auto rows = nlohmann::json::parse(listed.out.substr(bar + 1));
+  ASSERT_EQ(rows.size(), 1u) << listed.out;
+  EXPECT_EQ(key, key_);
+  EXPECT_EQ(token, std::to_string(rows[0]["fencing_token"].get<std::int64_t>()));
+  EXPECT_EQ(lease_id, rows[0]["lease_id"]);
+  EXPECT_EQ(owner, rows[0]["owner_host"].get<std::string>() + "/" +
+                       rows[0]["owner_process"].get<std::string>() + "/" +
+                       rows[0]["owner_thread"].get<std::string>());
+}
+
+TEST_P(CliRunTest, AStopTimelineThatCannotBeKeptIsRefused) {
+  for (const auto& options : std::vector<std::vector<std::string>>{
+           {"--ttl", "1s", "--stop-margin", "1s"},
+           {"--ttl", "3s", "--stop-margin", "1s", "--kill-after", "1s"},
+           {"--ttl", "3s", "--kill-after", "2s"}}) {
+    auto r = run(run_sh("touch '" + file("ran") + "'", options));
+    expect_one_line_error(r, 64, "must be shorter than --stop-margin", "");
+    EXPECT_FALSE(std::filesystem::exists(file("ran")));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Pairs, CliRunTest, ::testing::ValuesIn(all_backends()), BackendName());
+
+}  // namespace
+}  // namespace dblock::testing
