@@ -5,10 +5,10 @@
 
 CREATE TABLE IF NOT EXISTS dblock_locks (
     lock_key      VARBINARY(1020) NOT NULL,  -- 255 characters of UTF-8, compared byte for byte
-    lease_id      VARCHAR(64)  NOT NULL,
-    owner_host    VARCHAR(255) NOT NULL,
-    owner_process VARCHAR(255) NOT NULL,
-    owner_thread  VARCHAR(255) NOT NULL,
+    lease_id      VARBINARY(256)  NOT NULL,  -- ids and owners compare byte for byte too:
+    owner_host    VARBINARY(1020) NOT NULL,  -- "w" and "w " are two owners
+    owner_process VARBINARY(1020) NOT NULL,
+    owner_thread  VARBINARY(1020) NOT NULL,
     hold_count    INT          NOT NULL DEFAULT 1,
     fencing_token BIGINT       NOT NULL,
     acquired_at   DATETIME(6)  NOT NULL,
@@ -20,12 +20,13 @@ CREATE TABLE IF NOT EXISTS dblock_locks (
 
 -- Row locks: one row per lock key, created on first use and locked with SELECT ... FOR UPDATE by
 -- the transaction that holds the lock. The owner columns and fencing_token describe the latest
--- acquisition; the row lock itself is the lock. Keys compare byte for byte, as in the lock table.
+-- acquisition; the row lock itself is the lock. Keys and owners compare byte for byte, as in the
+-- lock table.
 CREATE TABLE IF NOT EXISTS dblock_row_locks (
     lock_key      VARBINARY(1020) NOT NULL,
-    owner_host    VARCHAR(255) NOT NULL DEFAULT '',
-    owner_process VARCHAR(255) NOT NULL DEFAULT '',
-    owner_thread  VARCHAR(255) NOT NULL DEFAULT '',
+    owner_host    VARBINARY(1020) NOT NULL DEFAULT '',
+    owner_process VARBINARY(1020) NOT NULL DEFAULT '',
+    owner_thread  VARBINARY(1020) NOT NULL DEFAULT '',
     fencing_token BIGINT       NOT NULL DEFAULT 0,
     used_at       DATETIME(6)  NOT NULL,
     PRIMARY KEY (lock_key),

@@ -151,6 +151,9 @@ std::vector<MigrationState> Migrator::up() {
   if (sql.migrations_in_one_transaction) {
     conn_.begin();
     try {
+      // Before the lock: the isolation level must be set before the transaction's first query
+      // (see migrator_isolation in the dialect file).
+      if (!sql.migrator_isolation.empty()) conn_.execute(sql.migrator_isolation);
       conn_.execute(sql.migrator_lock, {Value(key)});
       auto applied = up_locked();
       conn_.commit();

@@ -2,9 +2,11 @@
 // failures, and concurrent migrators (threads here; processes in cli_test.cpp).
 #include "dblock/migrator.hpp"
 
+#include <cctype>
 #include <thread>
 
 #include "backends.hpp"
+#include "dblock/open.hpp"
 #include "dblock/table_names.hpp"
 
 namespace dblock::testing {
@@ -172,6 +174,69 @@ TEST_P(MigratorTest, ConcurrentMigratorsAllSucceedAndApplyEachMigrationOnce) {
   EXPECT_EQ(total, expected);
   EXPECT_EQ(count("SELECT COUNT(*) FROM " + table("schema_migrations")),
             static_cast<std::int64_t>(expected));
+}
+
+// A connection whose transactions default to `level` ("repeatable read", "serializable"), the way
+// a server, database or role configured so hands them out: on PostgreSQL through the startup
+// option default_transaction_isolation (checked), on MySQL/MariaDB through the session's
+// transaction_isolation.
+std::unique_ptr<Connection> connect_with_isolation(const Backend& b, const std::string& level) {
+  DatabaseUrl url = b.url();
+  if (b.dialect == Dialect::kPostgreSQL) {
+    std::string escaped;
+    for (char c : level) escaped += c == ' ' ? std::string("\\ ") : std::string(1, c);
+    url.params.emplace_back("options", "-c default_transaction_isolation=" + escaped);
+    auto conn = open_connection(url);
+    auto shown = conn->execute("SHOW default_transaction_isolation").at(0, 0);
+    if (shown != level) {
+      throw std::runtime_error("default_transaction_isolation is " + shown.value_or("NULL") +
+                               ", not " + level);
+    }
+    return conn;
+  }
+  auto conn = open_connection(url);
+  std::string upper;
+  for (char c : level) upper += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  conn->execute("SET SESSION TRANSACTION ISOLATION LEVEL " + upper);
+  return conn;
+}
+
+// Under repeatable read or serializable a migrator must not take its snapshot before it waits
+// for the migration lock, or it misses what the migrator before it applied.
+TEST_P(MigratorTest, ConcurrentMigratorsUnderStricterIsolationAllSucceed) {
+  constexpr int kMigrators = 20;
+  const auto expected = builtin_migrations(backend().dialect).size();
+  for (std::string level : {"repeatable read", "serializable"}) {
+    SCOPED_TRACE(level);
+    const TableNames tables(unique_name("i") + "_");
+    std::vector<std::unique_ptr<Connection>> conns;
+    for (int i = 0; i < kMigrators; ++i) conns.push_back(connect_with_isolation(backend(), level));
+    std::vector<std::thread> threads;
+    std::vector<std::string> failures(kMigrators);
+    std::vector<std::size_t> applied(kMigrators);
+    for (int i = 0; i < kMigrators; ++i) {
+      threads.emplace_back([&, i] {
+        try {
+          applied[i] = Migrator(*conns[i], tables).up().size();
+        } catch (const std::exception& e) {
+          failures[i] = e.what();
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    std::size_t total = 0;
+    for (int i = 0; i < kMigrators; ++i) {
+      EXPECT_EQ(failures[i], "") << "migrator " << i;
+      total += applied[i];
+    }
+    EXPECT_EQ(total, expected);
+    EXPECT_EQ(
+        count("SELECT COUNT(*) FROM " + tables.qualified(backend().dialect, "schema_migrations")),
+        static_cast<std::int64_t>(expected));
+    EXPECT_NO_THROW(Migrator(*conns[0], tables).verify());
+    conns.clear();
+    backend().drop_tables_with_prefix(*conn_, tables.prefix());
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Pairs, MigratorTest, ::testing::ValuesIn(all_backends()), BackendName());

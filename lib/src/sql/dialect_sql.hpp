@@ -23,6 +23,7 @@ struct DialectSql {
   std::string_view migrator_lock;            // params: lock key; returns one row, column "got"
   std::string_view migrator_unlock;          // params: lock key; empty when the lock ends at COMMIT
   bool migrations_in_one_transaction;        // DDL is transactional
+  std::string_view migrator_isolation;       // the transaction's first statement; empty: none
   std::string_view migrations_table_exists;  // params: dialect-specific (see the .cpp)
   std::string_view create_migrations_table;
   std::string_view select_migrations;  // columns: version, name, checksum, applied_at

@@ -12,6 +12,9 @@ const DialectSql kMySQL = {
     .migrator_lock = "SELECT GET_LOCK(?, ?) AS got",
     .migrator_unlock = "SELECT RELEASE_LOCK(?) AS released",
     .migrations_in_one_transaction = false,
+    // No transaction: DDL commits implicitly, and every statement runs in autocommit, so each
+    // read sees what was committed before it whatever transaction_isolation says.
+    .migrator_isolation = "",
     // params: schema name or NULL for the current database, table name
     .migrations_table_exists =
         "SELECT COUNT(*) AS present FROM information_schema.tables"

@@ -19,6 +19,13 @@ const DialectSql kPostgreSQL = {
     .migrator_lock = "SELECT pg_advisory_xact_lock($1::bigint) IS NULL AS got",
     .migrator_unlock = "",
     .migrations_in_one_transaction = true,
+    // Read committed whatever default_transaction_isolation says: every statement after the
+    // lock wait must see what the migrator that held the lock committed. Under repeatable read
+    // or serializable the snapshot is taken by the transaction's first query, the lock itself,
+    // before it waits, so the migrations table would look as it did before the other migrator
+    // ran and its migrations would be applied a second time (a duplicate key on the migrations
+    // table, or a DDL error). SET TRANSACTION is allowed only before the first query.
+    .migrator_isolation = "SET TRANSACTION ISOLATION LEVEL READ COMMITTED",
     // param: the qualified, quoted table name
     .migrations_table_exists =
         "SELECT CASE WHEN to_regclass($1) IS NULL THEN 0 ELSE 1 END AS present",
