@@ -138,14 +138,16 @@ launch() {
   is_root && args+=(--user=mysql)
   [[ "$mode" == new ]] && args+=(--wsrep-new-cluster)
   (cd "$STATE_DIR" && exec "$server" "${args[@]}" </dev/null >>"$dir/mariadbd.out" 2>&1) &
+  echo $! >"$dir/launched.pid"
 }
 
 wait_synced() {
   local n=$1 i
   for ((i = 0; i < WAIT_SECONDS * 4; i++)); do
     [[ "$(node_state "$n")" == Synced ]] && return 0
-    # The pid file appears once the server runs; a server that died on the way stops the wait.
-    if ((i > 40)) && ! node_pid "$n" >/dev/null; then
+    # A server that died on the way (its pid file appears only after a state transfer) stops
+    # the wait.
+    if ! kill -0 "$(cat "$(node_dir "$n")/launched.pid")" 2>/dev/null; then
       log "node $n exited"
       break
     fi
