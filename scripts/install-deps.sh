@@ -33,6 +33,9 @@ packages=(
   pgbouncer
   nftables
   iproute2
+  # Replicated and clustered databases (tests/ha): Galera nodes and their state transfer.
+  galera-4
+  rsync
   # libFuzzer and the sanitizer runtimes for clang (scripts/test.sh --fuzz)
   clang-14
   libclang-rt-14-dev

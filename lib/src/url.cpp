@@ -149,6 +149,13 @@ DatabaseUrl DatabaseUrl::parse(std::string_view url) {
     }
   } else {
     auto colon = hostport.rfind(':');
+    if (colon != std::string_view::npos &&
+        hostport.substr(0, colon).find(':') != std::string_view::npos) {
+      // host1:port1,host2:port2 would read as host "host1:port1,host2" and port port2.
+      fail(url,
+           "several host:port pairs; list the hosts and their ports apart: "
+           "postgresql://user:password@host1,host2/database?port=port1,port2");
+    }
     out.host = percent_decode(url, hostport.substr(0, colon), "host");
     if (colon != std::string_view::npos) {
       port_text = hostport.substr(colon + 1);

@@ -54,7 +54,14 @@ class OptimisticLease final : public detail::LeaseCore {
       if (detail::is_conflict_error(e)) return ReleaseOutcome::kConflict;
       throw;
     }
-    tx_.commit();
+    try {
+      tx_.commit();
+    } catch (const Error& e) {
+      // A multi-primary cluster (Galera) certifies at COMMIT: the loser's transaction is rolled
+      // back with 1213 / 40001, the same verdict as a version that moved.
+      if (detail::is_conflict_error(e)) return ReleaseOutcome::kConflict;
+      throw;
+    }
     return ReleaseOutcome::kReleased;
   }
 
@@ -108,7 +115,13 @@ std::optional<Lease> OptimisticLock::try_acquire(std::string_view key, const Loc
       throw Error(ErrorCode::kOther, "the version row for '" + info.key +
                                          "' keeps disappearing; is something deleting it?");
     }
-    conn->execute(impl_->create_sql, params);
+    try {
+      conn->execute(impl_->create_sql, params);
+    } catch (const Error& e) {
+      // Idempotent: on Galera two nodes creating the row at once fail certification (1213);
+      // the next attempt reads the row the winner created.
+      if (!detail::is_conflict_error(e)) throw;
+    }
   }
 }
 

@@ -1,0 +1,194 @@
+// PostgreSQL primary + streaming standby (scripts/ha-postgres.sh), the test playing the failover
+// manager: under load the primary is stopped with no clean-up (pg_ctl stop -m immediate) and
+// the standby promoted. Clients reach whichever node writes through one multi-host URL
+// (target_session_attrs=read-write). With a synchronous standby nothing acknowledged is lost;
+// the asynchronous run is the control that shows the loss the documentation warns about.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "contention.hpp"
+#include "dblock/open.hpp"
+#include "dblock/unique_key_lock.hpp"
+#include "dblock/url.hpp"
+#include "ha_fixture.hpp"
+#include "recorded_holder.hpp"
+
+namespace dblock::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr auto kProbeTtl = 60s;  // outlives the whole run: only a lost commit can free the key
+
+// Renewals in a history file sent after `after_us`.
+long renewals_after(const std::string& path, std::int64_t after_us) {
+  std::ifstream in(path);
+  std::string line;
+  long n = 0;
+  while (std::getline(in, line)) {
+    std::istringstream f(line);
+    std::string kind, client, key;
+    std::int64_t token = 0, sent = 0;
+    if (f >> kind >> client >> key >> token >> sent && kind == "renewed" && sent > after_us) ++n;
+  }
+  return n;
+}
+
+class PostgresFailover : public HaTest {
+ protected:
+  void start(bool synchronous) {
+    cluster_ = std::make_unique<ClusterScript>(
+        DBLOCK_SOURCE_DIR "/scripts/ha-postgres.sh", "PG_DIR",
+        synchronous ? std::vector<std::string>{} : std::vector<std::string>{"--async"});
+    prepare_tables(cluster_->env("DBLOCK_HA_PG_URL1"), tables_);
+    options_.strategy = &strategy_named("unique_key");
+    options_.urls = {cluster_->env("DBLOCK_HA_PG_MULTI_URL")};
+    options_.clients = 4;
+    options_.tables = tables_;
+    options_.key = "ha-pg";
+    options_.ttl = 5s;
+    options_.history_dir = history_dir_;
+    options_.long_holder_url = options_.urls[0];
+    pool_ = open_pool(DatabaseUrl::parse(options_.urls[0]), {.max_size = 4});
+    UniqueKeyLockOptions lock_options;
+    lock_options.tables = tables_;
+    lock_ = std::make_unique<UniqueKeyLock>(*pool_, lock_options);
+    probes_ = std::make_unique<HistoryWriter>(history_dir_ + "/probes.history");
+  }
+
+  std::unique_ptr<RecordedHolder> probe(const std::string& owner, const std::string& key) {
+    return std::make_unique<RecordedHolder>(*lock_, *probes_, owner, key, kProbeTtl);
+  }
+
+  void fail_over() {
+    cluster_->run({"kill-primary"});
+    cluster_->run({"promote"});
+    promoted_us_ = monotonic_us();
+  }
+
+  HistoryReport check(ContentionStats stats) {
+    stats.histories.push_back(history_dir_ + "/probes.history");
+    return check_history(options_, stats);
+  }
+
+  std::unique_ptr<ClusterScript> cluster_;
+  ContentionOptions options_;
+  std::unique_ptr<Pool> pool_;
+  std::unique_ptr<UniqueKeyLock> lock_;
+  std::unique_ptr<HistoryWriter> probes_;
+  std::int64_t promoted_us_ = 0;
+};
+
+TEST_F(PostgresFailover, SynchronousStandbyKeepsEveryAcknowledgedLock) {
+  start(/*synchronous=*/true);
+  const int seconds = ha_seconds(10);
+  std::unique_ptr<RecordedHolder> held, released;
+  std::int64_t released_token = 0;
+  const ContentionStats stats = run_contention(options_, [&] {
+    std::this_thread::sleep_for(1s * seconds / 2);
+    // Acknowledged just before the crash: an acquisition that stays held, and a release.
+    released = probe("probe-a", "probe-released");
+    ASSERT_TRUE(released->acquire(5s));
+    released_token = released->token();
+    ASSERT_EQ(released->release(), "released");
+    held = probe("probe-a", "probe-held");
+    ASSERT_TRUE(held->acquire(5s));
+    fail_over();
+    std::this_thread::sleep_for(1s * seconds / 2);
+  });
+  ASSERT_TRUE(held && released) << "the probes did not run";
+
+  // No acquisition granted twice: the acknowledged hold is still there on the new primary.
+  auto other = probe("probe-b", "probe-held");
+  const bool granted_twice = other->acquire(0ms);
+  // No acknowledged release comes back.
+  const LockRow row = read_lock_row(cluster_->env("DBLOCK_HA_PG_URL2"), tables_, "probe-released");
+  // Renewals carried on against the new primary.
+  const long renewed_after =
+      renewals_after(history_dir_ + "/long-holder.history", promoted_us_ + 1'000'000);
+  const std::string held_release = held->release();
+  other.reset();
+  const HistoryReport report = check(stats);
+  figures("postgresql synchronous standby, 1 failover, " + std::to_string(seconds) +
+          "s: " + stats.summary() + " | probe granted twice=" + std::to_string(granted_twice) +
+          " released row hold_count=" + std::to_string(row.hold_count) +
+          " long-holder renewals=" + std::to_string(stats.long_holder_renewals) +
+          " (after failover: " + std::to_string(renewed_after) +
+          ") lost=" + std::to_string(stats.long_holder_lost) + " | " + report.summary());
+  EXPECT_FALSE(granted_twice) << "an acknowledged acquisition was lost in the failover";
+  EXPECT_EQ(held_release, "released");
+  EXPECT_EQ(row.hold_count, 0) << "an acknowledged release came back";
+  EXPECT_EQ(row.token, released_token);
+  EXPECT_GT(renewed_after, 0) << "renewals did not carry on against the new primary";
+  EXPECT_FALSE(stats.long_holder_lost);
+  EXPECT_GT(stats.acquired, 0);
+  EXPECT_TRUE(report.clean()) << report.summary();
+  std::int64_t max_token = 0;
+  for (const auto& h : load_holds(stats.histories)) max_token = std::max(max_token, h.token);
+  EXPECT_GE(read_lock_row(cluster_->env("DBLOCK_HA_PG_URL2"), tables_, options_.key).token,
+            max_token)
+      << "a token went back";
+}
+
+// The control: the standby is asynchronous and, to make the loss certain, stops receiving WAL
+// before the acknowledged writes. After the failover the acknowledged hold is gone (a second
+// owner is granted the key while the first still holds it) and an acknowledged release comes
+// back (the key is held again).
+TEST_F(PostgresFailover, AsynchronousStandbyLosesAcknowledgedLocks) {
+  start(/*synchronous=*/false);
+  const int seconds = ha_seconds(10);
+  auto released = probe("probe-a", "probe-released");
+  ASSERT_TRUE(released->acquire(5s));
+  cluster_->run({"wait-replayed"});
+  cluster_->run({"cut-replication"});
+  std::unique_ptr<RecordedHolder> held;
+  std::int64_t held_token = 0;
+  const ContentionStats stats = run_contention(options_, [&] {
+    std::this_thread::sleep_for(1s * seconds / 2);
+    ASSERT_EQ(released->release(), "released");
+    held = probe("probe-a", "probe-held");
+    ASSERT_TRUE(held->acquire(5s));
+    held_token = held->token();
+    fail_over();
+    std::this_thread::sleep_for(1s * seconds / 2);
+  });
+  ASSERT_TRUE(held) << "the probes did not run";
+  auto other = probe("probe-b", "probe-held");
+  const bool granted_twice = other->acquire(0ms);
+  const std::int64_t second_token = other->token();
+  const LockRow row = read_lock_row(cluster_->env("DBLOCK_HA_PG_URL2"), tables_, "probe-released");
+  other.reset();
+  held.reset();
+  const HistoryReport report = check(stats);
+  figures(
+      "postgresql asynchronous standby (replication cut), 1 failover, " + std::to_string(seconds) +
+      "s: " + stats.summary() + " | probe granted twice=" + std::to_string(granted_twice) +
+      " tokens " + std::to_string(held_token) + " then " + std::to_string(second_token) +
+      " | released row hold_count=" + std::to_string(row.hold_count) + " | " + report.summary());
+  EXPECT_TRUE(granted_twice) << "the control lost nothing: the scenario did not cut replication";
+  EXPECT_EQ(row.hold_count, 1) << "the acknowledged release was expected to come back";
+  EXPECT_FALSE(report.clean()) << "the checker must see the two holders";
+}
+
+// The multi-host form libpq documents, postgresql://u:p@h1:p1,h2:p2/db, must either keep both
+// hosts with their ports or be refused; reading "h1:p1,h2" as one host and p2 as the port
+// silently connects to the second node only.
+TEST(PostgresUrl, MultiHostAuthorityIsNotMisread) {
+  const std::string text =
+      "postgresql://u:p@127.0.0.1:5432,127.0.0.1:5433/db?target_session_attrs=read-write";
+  std::optional<DatabaseUrl> url;
+  try {
+    url = DatabaseUrl::parse(text);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    return;  // refused with a message: acceptable
+  }
+  EXPECT_EQ(url->host.find(':'), std::string::npos)
+      << "parsed as host '" << url->host << "' port " << url->port;
+}
+
+}  // namespace
+}  // namespace dblock::testing
