@@ -87,6 +87,8 @@ class Migrator {
   bool migrations_table_exists();
   void apply(const Migration& migration);
   std::vector<MigrationState> up_locked();
+  // up_locked(), again when a concurrent migrator on another Galera node got in the way.
+  std::vector<MigrationState> up_locked_retrying();
 
   Connection& conn_;
   TableNames names_;
