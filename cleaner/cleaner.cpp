@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "dblock/error.hpp"
+#include "isolation.hpp"
 #include "sql/dialect_sql.hpp"
 
 namespace dblock {
@@ -52,12 +53,25 @@ bool pause_for(std::chrono::milliseconds d, const CleanOptions& options) {
   return !stopped(options);
 }
 
+// One batch, in autocommit; or, when `read_committed` (a PostgreSQL session whose default level
+// is stricter), in a transaction of its own at READ COMMITTED: under REPEATABLE READ or
+// SERIALIZABLE two cleaners (or a cleaner and the lock statements) abort each other's batches
+// with serialization failures although SKIP LOCKED keeps them apart.
 std::uint64_t delete_batch(Connection& conn, const std::string& sql, const Value& grace,
-                           std::uint64_t limit) {
+                           std::uint64_t limit, bool read_committed) {
   const Value params[] = {grace, Value(static_cast<long long>(limit))};
   for (int attempt = 1;; ++attempt) {
     try {
-      return conn.execute(sql, params).affected_rows();
+      if (!read_committed) return conn.execute(sql, params).affected_rows();
+      detail::begin_at(conn, detail::Isolation::kReadCommitted);
+      try {
+        const std::uint64_t n = conn.execute(sql, params).affected_rows();
+        conn.commit();
+        return n;
+      } catch (...) {
+        conn.rollback();
+        throw;
+      }
     } catch (const Error& e) {
       const bool transient = e.code() == ErrorCode::kDeadlock ||
                              e.code() == ErrorCode::kLockWaitTimeout ||
@@ -100,6 +114,12 @@ CleanResult clean(Connection& conn, const TableNames& tables, const CleanOptions
 
   CleanResult result;
   result.dry_run = options.dry_run;
+  bool read_committed = false;
+  if (dialect == Dialect::kPostgreSQL && !options.dry_run) {
+    const detail::Isolation level = detail::SessionIsolation().default_level(conn);
+    read_committed =
+        level == detail::Isolation::kRepeatableRead || level == detail::Isolation::kSerializable;
+  }
   for (const CleanTable& table : clean_tables(sql)) {
     std::uint64_t& count = result.tables[std::string(table.base)];
     if (options.dry_run) {
@@ -122,7 +142,7 @@ CleanResult clean(Connection& conn, const TableNames& tables, const CleanOptions
         break;
       }
       const std::uint64_t limit = std::min(options.batch_size, budget - result.deleted);
-      const std::uint64_t n = delete_batch(conn, delete_sql, grace, limit);
+      const std::uint64_t n = delete_batch(conn, delete_sql, grace, limit, read_committed);
       ++result.batches;
       count += n;
       result.deleted += n;

@@ -2,6 +2,7 @@
 
 #include "dblock/error.hpp"
 #include "dblock/unique_key_lock.hpp"
+#include "isolation.hpp"
 #include "lease_core.hpp"
 #include "lock_keys.hpp"
 #include "sql/dialect_sql.hpp"
@@ -18,10 +19,24 @@ struct OptimisticLock::Impl {
     cas_sql = detail::render_sql(sql.version_cas, dialect, options.tables);
   }
 
+  // Opens the lease's transaction. On MySQL/MariaDB at REPEATABLE READ when the session's
+  // default is SERIALIZABLE, where the version read would take a shared lock and two writers of
+  // a key would wait on each other for innodb_lock_wait_timeout instead of one getting a quick
+  // conflict (isolation.hpp). PostgreSQL's stricter levels only turn a lost race into a
+  // serialization failure, which is a conflict here too.
+  void begin(Connection& conn) {
+    if (dialect == Dialect::kMySQL) {
+      isolation.begin(conn, detail::Isolation::kRepeatableRead, detail::Isolation::kSerializable);
+    } else {
+      conn.begin();
+    }
+  }
+
   ConnectionSource& source;
   OptimisticLockOptions options;
   Dialect dialect;
   std::string read_sql, create_sql, cas_sql;
+  detail::SessionIsolation isolation;
 };
 
 namespace {
@@ -96,7 +111,7 @@ std::optional<Lease> OptimisticLock::try_acquire(std::string_view key, const Loc
   PooledConnection conn = impl_->source.acquire();
   const Value params[] = {Value(info.key)};
   for (int attempt = 0;; ++attempt) {
-    conn->begin();
+    impl_->begin(*conn);
     try {
       // Read inside the transaction: on InnoDB (REPEATABLE READ) this read also fixes the
       // snapshot the critical section reads from.

@@ -11,6 +11,7 @@
 #include "caller_tables.hpp"
 #include "dblock/error.hpp"
 #include "dblock/unique_key_lock.hpp"
+#include "isolation.hpp"
 #include "lease_core.hpp"
 #include "lock_keys.hpp"
 #include "sql/dialect_sql.hpp"
@@ -124,6 +125,19 @@ struct RowLock::Impl {
     conn.execute(render(sql.row_lock_set_timeout), params);
   }
 
+  // Opens the lease's transaction. On PostgreSQL at READ COMMITTED whatever the session's
+  // default: under REPEATABLE READ or SERIALIZABLE a lock granted after a wait, or a stamp next
+  // to another key's, fails with a serialization error (isolation.hpp). The critical section
+  // runs at READ COMMITTED there too; the row lock is what serialises it.
+  void begin(Connection& conn) {
+    if (dialect == Dialect::kPostgreSQL) {
+      isolation.begin(conn, detail::Isolation::kReadCommitted, detail::Isolation::kRepeatableRead,
+                      detail::Isolation::kSerializable);
+    } else {
+      conn.begin();
+    }
+  }
+
   // MySQL 8.0, whose lock waits are bounded through the session (row_lock_session_wait).
   bool session_wait(Connection& conn) {
     return !sql.row_lock_session_wait.empty() && flavor(conn) == Flavor::kMySQL;
@@ -169,7 +183,7 @@ struct RowLock::Impl {
       templ = sql.row_lock_create_mariadb;
     }
     const bool session = session_wait(conn);
-    if (pg_timeout) conn.begin();
+    if (pg_timeout) begin(conn);
     try {
       if (pg_timeout || session) set_timeout(conn, Wait{false, kCreateWait});
       conn.execute(render(templ), params);
@@ -237,6 +251,7 @@ struct RowLock::Impl {
   Dialect dialect;
   const detail::DialectSql& sql;
   std::atomic<Flavor> flavor_{Flavor::kUnknown};
+  detail::SessionIsolation isolation;
   std::mutex mu;
   std::unordered_set<std::string> known_rows;
   std::map<std::string, std::shared_ptr<Hold>> holds;  // by key and owner
@@ -325,7 +340,7 @@ std::optional<Lease> lock_target(const std::shared_ptr<RowLock::Impl>& impl, Tar
   PooledConnection conn = impl->source.acquire();
   for (int attempt = 0;; ++attempt) {
     if (!target.own_table) impl->ensure_row(*conn, target.display_key);
-    conn->begin();
+    impl->begin(*conn);
     std::optional<std::string> previous_timeout;
     try {
       previous_timeout = impl->set_timeout(*conn, wait);

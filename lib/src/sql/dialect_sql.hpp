@@ -29,6 +29,9 @@ struct DialectSql {
   std::string_view select_migrations;  // columns: version, name, checksum, applied_at
   std::string_view insert_migration;   // params: version, name, checksum
 
+  // The session's default isolation level, in the last column of the first row (isolation.hpp).
+  std::string_view session_isolation;
+
   // Unique-key lock (see the .cpp for each statement's parameters).
   // PostgreSQL returns rows (RETURNING); MySQL carries one value back in LAST_INSERT_ID().
   bool lock_results_in_rows;

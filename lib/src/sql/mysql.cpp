@@ -34,6 +34,11 @@ const DialectSql kMySQL = {
         "INSERT INTO {{table:schema_migrations}} (version, name, checksum, applied_at)"
         " VALUES (?, ?, ?, UTC_TIMESTAMP(6))",
 
+    // MySQL 8.0 calls the variable transaction_isolation, MariaDB 10.x tx_isolation; SHOW
+    // answers for either (columns Variable_name, Value: the level is the last column).
+    .session_isolation =
+        "SHOW SESSION VARIABLES WHERE Variable_name IN ('transaction_isolation', 'tx_isolation')",
+
     // Times are UTC_TIMESTAMP(6) (the server's clock, constant within a statement). A row is
     // free when expires_at has passed: release sets hold_count = 0 and expires_at to now.
     // Release frees rows, never deletes them; only the cleaner deletes (rows long past expiry).

@@ -43,6 +43,9 @@ const DialectSql kPostgreSQL = {
         "INSERT INTO {{table:schema_migrations}} (version, name, checksum, applied_at)"
         " VALUES ($1, $2, $3, clock_timestamp())",
 
+    // The level is the last column.
+    .session_isolation = "SELECT current_setting('default_transaction_isolation') AS level",
+
     // Times come from statement_timestamp(): the server's clock when the statement started,
     // one value for the whole statement (clock_timestamp() is read anew by every expression,
     // so two CASEs of one statement could disagree about whether a row had expired). Lock
