@@ -9,7 +9,6 @@
 #include "dblock/lock_table.hpp"
 #include "dblock/migrator.hpp"
 #include "dblock/open.hpp"
-#include "dblock/row_lock.hpp"
 #include "dblock/unique_key_lock.hpp"
 
 namespace dblock::testing {
@@ -126,11 +125,20 @@ TEST_P(LookAlikeOwnersTest, UpgradeKeepsRowsAndMakesOwnersByteExact) {
   claim_options.claim_id = "order-1";
   auto claimed = lock->claim("voucher", claim_options);
   ASSERT_TRUE(claimed);
-  RowLock row_lock(*pool_, RowLockOptions{tables_});
+  // A row-lock row as an acquisition by "w" stamps it (written directly: this library's row
+  // locks need the later migrations' token sequence on PostgreSQL).
   {
-    auto row = row_lock.try_acquire("row-k", as("w"));
-    ASSERT_TRUE(row);
-    EXPECT_EQ(row->release(), ReleaseOutcome::kReleased);
+    const Owner w_owner = *as("w").owner;
+    auto c = pool_->acquire();
+    c->execute("INSERT INTO " + tables_.qualified(backend().dialect, "row_locks") +
+                   " (lock_key, owner_host, owner_process, owner_thread, fencing_token, used_at)"
+                   " VALUES ('row-k', " +
+                   backend().param(1) + ", " + backend().param(2) + ", " + backend().param(3) +
+                   ", 1, " +
+                   (backend().dialect == Dialect::kPostgreSQL ? "clock_timestamp()"
+                                                              : "UTC_TIMESTAMP(6)") +
+                   ")",
+               {Value(w_owner.host), Value(w_owner.process), Value(w_owner.thread)});
   }
   auto listed_before = rows();
   ASSERT_EQ(listed_before.size(), 2u);
