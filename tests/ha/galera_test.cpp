@@ -122,15 +122,28 @@ INSTANTIATE_TEST_SUITE_P(Strategies, Galera, ::testing::Values("unique_key", "op
 class GaleraRowLock : public HaTest {};
 
 // SELECT ... FOR UPDATE locks rows on the local node only: two nodes grant the same key at
-// once. The conflict surfaces only at COMMIT, where certification aborts one of them. This
-// test shows the race; RowLock is not safe on a multi-primary cluster.
-TEST_F(GaleraRowLock, TwoNodesBothGrantTheSameKey) {
+// once. The conflict surfaces only at COMMIT, where certification aborts one of them. So a
+// RowLock refuses a Galera connection; declared single-writer (wrongly here: clients write
+// through two nodes) it shows the race.
+TEST_F(GaleraRowLock, RefusedOnGaleraAndNodeLocalWhenDeclaredSingleWriter) {
   const auto urls = galera_urls();
   prepare_tables(urls[0], tables_);
   RowLockOptions options;
   options.tables = tables_;
   auto pool1 = open_pool(DatabaseUrl::parse(urls[0]), {.max_size = 2});
   auto pool2 = open_pool(DatabaseUrl::parse(urls[1]), {.max_size = 2});
+  {
+    RowLock refusing(*pool1, options);
+    try {
+      refusing.try_acquire("row-refused");
+      ADD_FAILURE() << "a RowLock took a row lock on a Galera node";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kFailedPrecondition) << e.what();
+      EXPECT_NE(std::string(e.what()).find("galera_single_writer"), std::string::npos)
+          << e.what();
+    }
+  }
+  options.galera_single_writer = true;
   RowLock lock1(*pool1, options), lock2(*pool2, options);
   int both = 0;
   int commit_errors = 0;

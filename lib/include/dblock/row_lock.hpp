@@ -50,6 +50,12 @@ struct RowLockOptions {
   TableNames tables{};
   // Attempts for one acquire when the server reports a deadlock or serialization failure.
   int contention_retries = 3;
+  // On a Galera cluster SELECT ... FOR UPDATE locks only the node it runs on: two clients on two
+  // nodes both get the lock, and one of them fails only at COMMIT. A RowLock therefore refuses a
+  // Galera connection (Error kFailedPrecondition) unless this declares that every client of
+  // these row locks writes through one node (a single-writer setup, e.g. a proxy that sends all
+  // writes to one node). The unique-key and optimistic strategies work across Galera nodes.
+  bool galera_single_writer = false;
 };
 
 // A row of the caller's own table, named by its primary key.

@@ -143,6 +143,24 @@ struct RowLock::Impl {
     return !sql.row_lock_session_wait.empty() && flavor(conn) == Flavor::kMySQL;
   }
 
+  // Throws unless row locks hold on this server: not on a multi-writer Galera cluster.
+  void check_server(Connection& conn) {
+    if (dialect != Dialect::kMySQL || options.galera_single_writer) return;
+    int galera = galera_.load();
+    if (galera < 0) {
+      Result r = conn.execute(sql.galera_check);
+      galera = !r.empty() && r.at(0, r.columns().size() - 1).value_or("") == "ON" ? 1 : 0;
+      galera_ = galera;
+    }
+    if (galera == 1) {
+      throw Error(ErrorCode::kFailedPrecondition,
+                  "row locks are node-local on a Galera cluster (SELECT ... FOR UPDATE locks only "
+                  "the node it runs on, so clients on two nodes both get the lock): use "
+                  "UniqueKeyLock or OptimisticLock there, or, if every row-lock client writes "
+                  "through one node, say so with RowLockOptions::galera_single_writer");
+    }
+  }
+
   Flavor flavor(Connection& conn) {
     Flavor f = flavor_.load();
     if (f != Flavor::kUnknown) return f;
@@ -251,6 +269,7 @@ struct RowLock::Impl {
   Dialect dialect;
   const detail::DialectSql& sql;
   std::atomic<Flavor> flavor_{Flavor::kUnknown};
+  std::atomic<int> galera_{-1};  // -1 not asked yet, 0 no, 1 a Galera node
   detail::SessionIsolation isolation;
   std::mutex mu;
   std::unordered_set<std::string> known_rows;
@@ -338,6 +357,7 @@ std::optional<Lease> lock_target(const std::shared_ptr<RowLock::Impl>& impl, Tar
   }
   const auto& sql = impl->sql;
   PooledConnection conn = impl->source.acquire();
+  impl->check_server(*conn);
   for (int attempt = 0;; ++attempt) {
     if (!target.own_table) impl->ensure_row(*conn, target.display_key);
     impl->begin(*conn);

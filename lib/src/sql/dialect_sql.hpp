@@ -31,6 +31,8 @@ struct DialectSql {
 
   // The session's default isolation level, in the last column of the first row (isolation.hpp).
   std::string_view session_isolation;
+  // MySQL dialect: "ON" in the last column of the first row on a Galera node (empty elsewhere).
+  std::string_view galera_check;
 
   // Unique-key lock (see the .cpp for each statement's parameters).
   // PostgreSQL returns rows (RETURNING); MySQL carries one value back in LAST_INSERT_ID().

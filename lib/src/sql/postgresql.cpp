@@ -45,6 +45,7 @@ const DialectSql kPostgreSQL = {
 
     // The level is the last column.
     .session_isolation = "SELECT current_setting('default_transaction_isolation') AS level",
+    .galera_check = "",
 
     // Times come from statement_timestamp(): the server's clock when the statement started,
     // one value for the whole statement (clock_timestamp() is read anew by every expression,
