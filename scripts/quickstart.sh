@@ -20,6 +20,7 @@ heading() { printf '\n== %s ==\n' "$*"; }
 
 heading "dependencies"
 scripts/install-deps.sh
+source scripts/compiler-cache.sh
 
 heading "build"
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE="$build_type" "${extra_cmake_args[@]}"
