@@ -162,9 +162,9 @@ void Renewer::renew_one(const std::shared_ptr<LeaseCore>& lease) {
     std::lock_guard lock(mu_);
     if (Entry* e = find(lease)) {
       e->in_flight = false;
-      e->retry_at = failed ? std::optional(after + std::min(interval(*lease),
-                                                            std::chrono::milliseconds(250)))
-                           : std::nullopt;
+      e->retry_at =
+          failed ? std::optional(after + std::min(interval(*lease), std::chrono::milliseconds(250)))
+                 : std::nullopt;
     }
   }
   cv_.notify_all();

@@ -139,8 +139,7 @@ TEST_F(GaleraRowLock, RefusedOnGaleraAndNodeLocalWhenDeclaredSingleWriter) {
       ADD_FAILURE() << "a RowLock took a row lock on a Galera node";
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), ErrorCode::kFailedPrecondition) << e.what();
-      EXPECT_NE(std::string(e.what()).find("galera_single_writer"), std::string::npos)
-          << e.what();
+      EXPECT_NE(std::string(e.what()).find("galera_single_writer"), std::string::npos) << e.what();
     }
   }
   options.galera_single_writer = true;

@@ -81,15 +81,15 @@ TEST_P(LeaseTruthTest, ARenewWithAShorterTtlNeverEndsTheLeaseEarlier) {
 TEST_P(LeaseTruthTest, WithLockThrowsLeaseLostWhenTheLeaseWasTakenOverDuringTheSection) {
   bool ran = false;
   try {
-    auto out = with_lock(*lock_, "k", milliseconds(0), as("slow", milliseconds(300)),
-                         [&](Lease& lease) {
-                           ran = true;
-                           std::this_thread::sleep_for(milliseconds(500));
-                           auto other = lock_->try_acquire("k", as("fast", milliseconds(60000)));
-                           EXPECT_TRUE(other) << "the expired key was not granted to another owner";
-                           EXPECT_TRUE(lease.lost());
-                           return 42;
-                         });
+    auto out =
+        with_lock(*lock_, "k", milliseconds(0), as("slow", milliseconds(300)), [&](Lease& lease) {
+          ran = true;
+          std::this_thread::sleep_for(milliseconds(500));
+          auto other = lock_->try_acquire("k", as("fast", milliseconds(60000)));
+          EXPECT_TRUE(other) << "the expired key was not granted to another owner";
+          EXPECT_TRUE(lease.lost());
+          return 42;
+        });
     ADD_FAILURE() << "with_lock returned " << (out ? std::to_string(*out) : "nothing")
                   << " for a section whose lease was taken over";
   } catch (const Error& e) {
@@ -119,8 +119,7 @@ TEST_P(LeaseTruthTest, WithLockThrowsLeaseLostWhenTheLeaseExpiredDuringTheSectio
   EXPECT_GT(*out, 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Pairs, LeaseTruthTest, ::testing::ValuesIn(all_backends()),
-                         BackendName());
+INSTANTIATE_TEST_SUITE_P(Pairs, LeaseTruthTest, ::testing::ValuesIn(all_backends()), BackendName());
 
 }  // namespace
 }  // namespace dblock::testing

@@ -130,15 +130,14 @@ TEST_P(LookAlikeOwnersTest, UpgradeKeepsRowsAndMakesOwnersByteExact) {
   {
     const Owner w_owner = *as("w").owner;
     auto c = pool_->acquire();
-    c->execute("INSERT INTO " + tables_.qualified(backend().dialect, "row_locks") +
-                   " (lock_key, owner_host, owner_process, owner_thread, fencing_token, used_at)"
-                   " VALUES ('row-k', " +
-                   backend().param(1) + ", " + backend().param(2) + ", " + backend().param(3) +
-                   ", 1, " +
-                   (backend().dialect == Dialect::kPostgreSQL ? "clock_timestamp()"
-                                                              : "UTC_TIMESTAMP(6)") +
-                   ")",
-               {Value(w_owner.host), Value(w_owner.process), Value(w_owner.thread)});
+    c->execute(
+        "INSERT INTO " + tables_.qualified(backend().dialect, "row_locks") +
+            " (lock_key, owner_host, owner_process, owner_thread, fencing_token, used_at)"
+            " VALUES ('row-k', " +
+            backend().param(1) + ", " + backend().param(2) + ", " + backend().param(3) + ", 1, " +
+            (backend().dialect == Dialect::kPostgreSQL ? "clock_timestamp()" : "UTC_TIMESTAMP(6)") +
+            ")",
+        {Value(w_owner.host), Value(w_owner.process), Value(w_owner.thread)});
   }
   auto listed_before = rows();
   ASSERT_EQ(listed_before.size(), 2u);

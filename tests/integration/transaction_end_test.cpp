@@ -171,7 +171,8 @@ TEST_P(TransactionEndTest, ARolledBackTokenIsNeverHandedOutAgain) {
   // The row's token runs an hour ahead of the clock, and the token sequence past it, as the
   // migration leaves it (it starts above every token stamped so far).
   auto c = backend().connect();
-  const std::string ahead = "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint + 3600000000";
+  const std::string ahead =
+      "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint + 3600000000";
   c->execute("UPDATE " + tables_.qualified(backend().dialect, "row_locks") +
              " SET fencing_token = " + ahead + " WHERE lock_key = 'k'");
   c->execute("SELECT setval('" + tables_.qualified(backend().dialect, "row_lock_tokens") + "', " +

@@ -100,10 +100,10 @@ struct RowLock::Impl {
   std::optional<std::string> set_timeout(Connection& conn, const Wait& wait) {
     if (wait.nowait) return std::nullopt;
     if (session_wait(conn)) {
-      const long long secs =
-          wait.timeout == milliseconds::max()
-              ? kMaxInnodbWaitSeconds
-              : std::clamp<long long>((wait.timeout.count() + 999) / 1000, 1, kMaxInnodbWaitSeconds);
+      const long long secs = wait.timeout == milliseconds::max()
+                                 ? kMaxInnodbWaitSeconds
+                                 : std::clamp<long long>((wait.timeout.count() + 999) / 1000, 1,
+                                                         kMaxInnodbWaitSeconds);
       conn.execute(detail::replace_all(std::string(sql.row_lock_session_wait), "{{seconds}}",
                                        std::to_string(secs)));
       return std::string();

@@ -65,10 +65,10 @@ struct DialectSql {
   // after (empty elsewhere).
   std::string_view row_lock_session_wait;
   std::string_view row_lock_session_wait_reset;
-  std::string_view row_lock_try;             // NOWAIT
-  std::string_view row_lock_wait;            // waits (after row_lock_set_timeout)
-  std::string_view row_lock_wait_mariadb;    // MySQL dialect on MariaDB: max_statement_time
-  std::string_view row_lock_stamp;           // empty when the lock statement stamps the row itself
+  std::string_view row_lock_try;           // NOWAIT
+  std::string_view row_lock_wait;          // waits (after row_lock_set_timeout)
+  std::string_view row_lock_wait_mariadb;  // MySQL dialect on MariaDB: max_statement_time
+  std::string_view row_lock_stamp;         // empty when the lock statement stamps the row itself
   // A row of the caller's own table by primary key: {{target}} and {{column}} are the quoted
   // table and column; one row, column "found", when the row exists and is locked.
   std::string_view target_lock_try;
