@@ -1,3 +1,5 @@
+#include <sys/socket.h>
+
 #include <thread>
 
 #include "dblock/error.hpp"
@@ -30,10 +32,37 @@ LeaseCore::LeaseCore(LeaseInfo info, std::function<void(const std::string&)> on_
       ttl_ms_(info_.ttl.count()),
       renewed_at_(BootClock::now().time_since_epoch().count()) {}
 
+LeaseCore::RenewingOn::RenewingOn(LeaseCore& lease, int fd) noexcept : lease_(lease) {
+  std::lock_guard lock(lease_.renewing_mu_);
+  lease_.renewing_fd_ = fd;
+}
+
+LeaseCore::RenewingOn::~RenewingOn() {
+  std::lock_guard lock(lease_.renewing_mu_);
+  lease_.renewing_fd_ = -1;
+}
+
+void LeaseCore::end_renewal() noexcept {
+  // A renewal on a live connection ends within a round trip; one that has not after this long
+  // is stuck on the network.
+  // (It may also still be waiting for a connection, and publish its socket later: hence the
+  // loop.) The renewal cannot give its connection back while renewing_mu_ is held, so the
+  // published socket is still the renewal's: shutting it down fails the stuck statement (the
+  // driver then finds the connection lost, and the pool drops it), and the renewal retries
+  // nothing once the lease is released.
+  constexpr auto kPatience = std::chrono::milliseconds(200);
+  while (!renew_mu_.try_lock_for(kPatience)) {
+    std::lock_guard lock(renewing_mu_);
+    if (renewing_fd_ >= 0) ::shutdown(renewing_fd_, SHUT_RDWR);
+  }
+  renew_mu_.unlock();
+}
+
 ReleaseOutcome LeaseCore::release() {
   std::lock_guard lock(release_mu_);
   if (released_) return ReleaseOutcome::kNotHeld;
   released_ = true;  // even if the statement fails: the lease then ends by its TTL
+  end_renewal();     // a renewal started before stops here; none starts after (released_)
   ReleaseOutcome outcome = do_release();
   if (outcome == ReleaseOutcome::kNotHeld) lost_ = true;
   return outcome;
@@ -51,6 +80,7 @@ void LeaseCore::abandon() noexcept {
   std::lock_guard lock(release_mu_);
   if (released_) return;
   released_ = true;
+  end_renewal();
   do_abandon();
 }
 

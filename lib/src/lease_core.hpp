@@ -2,10 +2,11 @@
 // two operations each strategy supplies (release, renew). Internal.
 //
 // Thread-safety: the owner's thread and the renewer may call release() and renew() concurrently.
-// Releases are serialised with each other and renewals with each other, but a release never
-// waits for a renewal: a renewal stuck on a connection that stopped answering must not hold the
-// release back (it runs on another pooled connection, and the statements' owner and token
-// checks keep the two apart).
+// Releases are serialised with each other and renewals with each other. A release waits for a
+// renewal in flight only briefly: one stuck on a connection that stopped answering is cut off
+// (the socket the renewal published with RenewingOn is shut down, so its statement fails at
+// once), so no renewal outlives the release (the caller may destroy the connection source right
+// after it) and none holds it back for long.
 //
 // Times are BootClock (CLOCK_BOOTTIME): it counts a suspend, as the database's clock does.
 #pragma once
@@ -75,6 +76,18 @@ class LeaseCore {
   // Marks the lease lost and calls on_lost once.
   void mark_lost() noexcept;
 
+  // Publishes, for its lifetime, the socket a renewal's statement runs on (see release()).
+  class RenewingOn {
+   public:
+    RenewingOn(LeaseCore& lease, int fd) noexcept;
+    ~RenewingOn();
+    RenewingOn(const RenewingOn&) = delete;
+    RenewingOn& operator=(const RenewingOn&) = delete;
+
+   private:
+    LeaseCore& lease_;
+  };
+
   virtual Connection* connection() { return nullptr; }
   // False for leases the database does not expire (a transaction holds them until it ends):
   // for those, time without a renewal says nothing about whether they are still held.
@@ -93,8 +106,13 @@ class LeaseCore {
  private:
   LeaseInfo info_;
   std::function<void(const std::string&)> on_lost_;
-  std::mutex release_mu_;  // serialises release and abandon
-  std::mutex renew_mu_;    // serialises renewals
+  // Waits for a renewal in flight, cutting it off if it does not end soon.
+  void end_renewal() noexcept;
+
+  std::mutex release_mu_;      // serialises release and abandon
+  std::timed_mutex renew_mu_;  // serialises renewals
+  std::mutex renewing_mu_;     // guards renewing_fd_
+  int renewing_fd_ = -1;       // the socket of the renewal in flight, or -1
   std::atomic<bool> released_{false};
   std::atomic<bool> lost_{false};
   std::atomic<std::int64_t> ttl_ms_;

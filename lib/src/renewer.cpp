@@ -157,7 +157,8 @@ void Renewer::renew_one(const std::shared_ptr<LeaseCore>& lease) {
     failed = true;  // a fault: try again shortly until the TTL has passed
   }
   auto after = BootClock::now();
-  bool give_up = failed && after - lease->renewed_at() >= lease->ttl();
+  // A renewal a release cut off (LeaseCore::release) failed because the lease ended, not lost.
+  bool give_up = failed && !lease->released() && after - lease->renewed_at() >= lease->ttl();
   {
     std::lock_guard lock(mu_);
     if (Entry* e = find(lease)) {

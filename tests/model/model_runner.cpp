@@ -114,10 +114,22 @@ int ModelRunner::others_of_owner(const std::string& who, const std::string& key,
   return n;
 }
 
+bool ModelRunner::release_kept(const std::string& who, const std::string& key) const {
+  for (const auto& [kept, token] : pending_) {
+    if (std::get<1>(kept) == key && std::get<2>(kept) == owner(who).to_string()) return true;
+  }
+  return false;
+}
+
+void ModelRunner::forget_kept(const std::string& who, const std::string& key) {
+  std::erase_if(pending_, [&](const auto& entry) {
+    return std::get<1>(entry.first) == key && std::get<2>(entry.first) == owner(who).to_string();
+  });
+}
+
 int ModelRunner::do_acquire(const AcquireSpec& spec) {
   const Owner& o = owner(spec.who);
-  const PendingKey pk{spec.lock, spec.key, o.to_string()};
-  const bool pending = pending_.count(pk) > 0;
+  const bool pending = release_kept(spec.who, spec.key);
   const TruthRow* row = model_.truth().find(spec.key);
   const bool same_owner = row != nullptr && row->hold_count > 0 && row->owner == o;
   const std::int64_t row_token = row != nullptr ? row->fencing_token : 0;
@@ -130,7 +142,7 @@ int ModelRunner::do_acquire(const AcquireSpec& spec) {
     lease = locks_[spec.lock]->acquire(spec.key, spec.wait, options(spec));
   }
   const auto to = ModelClock::now();
-  pending_.erase(pk);  // the acquire sent it first (it threw otherwise)
+  forget_kept(spec.who, spec.key);  // the acquire sent it first (it threw otherwise)
   const Tri held = model_.held_throughout(spec.key, from, to, row_renewed);
   std::ostringstream what;
   what << label(spec.who) << " " << spec.key;

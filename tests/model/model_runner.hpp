@@ -116,6 +116,10 @@ class ModelRunner {
   bool holds(const std::string& who, const std::string& key, std::int64_t token,
              int except = -1) const;
   int others_of_owner(const std::string& who, const std::string& key, int except) const;
+  // Whether a release of `key` by `who` is kept after an outage by either lock object: the
+  // process sends it before that owner's next acquire of the key through any lock on the table.
+  bool release_kept(const std::string& who, const std::string& key) const;
+  void forget_kept(const std::string& who, const std::string& key);
   // The acquire itself, shared by acquire steps and with_lock's intruder. Adds the handle.
   int do_acquire(const AcquireSpec& spec);
   // Expected release outcome for handle `id` over [from, to]; nullopt when ambiguous.

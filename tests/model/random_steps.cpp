@@ -38,7 +38,7 @@ void ModelRunner::with_lock(const std::string& who, const std::string& key, With
     spec.ttl = milliseconds(std::uniform_int_distribution(1, 5)(rng_) * 1000);
   const TruthRow* row = model_.truth().find(key);
   const bool same_owner = row != nullptr && row->hold_count > 0 && row->owner == owner(who);
-  const bool pending = pending_.count(PendingKey{0, key, owner(who).to_string()}) > 0;
+  const bool pending = release_kept(who, key);
   const bool row_renewed = renewed(key);
   bool ran = false;
   bool held_at_end = false;
@@ -78,6 +78,7 @@ void ModelRunner::with_lock(const std::string& who, const std::string& key, With
     handles_.erase(id);
     note(std::string("threw ") + std::string(to_string(e.code())));
   }
+  if (ran) forget_kept(who, key);  // its acquire sent a kept release first
   const Tri held = model_.held_throughout(key, from, ModelClock::now(), row_renewed);
   if (!ran && !pending && held == Tri::kNo) {
     fail("grant: with_lock did not get a key that was free throughout");

@@ -171,10 +171,11 @@ void pause_before_retry(Backoff& backoff);
 // transactional strategy rolls back). Returns nothing when the lock was not obtained within
 // `timeout`, or when every attempt the lock's retry_policy() allows ended in a conflict;
 // otherwise fn's result (true for a void fn), and only when the lease was held for the whole
-// call: a release that finds the lease lost (ReleaseOutcome::kNotHeld: it expired or was taken
-// over while fn ran) throws Error(kLeaseLost) instead of returning fn's result, so a critical
-// section that ran unprotected is never reported as done under the lock. fn may run more than
-// once: on a conflict its
+// call: when the lease reports lost() once fn returns (its TTL ran out without a renewal, its
+// connection broke), or the release finds it gone (ReleaseOutcome::kNotHeld: it expired or was
+// taken over while fn ran), the lease is given back and with_lock throws Error(kLeaseLost)
+// instead of returning fn's result, so a critical section that ran unprotected is never
+// reported as done under the lock. fn may run more than once: on a conflict its
 // transaction is rolled back and it runs again, so side effects outside the lease's transaction
 // must be idempotent. `attempts`, when given, receives what happened.
 template <class Fn>
@@ -200,8 +201,9 @@ auto with_lock(Lock& lock, std::string_view key, std::chrono::milliseconds timeo
         out.emplace(fn(*lease));
       }
       const std::string lease_key = lease->key();
+      const bool lost = lease->lost();  // given back all the same
       const ReleaseOutcome outcome = lease->release();
-      if (outcome == ReleaseOutcome::kNotHeld) detail::throw_lease_lost(lease_key);
+      if (lost || outcome == ReleaseOutcome::kNotHeld) detail::throw_lease_lost(lease_key);
       if (outcome != ReleaseOutcome::kConflict) return out;
     } catch (const Error& e) {
       if (!detail::is_conflict_error(e) || seen.attempts >= policy.max_attempts) throw;

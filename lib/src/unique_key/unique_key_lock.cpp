@@ -94,12 +94,22 @@ struct UniqueKeyLock::Impl : std::enable_shared_from_this<UniqueKeyLock::Impl> {
 
   // Runs one lock statement. Contention (deadlock, serialization failure) is retried a few
   // times and then reported as nullopt; a lost connection is retried once when `idempotent`.
-  std::optional<Result> run(const std::string& sql, std::span<const Value> params,
-                            bool idempotent) {
+  // A renewal passes its lease (`renewing`): its connection's socket is published for a release
+  // to cut (LeaseCore::RenewingOn), and nothing is retried once the lease is released.
+  std::optional<Result> run(const std::string& sql, std::span<const Value> params, bool idempotent,
+                            detail::LeaseCore* renewing = nullptr) {
     bool retried_lost = false;
     for (int attempt = 0;; ++attempt) {
+      if (renewing != nullptr && renewing->released()) {
+        throw Error(ErrorCode::kConnectionLost, "the lease was released during its renewal");
+      }
       try {
         PooledConnection conn = source.acquire();
+        if (renewing != nullptr) {
+          // Declared after conn, so the socket is withdrawn before the connection goes back.
+          detail::LeaseCore::RenewingOn published(*renewing, conn->native_socket());
+          return conn->execute(sql, params);
+        }
         return conn->execute(sql, params);
       } catch (const Error& e) {
         if (is_contention(e.code())) {
@@ -290,7 +300,7 @@ class UniqueKeyLease final : public detail::LeaseCore {
                               Value(i.owner.process),
                               Value(i.owner.thread),
                               Value(i.fencing_token)};
-    auto r = impl_->run(impl_->renew_sql, params, true);  // renewing twice is harmless
+    auto r = impl_->run(impl_->renew_sql, params, true, this);  // renewing twice is harmless
     if (!r) throw Error(ErrorCode::kLockWaitTimeout, "renew of '" + i.key + "' kept contending");
     return r->affected_rows() == 1;
   }
