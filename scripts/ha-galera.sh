@@ -44,27 +44,7 @@ find_prog() {
   return 1
 }
 
-port_in_use() {
-  (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-  [[ -n "$(ss -Htln "sport = :$1" 2>/dev/null || true)" ]]
-}
-
-PICKED=" "
-PORT=
-pick_port() {
-  local attempt port low=32768
-  read -r low _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
-  ((low > 11000)) || low=32768
-  for ((attempt = 0; attempt < 200; attempt++)); do
-    port=$((10000 + (RANDOM * 32768 + RANDOM) % (low - 10000)))
-    [[ "$PICKED" == *" $port "* ]] && continue
-    port_in_use "$port" && continue
-    PICKED+="$port "
-    PORT=$port
-    return 0
-  done
-  die "no free port found"
-}
+source "$(dirname -- "${BASH_SOURCE[0]}")/lib/ports.sh"
 
 node_dir() { printf '%s/node%s\n' "$STATE_DIR" "$1"; }
 node_pid() {

@@ -144,25 +144,6 @@ std::vector<MigrationState> Migrator::up_locked() {
   return applied;
 }
 
-std::vector<MigrationState> Migrator::up_locked_retrying() {
-  // GET_LOCK is node-local on a Galera cluster, so migrators on two nodes can run at once. The
-  // migrations are idempotent (IF NOT EXISTS; MODIFY to the type a column already has), so a run
-  // that finds a migration recorded by the other one first (a duplicate key on the migrations
-  // table) or loses a certification (reported as a deadlock) reads the applied set again and
-  // goes on from there. On a single server the lock keeps this from happening.
-  constexpr int kAttempts = 5;
-  for (int attempt = 1;; ++attempt) {
-    try {
-      return up_locked();
-    } catch (const Error& e) {
-      const bool concurrent = e.code() == ErrorCode::kUniqueViolation ||
-                              e.code() == ErrorCode::kDeadlock ||
-                              e.code() == ErrorCode::kSerializationFailure;
-      if (!concurrent || attempt >= kAttempts) throw;
-    }
-  }
-}
-
 std::vector<MigrationState> Migrator::up() {
   const Dialect d = conn_.dialect();
   const auto& sql = detail::dialect_sql(d);
@@ -182,6 +163,27 @@ std::vector<MigrationState> Migrator::up() {
       throw;
     }
   }
+  // GET_LOCK is node-local on a Galera cluster, so migrators on two nodes can run at once. The
+  // migrations are idempotent (IF NOT EXISTS; MODIFY to the type a column already has), so a run
+  // that finds a migration recorded by the other one first (a duplicate key on the migrations
+  // table) or loses a certification (reported as a deadlock, on any of its statements, the lock
+  // and unlock included) starts again and goes on from what is applied by then. On a single
+  // server the lock keeps this from happening.
+  constexpr int kAttempts = 5;
+  for (int attempt = 1;; ++attempt) {
+    try {
+      return up_serialised(key);
+    } catch (const Error& e) {
+      const bool concurrent = e.code() == ErrorCode::kUniqueViolation ||
+                              e.code() == ErrorCode::kDeadlock ||
+                              e.code() == ErrorCode::kSerializationFailure;
+      if (!concurrent || attempt >= kAttempts || conn_.broken()) throw;
+    }
+  }
+}
+
+std::vector<MigrationState> Migrator::up_serialised(const std::string& key) {
+  const auto& sql = detail::dialect_sql(conn_.dialect());
   Result got = conn_.execute(sql.migrator_lock, {Value(key), Value(kMySQLLockTimeoutSeconds)});
   if (!got.at(0, "got") || *got.at(0, "got") != "1") {
     throw Error(ErrorCode::kLockWaitTimeout, "another migrator held the migration lock for " +
@@ -190,7 +192,7 @@ std::vector<MigrationState> Migrator::up() {
                                                  "migrate up` and try again");
   }
   try {
-    auto applied = up_locked_retrying();
+    auto applied = up_locked();
     conn_.execute(sql.migrator_unlock, {Value(key)});
     return applied;
   } catch (...) {

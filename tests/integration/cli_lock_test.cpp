@@ -12,9 +12,7 @@
 #include <sstream>
 #include <thread>
 
-#include "backends.hpp"
-#include "dblock/migrator.hpp"
-#include "process.hpp"
+#include "cli_fixture.hpp"
 
 namespace dblock::testing {
 namespace {
@@ -23,60 +21,8 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
-class CliLockTest : public ::testing::TestWithParam<Backend> {
+class CliLockTest : public CliFixture {
  protected:
-  void SetUp() override {
-    ASSERT_STRNE(DBLOCK_CLI_PATH, "") << "the dblock CLI was not built";
-    prefix_ = unique_name("r") + "_";
-    key_ = unique_name("job");
-    std::string text =
-        std::getenv(backend().url_env.c_str()) ? std::getenv(backend().url_env.c_str()) : "";
-    ASSERT_FALSE(text.empty()) << backend().url_env << " is not set; run scripts/test.sh";
-    url_ = text + (text.find('?') == std::string::npos ? "?" : "&") + "driver=" + backend().driver;
-    auto conn = backend().connect();
-    Migrator(*conn, TableNames(prefix_)).up();
-    dir_ = fs::temp_directory_path() / unique_name("cli-lock");
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    auto conn = backend().connect();
-    backend().drop_tables_with_prefix(*conn, prefix_);
-    fs::remove_all(dir_);
-  }
-  const Backend& backend() const { return GetParam(); }
-
-  // argv for `dblock <subcommand> --prefix <prefix> <args...>`.
-  std::vector<std::string> cli(const std::string& subcommand,
-                               const std::vector<std::string>& args) const {
-    std::vector<std::string> argv{DBLOCK_CLI_PATH, subcommand, "--prefix", prefix_};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return argv;
-  }
-  // argv for `dblock run --prefix <prefix> --key <key_> <options...> -- sh -c <script>`.
-  std::vector<std::string> run_sh(const std::string& script,
-                                  std::vector<std::string> options = {}) const {
-    std::vector<std::string> args{"--key", key_};
-    args.insert(args.end(), options.begin(), options.end());
-    args.insert(args.end(), {"--", "sh", "-c", script});
-    return cli("run", args);
-  }
-  std::map<std::string, std::string> env() const { return {{"DBLOCK_URL", url_}}; }
-  ProcessResult run(const std::vector<std::string>& argv) const { return run_process(argv, env()); }
-  std::unique_ptr<ChildProcess> start(const std::vector<std::string>& argv) const {
-    return std::make_unique<ChildProcess>(argv, env());
-  }
-
-  std::string file(const std::string& name) const { return (dir_ / name).string(); }
-  // Waits up to `timeout` for `path` to exist.
-  static bool wait_for_file(const std::string& path, std::chrono::milliseconds timeout = 5s) {
-    auto deadline = Clock::now() + timeout;
-    while (!fs::exists(path)) {
-      if (Clock::now() >= deadline) return false;
-      std::this_thread::sleep_for(10ms);
-    }
-    return true;
-  }
-
   // True when a one-try `run` gets the lock at once.
   bool lock_is_free() const { return run(run_sh("exit 0")).exit_code == 0; }
 
@@ -98,11 +44,6 @@ class CliLockTest : public ::testing::TestWithParam<Backend> {
     EXPECT_EQ(r.err.rfind("dblock: ", 0), 0u) << r.err;
     EXPECT_NE(r.err.find(fragment), std::string::npos) << r.err;
   }
-
-  std::string prefix_;
-  std::string key_;
-  std::string url_;
-  fs::path dir_;
 };
 
 TEST_P(CliLockTest, RunsTheCommandAndPassesItsExitCodeThrough) {

@@ -148,17 +148,18 @@ TEST_P(MigratorTest, HonoursASchemaAndCreatesIt) {
   backend().drop_schema(*conn_, schema);
 }
 
-TEST_P(MigratorTest, ConcurrentMigratorsAllSucceedAndApplyEachMigrationOnce) {
-  constexpr int kMigrators = 4;
+// `up()` from every connection at once, one thread each: all succeed, and each migration is
+// applied once under `tables`.
+void expect_each_migration_applied_once(const Backend& b, Connection& checker,
+                                        const std::vector<std::unique_ptr<Connection>>& conns,
+                                        const TableNames& tables) {
   std::vector<std::thread> threads;
-  std::vector<std::string> failures(kMigrators);
-  std::vector<std::size_t> applied(kMigrators);
-  for (int i = 0; i < kMigrators; ++i) {
+  std::vector<std::string> failures(conns.size());
+  std::vector<std::size_t> applied(conns.size());
+  for (std::size_t i = 0; i < conns.size(); ++i) {
     threads.emplace_back([&, i] {
       try {
-        auto c = backend().connect();
-        Migrator m(*c, names());
-        applied[i] = m.up().size();
+        applied[i] = Migrator(*conns[i], tables).up().size();
       } catch (const std::exception& e) {
         failures[i] = e.what();
       }
@@ -166,14 +167,22 @@ TEST_P(MigratorTest, ConcurrentMigratorsAllSucceedAndApplyEachMigrationOnce) {
   }
   for (auto& t : threads) t.join();
   std::size_t total = 0;
-  for (int i = 0; i < kMigrators; ++i) {
+  for (std::size_t i = 0; i < conns.size(); ++i) {
     EXPECT_EQ(failures[i], "") << "migrator " << i;
     total += applied[i];
   }
-  auto expected = builtin_migrations(backend().dialect).size();
+  const auto expected = builtin_migrations(b.dialect).size();
   EXPECT_EQ(total, expected);
-  EXPECT_EQ(count("SELECT COUNT(*) FROM " + table("schema_migrations")),
-            static_cast<std::int64_t>(expected));
+  EXPECT_EQ(
+      checker.execute("SELECT COUNT(*) FROM " + tables.qualified(b.dialect, "schema_migrations"))
+          .int64_at(0, 0),
+      static_cast<std::int64_t>(expected));
+}
+
+TEST_P(MigratorTest, ConcurrentMigratorsAllSucceedAndApplyEachMigrationOnce) {
+  std::vector<std::unique_ptr<Connection>> conns;
+  for (int i = 0; i < 4; ++i) conns.push_back(backend().connect());
+  expect_each_migration_applied_once(backend(), *conn_, conns, names());
 }
 
 // A connection whose transactions default to `level` ("repeatable read", "serializable"), the way
@@ -205,34 +214,12 @@ std::unique_ptr<Connection> connect_with_isolation(const Backend& b, const std::
 // for the migration lock, or it misses what the migrator before it applied.
 TEST_P(MigratorTest, ConcurrentMigratorsUnderStricterIsolationAllSucceed) {
   constexpr int kMigrators = 20;
-  const auto expected = builtin_migrations(backend().dialect).size();
   for (std::string level : {"repeatable read", "serializable"}) {
     SCOPED_TRACE(level);
     const TableNames tables(unique_name("i") + "_");
     std::vector<std::unique_ptr<Connection>> conns;
     for (int i = 0; i < kMigrators; ++i) conns.push_back(connect_with_isolation(backend(), level));
-    std::vector<std::thread> threads;
-    std::vector<std::string> failures(kMigrators);
-    std::vector<std::size_t> applied(kMigrators);
-    for (int i = 0; i < kMigrators; ++i) {
-      threads.emplace_back([&, i] {
-        try {
-          applied[i] = Migrator(*conns[i], tables).up().size();
-        } catch (const std::exception& e) {
-          failures[i] = e.what();
-        }
-      });
-    }
-    for (auto& t : threads) t.join();
-    std::size_t total = 0;
-    for (int i = 0; i < kMigrators; ++i) {
-      EXPECT_EQ(failures[i], "") << "migrator " << i;
-      total += applied[i];
-    }
-    EXPECT_EQ(total, expected);
-    EXPECT_EQ(
-        count("SELECT COUNT(*) FROM " + tables.qualified(backend().dialect, "schema_migrations")),
-        static_cast<std::int64_t>(expected));
+    expect_each_migration_applied_once(backend(), *conn_, conns, tables);
     EXPECT_NO_THROW(Migrator(*conns[0], tables).verify());
     conns.clear();
     backend().drop_tables_with_prefix(*conn_, tables.prefix());

@@ -87,8 +87,8 @@ class Migrator {
   bool migrations_table_exists();
   void apply(const Migration& migration);
   std::vector<MigrationState> up_locked();
-  // up_locked(), again when a concurrent migrator on another Galera node got in the way.
-  std::vector<MigrationState> up_locked_retrying();
+  // MySQL: up_locked() under the named lock `key` (GET_LOCK).
+  std::vector<MigrationState> up_serialised(const std::string& key);
 
   Connection& conn_;
   TableNames names_;
