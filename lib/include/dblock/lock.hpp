@@ -91,9 +91,12 @@ class Lease {
   const Owner& owner() const;
   // True once dblock found the lease gone (a renewal or release matched no row of ours), or
   // once a whole TTL has passed since the latest successful acquire or renewal was sent (by this
-  // process's steady clock): the database has expired the lease by then, even if a renewal is
-  // still stuck on a connection that stopped answering. Transactional leases (row lock,
-  // optimistic) have no TTL: they are lost once their connection broke.
+  // process's CLOCK_BOOTTIME, which keeps counting through a system suspend): the database may
+  // have expired the lease by then, even if a renewal is still stuck on a connection that
+  // stopped answering. Never false while the database would grant the key to another owner (no
+  // statement moves the key's expiry earlier than a live hold's). Transactional leases (row lock,
+  // optimistic) have no TTL: they are lost once their connection broke, the server closed their
+  // session, or the server ended their transaction (a deadlock, an implicit commit).
   bool lost() const noexcept;
 
   // Gives the hold back (owner- and token-checked in one statement). Empties the handle.
