@@ -42,20 +42,28 @@ LeaseCore::RenewingOn::~RenewingOn() {
   lease_.renewing_fd_ = -1;
 }
 
+void LeaseCore::end_renewing() noexcept {
+  {
+    std::lock_guard lock(renewing_mu_);
+    renewing_ = false;
+  }
+  renewal_done_.notify_all();
+}
+
 void LeaseCore::end_renewal() noexcept {
   // A renewal on a live connection ends within a round trip; one that has not after this long
   // is stuck on the network.
   // (It may also still be waiting for a connection, and publish its socket later: hence the
-  // loop.) The renewal cannot give its connection back while renewing_mu_ is held, so the
+  // loop.) The renewal cannot give its connection back while renewing_mu_ is held (RenewingOn
+  // takes it to withdraw the socket), so the
   // published socket is still the renewal's: shutting it down fails the stuck statement (the
   // driver then finds the connection lost, and the pool drops it), and the renewal retries
   // nothing once the lease is released.
   constexpr auto kPatience = std::chrono::milliseconds(200);
-  while (!renew_mu_.try_lock_for(kPatience)) {
-    std::lock_guard lock(renewing_mu_);
+  std::unique_lock lock(renewing_mu_);
+  while (!renewal_done_.wait_for(lock, kPatience, [&] { return !renewing_; })) {
     if (renewing_fd_ >= 0) ::shutdown(renewing_fd_, SHUT_RDWR);
   }
-  renew_mu_.unlock();
 }
 
 ReleaseOutcome LeaseCore::release() {
@@ -110,14 +118,22 @@ void pause_before_retry(Backoff& backoff) {
 
 bool LeaseCore::renew(std::chrono::milliseconds ttl) {
   {
-    std::lock_guard lock(renew_mu_);
+    std::unique_lock lock(renewing_mu_);
+    renewal_done_.wait(lock, [&] { return !renewing_; });
     if (released_) return false;
-    const auto sent = BootClock::now();
-    if (do_renew(ttl)) {
-      note_renewed(sent, ttl);
-      return true;
-    }
+    renewing_ = true;
   }
+  bool held = false;
+  try {
+    const auto sent = BootClock::now();
+    held = do_renew(ttl);
+    if (held) note_renewed(sent, ttl);
+  } catch (...) {
+    end_renewing();
+    throw;
+  }
+  end_renewing();
+  if (held) return true;
   // A release that ran meanwhile freed the row: the lease ended, it was not lost.
   if (!released_) mark_lost();
   return false;

@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -108,11 +109,16 @@ class LeaseCore {
   std::function<void(const std::string&)> on_lost_;
   // Waits for a renewal in flight, cutting it off if it does not end soon.
   void end_renewal() noexcept;
+  // The renewal in flight is over (renew() calls it on every path).
+  void end_renewing() noexcept;
 
-  std::mutex release_mu_;      // serialises release and abandon
-  std::timed_mutex renew_mu_;  // serialises renewals
-  std::mutex renewing_mu_;     // guards renewing_fd_
-  int renewing_fd_ = -1;       // the socket of the renewal in flight, or -1
+  std::mutex release_mu_;  // serialises release and abandon
+  // Renewals run one at a time: renewing_ is set while one runs, under renewing_mu_, which also
+  // guards renewing_fd_; renewal_done_ tells a waiting release or renewal that it ended.
+  std::mutex renewing_mu_;
+  std::condition_variable renewal_done_;
+  bool renewing_ = false;
+  int renewing_fd_ = -1;  // the socket of the renewal in flight, or -1
   std::atomic<bool> released_{false};
   std::atomic<bool> lost_{false};
   std::atomic<std::int64_t> ttl_ms_;
