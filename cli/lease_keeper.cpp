@@ -14,15 +14,14 @@ LeaseKeeper::LeaseKeeper(Lease& lease, Clock::time_point sent, std::chrono::mill
 }
 
 LeaseKeeper::~LeaseKeeper() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stop_ = true;
-  }
+  std::unique_lock<std::mutex> lock(mutex_);
+  stop_ = true;
   wake_.notify_all();
   // A renewal stuck on a connection that stopped answering cannot be interrupted; `run` ends
   // the process with _exit in that case, so the thread never outlives what it uses.
-  if (busy_.try_lock_for(std::chrono::milliseconds(100))) {
-    busy_.unlock();
+  const bool idle = idle_.wait_for(lock, std::chrono::milliseconds(100), [this] { return !busy_; });
+  lock.unlock();
+  if (idle) {
     thread_.join();
   } else {
     thread_.detach();
@@ -37,39 +36,48 @@ void LeaseKeeper::loop() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     wake_.wait_for(lock, interval_, [this] { return stop_; });
-    if (stop_) return;
+    if (stop_ || stopping_ || !lease_.valid()) return;
+    busy_ = true;  // the lease is this thread's until busy_ is false again
     lock.unlock();
-    {
-      std::lock_guard<std::timed_mutex> using_lease(busy_);
-      if (stopping_ || !lease_.valid()) return;
-      const Clock::time_point sent = Clock::now();
-      bool held = true;
-      try {
-        held = lease_.renew();
-        if (held) last_sent_ = sent.time_since_epoch().count();
-      } catch (const Error&) {
-        // Unreachable for now: try again at the next interval; the stop timeline runs from the
-        // last renewal that succeeded.
-      }
-      if (!held) {
-        gone_ = true;
-        changed_();
-        return;
-      }
+    const Clock::time_point sent = Clock::now();
+    bool held = true;
+    try {
+      held = lease_.renew();
+      if (held) last_sent_ = sent.time_since_epoch().count();
+    } catch (const Error&) {
+      // Unreachable for now: try again at the next interval; the stop timeline runs from the
+      // last renewal that succeeded.
     }
     lock.lock();
+    busy_ = false;
+    idle_.notify_all();
+    if (!held) {
+      gone_ = true;
+      lock.unlock();
+      changed_();
+      return;
+    }
   }
 }
 
 std::optional<ReleaseOutcome> LeaseKeeper::stop_and_release(Clock::time_point deadline) {
   stopping_ = true;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stop_ = true;
-  }
+  std::unique_lock<std::mutex> lock(mutex_);
+  stop_ = true;
   wake_.notify_all();
-  if (!busy_.try_lock_until(deadline)) return std::nullopt;
-  std::lock_guard<std::timed_mutex> using_lease(busy_, std::adopt_lock);
+  if (!idle_.wait_until(lock, deadline, [this] { return !busy_; })) return std::nullopt;
+  busy_ = true;
+  lock.unlock();
+  struct Idle {
+    LeaseKeeper& keeper;
+    ~Idle() {
+      {
+        std::lock_guard<std::mutex> relock(keeper.mutex_);
+        keeper.busy_ = false;
+      }
+      keeper.idle_.notify_all();
+    }
+  } idle{*this};
   if (gone_) return ReleaseOutcome::kNotHeld;
   return lease_.release();
 }

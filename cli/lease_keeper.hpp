@@ -49,11 +49,12 @@ class LeaseKeeper {
   const std::function<void()> changed_;
   std::atomic<Clock::rep> last_sent_;
   std::atomic<bool> gone_{false};
-  std::timed_mutex busy_;  // held by whoever uses the lease
   std::mutex mutex_;
-  std::condition_variable wake_;
-  bool stop_ = false;                  // under mutex_
-  std::atomic<bool> stopping_{false};  // read under busy_
+  std::condition_variable wake_;  // the renewal thread: time to stop
+  std::condition_variable idle_;  // nobody uses the lease now
+  bool stop_ = false;             // under mutex_
+  bool busy_ = false;             // under mutex_: someone uses the lease
+  std::atomic<bool> stopping_{false};
   std::thread thread_;
 };
 
