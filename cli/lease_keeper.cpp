@@ -32,7 +32,15 @@ LeaseKeeper::Clock::time_point LeaseKeeper::last_renewal_sent() const noexcept {
   return Clock::time_point(Clock::duration(last_sent_.load()));
 }
 
+void LeaseKeeper::join_if_finished() {
+  if (finished_.load() && thread_.joinable()) thread_.join();
+}
+
 void LeaseKeeper::loop() {
+  struct Finished {
+    std::atomic<bool>& flag;
+    ~Finished() { flag = true; }
+  } finished{finished_};
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     wake_.wait_for(lock, interval_, [this] { return stop_; });

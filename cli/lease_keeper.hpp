@@ -40,6 +40,9 @@ class LeaseKeeper {
   // `deadline` (the database not answering). Returns the outcome, or nothing when it could not
   // even try. Throws what release() throws.
   std::optional<ReleaseOutcome> stop_and_release(Clock::time_point deadline);
+  // Joins the renewal thread when it has ended (the lease was found gone), before a caller ends
+  // the process with _exit; a thread still stuck in a renewal is left alone.
+  void join_if_finished();
 
  private:
   void loop();
@@ -55,6 +58,7 @@ class LeaseKeeper {
   bool stop_ = false;             // under mutex_
   bool busy_ = false;             // under mutex_: someone uses the lease
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> finished_{false};  // the renewal thread has returned
   std::thread thread_;
 };
 

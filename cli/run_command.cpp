@@ -334,8 +334,11 @@ int run(const RunOptions& opts) {
   }
   LeaseKeeper keeper(*lease, sent, t.renew_every, [&wakeup] { wakeup.notify(); });
   const Ended ended = supervise(*job, keeper, t, opts, inbox, wakeup);
-  job.reset();                              // removes its cgroup
-  if (ended.lost) exit_now(kExitTempFail);  // the lease is gone or about to be: nothing to free
+  job.reset();       // removes its cgroup
+  if (ended.lost) {  // the lease is gone or about to be: nothing to free
+    keeper.join_if_finished();
+    exit_now(kExitTempFail);
+  }
   std::optional<ReleaseOutcome> released;
   try {
     released = keeper.stop_and_release(keeper.last_renewal_sent() + t.ttl - t.stop_margin);
