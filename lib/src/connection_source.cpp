@@ -23,7 +23,9 @@ PooledConnection::~PooledConnection() { reset(); }
 
 void PooledConnection::reset() noexcept {
   if (source_ != nullptr && conn_ != nullptr) {
-    if (conn_->in_transaction()) conn_->rollback();  // never hand back an open transaction
+    // Never hand back an open transaction, nor one the server ended that still awaits its
+    // rollback (in_transaction() is false then; rollback() is a no-op when nothing is open).
+    conn_->rollback();
     source_->give_back(conn_);
   }
   source_ = nullptr;

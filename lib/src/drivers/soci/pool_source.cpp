@@ -92,7 +92,7 @@ class SociPoolSource final : public ConnectionSource {
       pos = it->second;
       positions_.erase(it);
     }
-    if (conn->in_transaction()) conn->rollback();
+    conn->rollback();  // see PooledConnection::reset: also ends a transaction the server ended
     try {
       pool_.give_back(pos);
     } catch (...) {
