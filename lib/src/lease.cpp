@@ -50,15 +50,13 @@ void LeaseCore::end_renewing() noexcept {
   renewal_done_.notify_all();
 }
 
-void LeaseCore::end_renewal() noexcept {
+void LeaseCore::stop_renewal() noexcept {
   // A renewal on a live connection ends within a round trip; one that has not after this long
-  // is stuck on the network.
-  // (It may also still be waiting for a connection, and publish its socket later: hence the
-  // loop.) The renewal cannot give its connection back while renewing_mu_ is held (RenewingOn
-  // takes it to withdraw the socket), so the
-  // published socket is still the renewal's: shutting it down fails the stuck statement (the
-  // driver then finds the connection lost, and the pool drops it), and the renewal retries
-  // nothing once the lease is released.
+  // is stuck on the network (or still waiting for a connection, and publishes its socket later:
+  // hence the loop). The renewal cannot give its connection back while renewing_mu_ is held
+  // (RenewingOn takes it to withdraw the socket), so the published socket is still the
+  // renewal's: shutting it down fails the stuck statement (the driver then finds the connection
+  // lost, and the pool drops it), and the renewal retries nothing once the lease is released.
   constexpr auto kPatience = std::chrono::milliseconds(200);
   std::unique_lock lock(renewing_mu_);
   while (!renewal_done_.wait_for(lock, kPatience, [&] { return !renewing_; })) {
@@ -70,7 +68,7 @@ ReleaseOutcome LeaseCore::release() {
   std::lock_guard lock(release_mu_);
   if (released_) return ReleaseOutcome::kNotHeld;
   released_ = true;  // even if the statement fails: the lease then ends by its TTL
-  end_renewal();     // a renewal started before stops here; none starts after (released_)
+  stop_renewal();    // a renewal started before stops here; none starts after (released_)
   ReleaseOutcome outcome = do_release();
   if (outcome == ReleaseOutcome::kNotHeld) lost_ = true;
   return outcome;
@@ -88,7 +86,7 @@ void LeaseCore::abandon() noexcept {
   std::lock_guard lock(release_mu_);
   if (released_) return;
   released_ = true;
-  end_renewal();
+  stop_renewal();
   do_abandon();
 }
 

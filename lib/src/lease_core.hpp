@@ -108,7 +108,7 @@ class LeaseCore {
   LeaseInfo info_;
   std::function<void(const std::string&)> on_lost_;
   // Waits for a renewal in flight, cutting it off if it does not end soon.
-  void end_renewal() noexcept;
+  void stop_renewal() noexcept;
   // The renewal in flight is over (renew() calls it on every path).
   void end_renewing() noexcept;
 
