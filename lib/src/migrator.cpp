@@ -4,6 +4,7 @@
 #include <map>
 
 #include "dblock/error.hpp"
+#include "galera.hpp"
 #include "migrations.hpp"
 #include "sha256.hpp"
 #include "sql/dialect_sql.hpp"
@@ -71,6 +72,8 @@ std::vector<MigrationState> Migrator::read_states(bool table_known_present) {
   }
   if (table_known_present || migrations_table_exists()) {
     const auto& sql = detail::dialect_sql(conn_.dialect());
+    // On a Galera node, see what a migrator on another node committed a moment ago.
+    detail::CausalReads causal(conn_);
     Result r = conn_.execute(detail::render_sql(sql.select_migrations, conn_.dialect(), names_));
     for (std::size_t i = 0; i < r.size(); ++i) {
       int version = static_cast<int>(r.int64_at(i, "version"));

@@ -11,6 +11,7 @@
 #include "caller_tables.hpp"
 #include "dblock/error.hpp"
 #include "dblock/unique_key_lock.hpp"
+#include "galera.hpp"
 #include "isolation.hpp"
 #include "lease_core.hpp"
 #include "lock_keys.hpp"
@@ -148,8 +149,7 @@ struct RowLock::Impl {
     if (dialect != Dialect::kMySQL || options.galera_single_writer) return;
     int galera = galera_.load();
     if (galera < 0) {
-      Result r = conn.execute(sql.galera_check);
-      galera = !r.empty() && r.at(0, r.columns().size() - 1).value_or("") == "ON" ? 1 : 0;
+      galera = detail::galera_node(conn) ? 1 : 0;
       galera_ = galera;
     }
     if (galera == 1) {

@@ -33,6 +33,8 @@ struct DialectSql {
   std::string_view session_isolation;
   // MySQL dialect: "ON" in the last column of the first row on a Galera node (empty elsewhere).
   std::string_view galera_check;
+  // MySQL dialect: the session's wsrep_sync_wait in the last column of the first row (galera.hpp).
+  std::string_view galera_sync_wait;
 
   // Unique-key lock (see the .cpp for each statement's parameters).
   // PostgreSQL returns rows (RETURNING); MySQL carries one value back in LAST_INSERT_ID().

@@ -40,6 +40,7 @@ const DialectSql kMySQL = {
         "SHOW SESSION VARIABLES WHERE Variable_name IN ('transaction_isolation', 'tx_isolation')",
     // MariaDB has wsrep_on (OFF unless the server is a Galera node); MySQL 8 has none: no row.
     .galera_check = "SHOW GLOBAL VARIABLES LIKE 'wsrep_on'",
+    .galera_sync_wait = "SHOW SESSION VARIABLES LIKE 'wsrep_sync_wait'",
 
     // Times are UTC_TIMESTAMP(6) (the server's clock, constant within a statement). A row is
     // free when expires_at has passed: release sets hold_count = 0 and expires_at to now.

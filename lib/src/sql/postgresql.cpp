@@ -46,6 +46,7 @@ const DialectSql kPostgreSQL = {
     // The level is the last column.
     .session_isolation = "SELECT current_setting('default_transaction_isolation') AS level",
     .galera_check = "",
+    .galera_sync_wait = "",
 
     // Times come from statement_timestamp(): the server's clock when the statement started,
     // one value for the whole statement (clock_timestamp() is read anew by every expression,

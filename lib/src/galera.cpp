@@ -1,0 +1,46 @@
+#include "galera.hpp"
+
+#include <charconv>
+
+#include "dblock/error.hpp"
+#include "sql/dialect_sql.hpp"
+
+namespace dblock::detail {
+
+namespace {
+
+// The value in the last column of the first row, or "" when there is no row.
+std::string last_column(const Result& r) {
+  if (r.empty() || r.columns().empty()) return "";
+  return r.at(0, r.columns().size() - 1).value_or("");
+}
+
+}  // namespace
+
+bool galera_node(Connection& conn) {
+  const auto& sql = dialect_sql(conn.dialect());
+  if (sql.galera_check.empty()) return false;
+  return last_column(conn.execute(sql.galera_check)) == "ON";
+}
+
+CausalReads::CausalReads(Connection& conn) : conn_(conn) {
+  if (!galera_node(conn_)) return;
+  const auto& sql = dialect_sql(conn_.dialect());
+  const std::string current = last_column(conn_.execute(sql.galera_sync_wait));
+  long bits = 0;
+  const auto parsed = std::from_chars(current.data(), current.data() + current.size(), bits);
+  if (parsed.ec != std::errc() || (bits & 1) != 0) return;  // unreadable, or already causal
+  conn_.execute("SET SESSION wsrep_sync_wait = " + std::to_string(bits | 1));
+  previous_ = current;
+}
+
+CausalReads::~CausalReads() {
+  if (!previous_ || conn_.broken()) return;
+  try {
+    conn_.execute("SET SESSION wsrep_sync_wait = " + *previous_);
+  } catch (const Error&) {
+    // The session keeps causal reads: slower reads, never wrong ones.
+  }
+}
+
+}  // namespace dblock::detail
