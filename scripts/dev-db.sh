@@ -229,7 +229,11 @@ start_pg() {
   local password
   password=$(cat "$PASSWORD_FILE")
   # SQL goes through stdin so the password never shows up in `ps`.
-  if ! "$bin/psql" -X -q -v ON_ERROR_STOP=1 -h "$sock" -p "$port" -U postgres -d postgres \
+  # Server-only builds (scripts/pg-versions.sh) have no psql: the client package's one talks to
+  # every supported server version.
+  local psql="$bin/psql"
+  [[ -x "$psql" ]] || psql=$(command -v psql) || die "no psql in $bin or on PATH"
+  if ! "$psql" -X -q -v ON_ERROR_STOP=1 -h "$sock" -p "$port" -U postgres -d postgres \
     >"$PG_DIR/setup.log" 2>&1 <<SQL; then
 CREATE ROLE $DB_USER LOGIN SUPERUSER PASSWORD '$password';
 CREATE DATABASE $DB_NAME OWNER $DB_USER;

