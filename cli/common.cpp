@@ -60,6 +60,7 @@ int exit_code_for(ErrorCode code) {
     case ErrorCode::kLockWaitTimeout:
     case ErrorCode::kDeadlock:
     case ErrorCode::kSerializationFailure:
+    case ErrorCode::kPoolExhausted:
       return kExitTempFail;
     default:
       return kExitFailure;

@@ -26,20 +26,22 @@ std::optional<std::string> Value::to_text() const {
 }
 
 std::vector<Notification> Connection::wait_for_notifications(std::chrono::milliseconds) {
-  throw Error(ErrorCode::kOther, describe() + ": this driver cannot wait for notifications");
+  throw Error(ErrorCode::kFailedPrecondition,
+              describe() + ": this driver cannot wait for notifications");
 }
 
 std::size_t Result::column(std::string_view name) const {
   for (std::size_t i = 0; i < columns_.size(); ++i) {
     if (columns_[i] == name) return i;
   }
-  throw Error(ErrorCode::kOther, "result has no column named '" + std::string(name) + "'");
+  throw Error(ErrorCode::kFailedPrecondition,
+              "result has no column named '" + std::string(name) + "'");
 }
 
 const std::optional<std::string>& Result::at(std::size_t row, std::size_t col) const {
   if (row >= rows_.size() || col >= columns_.size() || col >= rows_[row].size()) {
-    throw Error(ErrorCode::kOther, "result cell (" + std::to_string(row) + ", " +
-                                       std::to_string(col) + ") is out of range");
+    throw Error(ErrorCode::kFailedPrecondition, "result cell (" + std::to_string(row) + ", " +
+                                                    std::to_string(col) + ") is out of range");
   }
   return rows_[row][col];
 }
@@ -47,14 +49,15 @@ const std::optional<std::string>& Result::at(std::size_t row, std::size_t col) c
 std::int64_t Result::int64_at(std::size_t row, std::size_t col) const {
   const auto& cell = at(row, col);
   if (!cell) {
-    throw Error(ErrorCode::kOther, "column '" + columns_[col] + "' is NULL, expected an integer");
+    throw Error(ErrorCode::kFailedPrecondition,
+                "column '" + columns_[col] + "' is NULL, expected an integer");
   }
   std::int64_t v = 0;
   const char* first = cell->data();
   const char* last = first + cell->size();
   auto [ptr, ec] = std::from_chars(first, last, v);
   if (ec != std::errc() || ptr != last) {
-    throw Error(ErrorCode::kOther,
+    throw Error(ErrorCode::kFailedPrecondition,
                 "column '" + columns_[col] + "' holds '" + *cell + "', expected an integer");
   }
   return v;

@@ -107,9 +107,10 @@ PooledConnection Pool::acquire() {
     if (!cv_.wait_until(lock, deadline, [&] {
           return !idle_.empty() || idle_.size() + lent_.size() + opening_ < options_.max_size;
         })) {
-      throw Error(ErrorCode::kOther, "no free connection in the pool after " +
-                                         std::to_string(options_.acquire_timeout.count()) +
-                                         " ms; raise the pool size or release leases sooner");
+      throw Error(ErrorCode::kPoolExhausted,
+                  "no free connection in the pool after " +
+                      std::to_string(options_.acquire_timeout.count()) +
+                      " ms; raise the pool size or release leases sooner");
     }
   }
   ++opening_;
@@ -127,7 +128,7 @@ PooledConnection Pool::acquire() {
   --opening_;
   if (!conn) {
     cv_.notify_one();
-    throw Error(ErrorCode::kOther, "the pool's connection factory returned null");
+    throw Error(ErrorCode::kFailedPrecondition, "the pool's connection factory returned null");
   }
   if (description_.empty()) description_ = conn->describe();
   lent_.push_back(std::move(conn));

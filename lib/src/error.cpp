@@ -26,6 +26,10 @@ std::string_view to_string(ErrorCode code) noexcept {
       return "invalid_argument";
     case ErrorCode::kFailedPrecondition:
       return "failed_precondition";
+    case ErrorCode::kPoolExhausted:
+      return "pool_exhausted";
+    case ErrorCode::kCommitInDoubt:
+      return "commit_in_doubt";
     case ErrorCode::kLeaseLost:
       return "lease_lost";
     case ErrorCode::kOther:
@@ -34,18 +38,22 @@ std::string_view to_string(ErrorCode code) noexcept {
   return "other";
 }
 
-bool is_retryable(ErrorCode code) noexcept {
+RetryScope retry_scope(ErrorCode code) noexcept {
   switch (code) {
     case ErrorCode::kLockNotAvailable:
     case ErrorCode::kLockWaitTimeout:
+    case ErrorCode::kConnectionLost:
+    case ErrorCode::kPoolExhausted:
+      return RetryScope::kCall;
     case ErrorCode::kDeadlock:
     case ErrorCode::kSerializationFailure:
-    case ErrorCode::kConnectionLost:
-      return true;
+      return RetryScope::kTransaction;
     default:
-      return false;
+      return RetryScope::kNone;
   }
 }
+
+bool is_retryable(ErrorCode code) noexcept { return retry_scope(code) != RetryScope::kNone; }
 
 Error::Error(ErrorCode code, const std::string& message, std::string sqlstate, int server_errno)
     : std::runtime_error(message),

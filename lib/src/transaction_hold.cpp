@@ -9,22 +9,26 @@ bool TransactionHold::broken() const noexcept {
   return conn_->broken() || peer_closed(conn_->native_socket());
 }
 
+Error TransactionHold::lost_before_commit(std::string_view cause) const {
+  std::string message = "the connection holding '" + key_ +
+                        "' was lost before the commit: the server rolled its transaction back "
+                        "(the critical section's writes are not committed) and freed the lock; "
+                        "acquire again to redo the work";
+  if (!cause.empty()) message.append(" (").append(cause).append(")");
+  return Error(ErrorCode::kLeaseLost, message);
+}
+
 void TransactionHold::commit() {
-  if (broken()) {
-    throw Error(ErrorCode::kConnectionLost,
-                "the connection holding '" + key_ +
-                    "' was lost before the release: the server rolled its transaction back "
-                    "(the critical section's writes are not committed) and freed the lock");
-  }
+  if (broken()) throw lost_before_commit({});
   try {
     conn_->commit();
   } catch (const Error& e) {
     conn_->rollback();
     if (e.code() == ErrorCode::kConnectionLost) {
-      throw Error(ErrorCode::kConnectionLost,
+      throw Error(ErrorCode::kCommitInDoubt,
                   "the connection holding '" + key_ +
-                      "' was lost during the commit: the critical section's writes may or may "
-                      "not be committed; check them before retrying (" +
+                      "' was lost while the commit was on its way: the critical section's "
+                      "writes may or may not be committed; read them before redoing the work (" +
                       e.what() + ")");
     }
     throw;

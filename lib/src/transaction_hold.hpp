@@ -5,8 +5,10 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "dblock/connection_source.hpp"
+#include "dblock/error.hpp"
 
 namespace dblock::detail {
 
@@ -24,10 +26,14 @@ class TransactionHold {
   // statement committed implicitly). Its locks are gone either way.
   bool ended() const noexcept { return broken() || !conn_->in_transaction(); }
 
-  // Commits. Throws Error(kConnectionLost) with advice when the connection broke before or
-  // during the commit (the server rolled the transaction back, or, for a commit whose reply
-  // was lost, may have committed it); any other failure rolls back and rethrows.
+  // Commits. When the connection broke before the COMMIT was sent, throws Error(kLeaseLost): the
+  // server rolled the transaction back and freed its locks. When it broke while the COMMIT was
+  // on its way, throws Error(kCommitInDoubt): the server may or may not have committed. Any other
+  // failure rolls back and rethrows.
   void commit();
+  // The error for a connection lost before the COMMIT went out (a statement of the release, such
+  // as the optimistic compare-and-set, lost its reply): kLeaseLost, `cause` appended.
+  Error lost_before_commit(std::string_view cause) const;
   // Rolls back; never throws (a broken connection has nothing left to roll back).
   void rollback() noexcept { conn_->rollback(); }
   // One round trip on the connection: false when it is gone.

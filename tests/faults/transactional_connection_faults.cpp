@@ -1,10 +1,11 @@
 // Scenarios 3, 4 and 6 for the transactional strategies (row lock, optimistic): what each test of
 // connection_faults_test.cpp checks instead when the lease is a server transaction. A
 // transaction cannot move to another connection, so nothing is retried or recognised: the caller
-// is told (Error kConnectionLost), the critical section's writes are rolled back by the server,
-// the lock (row lock) is free as soon as the server has dropped the session, and the next
-// acquire takes a fresh connection. A COMMIT whose reply is lost is the one case the caller
-// cannot be told the outcome of: it must be reported as an error, never as released.
+// is told (an acquire: Error kConnectionLost; a release: Error kLeaseLost, the lease ended before
+// its commit), the critical section's writes are rolled back by the server, the lock (row lock)
+// is free as soon as the server has dropped the session, and the next acquire takes a fresh
+// connection. A COMMIT whose reply is lost is the one case the caller cannot be told the outcome
+// of: it must be reported as Error kCommitInDoubt, never as released.
 #include <thread>
 
 #include "connection_fault_test.hpp"
@@ -47,11 +48,11 @@ void ConnectionFaultTest::transactional_session_killed_mid_hold() {
                      ? "a row lock is its session's transaction, so a killed session ends it at "
                        "once and there is nothing to renew or release on a new connection; "
                        "checked instead that the lease reports lost, release() throws "
-                       "kConnectionLost, the write is rolled back, another client gets the lock "
+                       "kLeaseLost, the write is rolled back, another client gets the lock "
                        "at once, and the Lock's next acquire works on a fresh connection"
                      : "an optimistic lease is its session's transaction, so a killed session "
                        "ends it; checked instead that the lease reports lost, release() throws "
-                       "kConnectionLost, the write is not applied, and the next acquire and "
+                       "kLeaseLost, the write is not applied, and the next acquire and "
                        "commit work on a fresh connection");
   auto pool = open_pool(backend().url(), {.max_size = 1});  // one session: the one we kill
   auto lock = make_lock(*pool);
@@ -75,7 +76,7 @@ void ConnectionFaultTest::transactional_session_killed_mid_hold() {
   }
   const auto release_sent = monotonic_us();
   EXPECT_EQ(error_of([&] { lease->release(); }, "release after the session was killed"),
-            ErrorCode::kConnectionLost);
+            ErrorCode::kLeaseLost);
   history.released("holder", "k", token, release_sent, "error");
   EXPECT_EQ(counter(), 0) << "the killed transaction's write was applied";
 
@@ -203,12 +204,12 @@ void ConnectionFaultTest::transactional_release_reply_lost() {
   not_applicable(strategy().exclusive
                      ? "a row lock's release is its COMMIT, which cannot be retried or "
                        "recognised; checked instead that a COMMIT whose reply was lost is "
-                       "reported as kConnectionLost (never as released) although the server "
+                       "reported as kCommitInDoubt (never as released) although the server "
                        "committed it, that the lock is free, and that the next acquire works"
                      : "an optimistic release is a compare-and-set and a COMMIT, neither "
                        "retried; checked instead that a lost reply of the compare-and-set is "
-                       "reported as kConnectionLost with nothing applied, that a lost reply of "
-                       "the COMMIT is reported as kConnectionLost (never as released) although "
+                       "reported as kLeaseLost with nothing applied, that a lost reply of "
+                       "the COMMIT is reported as kCommitInDoubt (never as released) although "
                        "the server committed it, and that the next acquire and commit work");
   const DatabaseUrl direct = backend().url();
   FaultProxy proxy(direct.host, direct.effective_port());
@@ -219,7 +220,8 @@ void ConnectionFaultTest::transactional_release_reply_lost() {
   const std::string key = "lost-release";
   int cuts = 0;
   std::int64_t committed = 0;
-  auto release_with_reply_lost = [&](const std::string& needle, const char* what) {
+  auto release_with_reply_lost = [&](const std::string& needle, const char* what,
+                                     ErrorCode expected) {
     const auto sent = monotonic_us();
     auto lease = lock->try_acquire(key, owned_by("me"));
     ASSERT_TRUE(lease);
@@ -228,17 +230,18 @@ void ConnectionFaultTest::transactional_release_reply_lost() {
     EXPECT_EQ(increment_counter(*lease->connection(), tables_, "me"), 1u);
     proxy.cut_after_request_containing(needle);
     const auto release_sent = monotonic_us();
-    EXPECT_EQ(error_of([&] { lease->release(); }, what), ErrorCode::kConnectionLost);
+    EXPECT_EQ(error_of([&] { lease->release(); }, what), expected);
     history.released("me", key, token, release_sent, "error");
     EXPECT_EQ(proxy.cuts(), ++cuts);
     EXPECT_EQ(proxy.answered_after_cut(), cuts) << "the server did not run the cut statement";
   };
   if (!strategy().exclusive) {
     // The compare-and-set carries the key; its transaction dies uncommitted with the connection.
-    release_with_reply_lost(key, "release, reply of the compare-and-set lost");
+    release_with_reply_lost(key, "release, reply of the compare-and-set lost",
+                            ErrorCode::kLeaseLost);
     EXPECT_EQ(counter(), committed) << "a compare-and-set whose connection was cut was applied";
   }
-  release_with_reply_lost("COMMIT", "release, reply of the COMMIT lost");
+  release_with_reply_lost("COMMIT", "release, reply of the COMMIT lost", ErrorCode::kCommitInDoubt);
   ++committed;  // the server answered the COMMIT: it committed
   EXPECT_EQ(counter(), committed) << "the server's reply to COMMIT came, yet nothing committed";
   if (strategy().exclusive) {

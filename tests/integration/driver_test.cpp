@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <thread>
 
 #include "backends.hpp"
@@ -140,6 +141,28 @@ TEST_P(DriverTest, TransactionsCommitAndRollBack) {
   EXPECT_FALSE(conn_->in_transaction());
   auto other = backend().connect();
   EXPECT_EQ(other->execute(select_sql(), {Value("kept")}).size(), 1u);
+}
+
+// Misuse is a failed precondition on every driver (fix the program; retrying cannot help), and
+// the misused connection stays usable.
+TEST_P(DriverTest, MisuseIsAFailedPrecondition) {
+  auto code_of = [](auto&& fn) -> std::optional<ErrorCode> {
+    try {
+      fn();
+    } catch (const Error& e) {
+      EXPECT_EQ(e.retry_scope(), RetryScope::kNone) << e.what();
+      return e.code();
+    }
+    return std::nullopt;
+  };
+  EXPECT_EQ(code_of([&] { conn_->commit(); }), ErrorCode::kFailedPrecondition);
+  conn_->begin();
+  EXPECT_EQ(code_of([&] { conn_->begin(); }), ErrorCode::kFailedPrecondition);
+  conn_->rollback();
+  EXPECT_EQ(code_of([&] { conn_->execute("SELECT 1 AS one").at(0, "two"); }),
+            ErrorCode::kFailedPrecondition);
+  EXPECT_FALSE(conn_->broken());
+  EXPECT_EQ(conn_->execute("SELECT 1 AS one").int64_at(0, "one"), 1);
 }
 
 TEST_P(DriverTest, NowaitOnALockedRowFailsAtOnce) {

@@ -143,7 +143,7 @@ TEST_P(RowLockTest, KillingTheHoldersConnectionLetsAWaiterInAtOnce) {
     held->release();
     ADD_FAILURE() << "release on a killed connection returned";
   } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kConnectionLost);
+    EXPECT_EQ(e.code(), ErrorCode::kLeaseLost);
     EXPECT_NE(std::string(e.what()).find("rolled its transaction back"), std::string::npos)
         << e.what();
   }

@@ -125,7 +125,13 @@ TEST(Pool, TimesOutWhenExhausted) {
   Pool pool(Dialect::kPostgreSQL, [&] { return std::make_unique<RecordingConnection>(&live); },
             {.max_size = 1, .acquire_timeout = std::chrono::milliseconds(50)});
   auto held = pool.acquire();
-  EXPECT_THROW(pool.acquire(), Error);
+  try {
+    pool.acquire();
+    ADD_FAILURE() << "a second connection was lent from a pool of one";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kPoolExhausted) << e.what();
+    EXPECT_EQ(e.retry_scope(), RetryScope::kCall);
+  }
 }
 
 TEST(Pool, FactoryFailurePropagatesAndFreesTheSlot) {

@@ -53,5 +53,23 @@ TEST(ErrorCodes, RetryableOnlyForTransientCodes) {
   EXPECT_EQ(to_string(ErrorCode::kLockWaitTimeout), "lock_wait_timeout");
 }
 
+TEST(ErrorCodes, RetryScopeSaysWhatToRetry) {
+  EXPECT_EQ(retry_scope(ErrorCode::kLockNotAvailable), RetryScope::kCall);
+  EXPECT_EQ(retry_scope(ErrorCode::kLockWaitTimeout), RetryScope::kCall);
+  EXPECT_EQ(retry_scope(ErrorCode::kConnectionLost), RetryScope::kCall);
+  EXPECT_EQ(retry_scope(ErrorCode::kPoolExhausted), RetryScope::kCall);
+  EXPECT_EQ(retry_scope(ErrorCode::kDeadlock), RetryScope::kTransaction);
+  EXPECT_EQ(retry_scope(ErrorCode::kSerializationFailure), RetryScope::kTransaction);
+  // Retrying these would fail again, or could do the work twice.
+  for (ErrorCode c :
+       {ErrorCode::kCommitInDoubt, ErrorCode::kLeaseLost, ErrorCode::kFailedPrecondition,
+        ErrorCode::kInvalidArgument, ErrorCode::kUniqueViolation, ErrorCode::kOther}) {
+    EXPECT_EQ(retry_scope(c), RetryScope::kNone) << to_string(c);
+    EXPECT_FALSE(Error(c, "x").retryable()) << to_string(c);
+  }
+  EXPECT_EQ(to_string(ErrorCode::kCommitInDoubt), "commit_in_doubt");
+  EXPECT_EQ(to_string(ErrorCode::kPoolExhausted), "pool_exhausted");
+}
+
 }  // namespace
 }  // namespace dblock::detail

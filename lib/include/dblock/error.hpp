@@ -37,9 +37,19 @@ enum class ErrorCode {
   kUndefinedTable,
   // The caller passed something invalid (URL, identifier, key, option). Fix the input.
   kInvalidArgument,
-  // The database is not in the state dblock needs (e.g. an applied migration was edited).
-  // Needs an operator; retrying will not help.
+  // The call is not allowed in the state things are in: the database's (an applied migration
+  // was edited, row locks on a multi-writer cluster) or the program's (begin() inside a
+  // transaction, a statement on a connection whose transactional lease ended, a result read by
+  // a column it does not have). Fix the program or the setup; retrying will not help.
   kFailedPrecondition,
+  // No connection of the pool became free within its acquire timeout: every one is lent out.
+  // Retry later, give connections back sooner, or make the pool larger.
+  kPoolExhausted,
+  // A COMMIT was sent, but whether it took effect is unknown: the connection broke before the
+  // reply came. The transaction's writes (a row-lock or optimistic critical section) may or may
+  // not be in the database. Do not retry blindly: read what is there, then redo the work only if
+  // it is missing.
+  kCommitInDoubt,
   // A lease ended while its critical section ran: it expired or was taken over (unique key), or
   // the server ended its transaction (row lock, optimistic). The work done under it was not
   // protected the whole time; another owner may have held the key meanwhile. Do not report the
@@ -53,8 +63,22 @@ enum class ErrorCode {
 // A stable lower-case name for a code, e.g. "lock_wait_timeout".
 std::string_view to_string(ErrorCode code) noexcept;
 
-// True for codes where retrying the same (idempotent) operation may succeed:
-// deadlock, serialization failure, lock-not-available, lock-wait-timeout, connection lost.
+// What may be retried after an error with this code.
+enum class RetryScope {
+  // Nothing: retrying as is will fail again or may do the work twice. Read the code's comment.
+  kNone,
+  // The call that failed (an acquire, a try, a renewal; a statement outside a transaction):
+  // lock-not-available, lock-wait-timeout, connection lost, pool exhausted. dblock's own
+  // acquires are idempotent, so retrying them after a lost connection is safe.
+  kCall,
+  // The whole transaction: the server rolled it back (deadlock, serialization failure), so a
+  // row-lock or optimistic critical section must start again from its acquire.
+  kTransaction,
+};
+
+RetryScope retry_scope(ErrorCode code) noexcept;
+
+// True when retry_scope(code) is not kNone.
 bool is_retryable(ErrorCode code) noexcept;
 
 class Error : public std::runtime_error {
@@ -68,6 +92,7 @@ class Error : public std::runtime_error {
   const std::string& sqlstate() const noexcept { return sqlstate_; }
   int server_errno() const noexcept { return server_errno_; }
   bool retryable() const noexcept { return is_retryable(code_); }
+  RetryScope retry_scope() const noexcept { return dblock::retry_scope(code_); }
 
  private:
   ErrorCode code_;

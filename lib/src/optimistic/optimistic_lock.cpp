@@ -67,6 +67,8 @@ class OptimisticLease final : public detail::LeaseCore {
       tx_.rollback();
       // Another writer's commit got in the way (PostgreSQL under REPEATABLE READ, InnoDB).
       if (detail::is_conflict_error(e)) return ReleaseOutcome::kConflict;
+      // No COMMIT went out: the transaction dies with the connection.
+      if (e.code() == ErrorCode::kConnectionLost) throw tx_.lost_before_commit(e.what());
       throw;
     }
     try {

@@ -40,8 +40,8 @@ bool is_stale_statement(unsigned int err) noexcept;
 bool is_unsupported_prepare(unsigned int err) noexcept;
 
 // A call the driver refuses without asking the server: kConnectionLost once the connection is
-// known to be broken; kOther for misuse such as begin() inside a transaction or a wrong number of
-// parameters.
+// known to be broken; kFailedPrecondition for misuse such as begin() inside a transaction or a
+// wrong number of parameters.
 Error lost_error(std::string_view where);
 Error misuse_error(std::string_view where, std::string_view message);
 

@@ -104,7 +104,7 @@ Error lost_error(std::string_view where) {
 }
 
 Error misuse_error(std::string_view where, std::string_view message) {
-  return detail::driver_error(ErrorCode::kOther, where, message, {});
+  return detail::driver_error(ErrorCode::kFailedPrecondition, where, message, {});
 }
 
 Error wait_error(std::string_view message, bool still_open, std::string_view where,

@@ -23,7 +23,7 @@ Error statement_error(const std::exception& e, bool still_open, std::string_view
 Error connect_error(const std::exception& e, std::string_view where, std::string_view secret);
 
 // A call the driver refuses without asking the server (kConnectionLost once the connection is
-// known to be broken, kOther for misuse such as begin() inside a transaction).
+// known to be broken, kFailedPrecondition for misuse such as begin() inside a transaction).
 Error lost_error(std::string_view where);
 Error misuse_error(std::string_view where, std::string_view message);
 
