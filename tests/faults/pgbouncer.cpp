@@ -138,7 +138,8 @@ std::vector<std::int64_t> PgBouncer::server_pids(const DatabaseUrl& admin) const
   }
   std::vector<std::int64_t> out;
   for (int i = 0; i < PQntuples(r.get()); ++i) {
-    out.push_back(std::stoll(PQgetvalue(r.get(), i, column)));
+    // remote_pid is 0 while PgBouncer is still logging in to the server: no backend yet.
+    if (const auto pid = std::stoll(PQgetvalue(r.get(), i, column)); pid != 0) out.push_back(pid);
   }
   return out;
 #else
