@@ -17,6 +17,7 @@ packages=(
   pkg-config
   clang-format
   libpqxx-dev
+  libssl-dev
   default-libmysqlclient-dev
   libsoci-dev
   libboost-dev

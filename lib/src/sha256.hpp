@@ -1,5 +1,5 @@
-// SHA-256 of a byte string, as 64 lower-case hex digits (FIPS 180-4). Used for migration
-// checksums. Internal.
+// SHA-256 of a byte string, as 64 lower-case hex digits, computed by libcrypto (OpenSSL). Used
+// for migration checksums. Internal.
 //
 // Thread-safety: a pure function.
 #pragma once
