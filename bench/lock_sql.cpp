@@ -8,8 +8,8 @@ namespace dblock::bench {
 LockSql::LockSql(Dialect d, const TableNames& tables)
     : dialect(d),
       acquire(detail::render_sql(detail::dialect_sql(d).lock_acquire, d, tables)),
-      release(detail::render_sql(detail::dialect_sql(d).lock_release, d, tables)),
-      channel(tables.name("locks")) {}
+      channel(tables.name("locks")),
+      release(detail::dialect_sql(d).lock_release, d, tables) {}
 
 std::vector<Value> LockSql::acquire_params(const std::string& key, const std::string& lease_id,
                                            const Owner& owner, std::int64_t ttl_ms) const {
@@ -21,14 +21,13 @@ std::vector<Value> LockSql::acquire_params(const std::string& key, const std::st
 std::vector<Value> LockSql::release_params(const std::string& key, const Owner& owner,
                                            std::int64_t token,
                                            const std::string& release_id) const {
-  // The order of lib/src/unique_key/unique_key_lock.cpp's release.
-  if (dialect == Dialect::kPostgreSQL) {
-    return {Value(key),   Value(owner.host), Value(owner.process), Value(owner.thread),
-            Value(token), Value(channel),    Value(release_id)};
-  }
-  return {Value(release_id),   Value(release_id), Value(release_id),
-          Value(key),          Value(owner.host), Value(owner.process),
-          Value(owner.thread), Value(token),      Value(release_id)};
+  return release.bind({{"key", Value(key)},
+                       {"host", Value(owner.host)},
+                       {"process", Value(owner.process)},
+                       {"thread", Value(owner.thread)},
+                       {"token", Value(token)},
+                       {"channel", Value(channel)},
+                       {"release_id", Value(release_id)}});
 }
 
 TransactionSql::TransactionSql(Dialect d, const TableNames& tables)

@@ -1,6 +1,7 @@
 // The lock statements as dblock sends them: rendered from the dialect files (lib/src/sql/)
 // through the same render path the strategies use, so the raw baseline can never drift from the
-// library's SQL. Also the parameters, in the order the library binds them.
+// library's SQL. Also the parameters, in the order the library binds them (the release binds
+// by name, through the library's own Statement).
 //
 // Thread-safety: immutable after construction.
 #pragma once
@@ -11,6 +12,7 @@
 #include "dblock/connection.hpp"
 #include "dblock/owner.hpp"
 #include "dblock/table_names.hpp"
+#include "sql/statement.hpp"
 
 namespace dblock::bench {
 
@@ -24,7 +26,8 @@ struct LockSql {
                                     const std::string& release_id) const;
 
   Dialect dialect;
-  std::string acquire, release, channel;
+  std::string acquire, channel;
+  detail::Statement release;
 };
 
 // The transactional strategies' statements: the row lock's try (and, on MySQL, the stamp that

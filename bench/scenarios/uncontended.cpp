@@ -22,7 +22,8 @@ Operation raw_operation(const Target& target, const LockSql& sql) {
                              ? (r.has_row ? r.first : 0)
                              : static_cast<std::int64_t>(r.insert_id);
     if (token == 0) return false;
-    client->execute(sql.release, sql.release_params(key, owner, token, "r-" + random_key("")));
+    client->execute(sql.release.sql(),
+                    sql.release_params(key, owner, token, "r-" + random_key("")));
     return true;
   };
 }

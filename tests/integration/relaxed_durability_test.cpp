@@ -10,6 +10,7 @@
 #include "dblock/connection_source.hpp"
 #include "dblock/unique_key_lock.hpp"
 #include "sql/dialect_sql.hpp"
+#include "sql/statement.hpp"
 
 namespace dblock::testing {
 namespace {
@@ -58,8 +59,8 @@ TEST_P(RelaxedDurabilityTest, PostgreSQLLockStatementsCommitAsynchronouslyAndOnl
     // Documented: no effect on MySQL/MariaDB, whose flush-at-commit setting is global only.
     const detail::DialectSql& sql = detail::dialect_sql(Dialect::kMySQL);
     for (std::string_view t : {sql.lock_acquire, sql.lock_release, sql.lock_renew}) {
-      EXPECT_EQ(detail::render_sql(t, Dialect::kMySQL, tables_, true),
-                detail::render_sql(t, Dialect::kMySQL, tables_, false));
+      EXPECT_EQ(detail::Statement(t, Dialect::kMySQL, tables_, true).sql(),
+                detail::Statement(t, Dialect::kMySQL, tables_, false).sql());
     }
     return;
   }

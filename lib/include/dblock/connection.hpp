@@ -77,14 +77,14 @@ class Result {
   // INSERT ... ON DUPLICATE KEY UPDATE). 0 on PostgreSQL.
   std::uint64_t last_insert_id() const noexcept { return last_insert_id_; }
 
-  // Index of a column by name; throws Error(kOther) when absent.
+  // Index of a column by name; throws Error(kFailedPrecondition) when absent.
   std::size_t column(std::string_view name) const;
-  // Cell access; throws Error(kOther) when out of range.
+  // Cell access; throws Error(kFailedPrecondition) when out of range.
   const std::optional<std::string>& at(std::size_t row, std::size_t col) const;
   const std::optional<std::string>& at(std::size_t row, std::string_view col) const {
     return at(row, column(col));
   }
-  // Cell as an integer; throws Error(kOther) when NULL or not an integer.
+  // Cell as an integer; throws Error(kFailedPrecondition) when NULL or not an integer.
   std::int64_t int64_at(std::size_t row, std::size_t col) const;
   std::int64_t int64_at(std::size_t row, std::string_view col) const {
     return int64_at(row, column(col));
@@ -141,7 +141,7 @@ class Connection {
   virtual bool supports_notifications() const noexcept { return false; }
   // Waits up to `timeout` for notifications on the channels this session listens to and returns
   // those received (empty on timeout). Throws Error(kConnectionLost) if the session broke, and
-  // Error(kOther) when supports_notifications() is false.
+  // Error(kFailedPrecondition) when supports_notifications() is false.
   virtual std::vector<Notification> wait_for_notifications(std::chrono::milliseconds timeout);
 
   // Where this connection points, safe to print: "PostgreSQL 127.0.0.1:5432/app (libpqxx)".

@@ -84,7 +84,7 @@ using ConnectionFactory = std::function<std::unique_ptr<Connection>()>;
 struct PoolOptions {
   // Most connections open at once. Must be at least 1.
   std::size_t max_size = 4;
-  // How long acquire() waits for a free connection before throwing Error(kOther).
+  // How long acquire() waits for a free connection before throwing Error(kPoolExhausted).
   std::chrono::milliseconds acquire_timeout = std::chrono::seconds(30);
   // Whether open_dedicated() may open session-long connections. false behind a transaction
   // pooler (PgBouncer in transaction mode), where a session's state such as LISTEN does not stay

@@ -11,6 +11,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "dblock/connection.hpp"
 #include "dblock/table_names.hpp"
@@ -94,10 +95,12 @@ const DialectSql& dialect_sql(Dialect dialect);
 std::string replace_all(std::string text, std::string_view marker, std::string_view value);
 
 // Expands {{table:x}}, {{name:x}} and {{schema}} in a statement or migration template, and
-// {{relaxed:text}} to text when `relaxed_durability` is set (to nothing otherwise).
-// Throws Error(kInvalidArgument) for an unknown or unterminated placeholder, or {{schema}}
-// without a schema.
+// {{relaxed:text}} to text when `relaxed_durability` is set (to nothing otherwise). With
+// `parameters`, also {{param:name}} (see Statement in statement.hpp), appending the name of each
+// bound position to it. Throws Error(kInvalidArgument) for an unknown or unterminated
+// placeholder, or {{schema}} without a schema.
 std::string render_sql(std::string_view templ, Dialect dialect, const TableNames& names,
-                       bool relaxed_durability = false);
+                       bool relaxed_durability = false,
+                       std::vector<std::string>* parameters = nullptr);
 
 }  // namespace dblock::detail

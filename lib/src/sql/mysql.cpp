@@ -90,7 +90,7 @@ const DialectSql kMySQL = {
         "     AND owner_thread = VALUES(owner_thread)"
         "     THEN GREATEST(expires_at, VALUES(expires_at))"
         "   ELSE expires_at END",
-    // params: release id (three times), key, host, process, thread, fencing token, release id.
+    // A Statement (sql/statement.hpp): key, host, process, thread, token, release_id.
     // The release id is random per release call; a retry after a lost reply reuses it. One row
     // matched when the lease was held; LAST_INSERT_ID() = the remaining hold_count (0: the key
     // is free now). Idempotent under retry: the release id is written into lease_id, and a row
@@ -99,23 +99,26 @@ const DialectSql kMySQL = {
     // hold). Assignments run left to right and read columns assigned after them only.
     .lock_release =
         "UPDATE {{table:locks}}"
-        " SET expires_at = IF(lease_id = ?, expires_at,"
+        " SET expires_at = IF(lease_id = {{param:release_id}}, expires_at,"
         "   IF(hold_count = 1, UTC_TIMESTAMP(6), expires_at)),"
-        " hold_count = LAST_INSERT_ID(IF(lease_id = ?, hold_count, hold_count - 1)),"
-        " lease_id = ?"
-        " WHERE lock_key = ? AND owner_host = ? AND owner_process = ? AND owner_thread = ?"
-        " AND fencing_token = ? AND (lease_id = ?"
+        " hold_count = LAST_INSERT_ID(IF(lease_id = {{param:release_id}}, hold_count,"
+        "   hold_count - 1)),"
+        " lease_id = {{param:release_id}}"
+        " WHERE lock_key = {{param:key}} AND owner_host = {{param:host}}"
+        " AND owner_process = {{param:process}} AND owner_thread = {{param:thread}}"
+        " AND fencing_token = {{param:token}} AND (lease_id = {{param:release_id}}"
         "   OR (hold_count > 0 AND expires_at > UTC_TIMESTAMP(6)))",
-    // params: key, host, process, thread, fencing token, release id. Run right after a release
+    // Parameters as lock_release. Run right after a release
     // that left holds behind although this process holds no other lease of the owner on the
     // key: those holds belong to acquires whose reply never came (the caller got an error and
     // no lease), and would otherwise keep the key for as long as the owner keeps re-entering it.
     // Frees the row only if it still carries the release id that release just wrote.
     .lock_release_rest =
         "UPDATE {{table:locks}} SET hold_count = 0, expires_at = UTC_TIMESTAMP(6)"
-        " WHERE lock_key = ? AND owner_host = ? AND owner_process = ? AND owner_thread = ?"
-        " AND fencing_token = ? AND lease_id = ? AND hold_count > 0"
-        " AND expires_at > UTC_TIMESTAMP(6)",
+        " WHERE lock_key = {{param:key}} AND owner_host = {{param:host}}"
+        " AND owner_process = {{param:process}} AND owner_thread = {{param:thread}}"
+        " AND fencing_token = {{param:token}} AND lease_id = {{param:release_id}}"
+        " AND hold_count > 0 AND expires_at > UTC_TIMESTAMP(6)",
     // params: ttl in ms, key, host, process, thread, fencing token. One row matched when the
     // lease is still held (CLIENT_FOUND_ROWS: also when expires_at stays as it was). Never moves
     // expires_at earlier: the row is shared by every reentrant hold of the owner, and another of

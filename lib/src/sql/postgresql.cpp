@@ -96,8 +96,8 @@ const DialectSql kPostgreSQL = {
         "   OR (l.owner_host = EXCLUDED.owner_host AND l.owner_process = EXCLUDED.owner_process"
         "       AND l.owner_thread = EXCLUDED.owner_thread)"
         " RETURNING fencing_token, hold_count",
-    // $1 key, $2 host, $3 process, $4 thread, $5 fencing token, $6 notification channel,
-    // $7 release id (random per release call; a retry after a lost reply reuses it).
+    // A Statement (sql/statement.hpp): key, host, process, thread, token, channel (for NOTIFY),
+    // release_id (random per release call; a retry after a lost reply reuses it).
     // Owner- and token-checked; a lease that expired is lost and changes nothing. The last
     // release frees the row and NOTIFYs waiters (delivered at commit). Returns the remaining
     // hold_count, or no row when the lease was not held.
@@ -106,19 +106,22 @@ const DialectSql kPostgreSQL = {
     // count left by the first attempt (a decrement applied twice would drop an outer hold).
     .lock_release =
         "WITH r AS (UPDATE {{table:locks}} SET"
-        " hold_count = CASE WHEN lease_id = $7 THEN hold_count ELSE hold_count - 1 END,"
-        " expires_at = CASE WHEN lease_id <> $7 AND hold_count = 1 THEN statement_timestamp()"
-        "   ELSE expires_at END,"
-        " lease_id = $7"
+        " hold_count = CASE WHEN lease_id = {{param:release_id}} THEN hold_count"
+        "   ELSE hold_count - 1 END,"
+        " expires_at = CASE WHEN lease_id <> {{param:release_id}} AND hold_count = 1"
+        "   THEN statement_timestamp() ELSE expires_at END,"
+        " lease_id = {{param:release_id}}"
         " WHERE {{relaxed:set_config('synchronous_commit', 'off', true) IS NOT NULL AND}}"
-        " lock_key = $1 AND owner_host = $2 AND owner_process = $3 AND owner_thread = $4"
-        " AND fencing_token = $5 AND (lease_id = $7"
+        " lock_key = {{param:key}} AND owner_host = {{param:host}}"
+        " AND owner_process = {{param:process}} AND owner_thread = {{param:thread}}"
+        " AND fencing_token = {{param:token}} AND (lease_id = {{param:release_id}}"
         "   OR (hold_count > 0 AND expires_at > statement_timestamp()))"
         " RETURNING lock_key, hold_count)"
         " SELECT hold_count,"
-        " CASE WHEN hold_count = 0 THEN pg_notify($6, lock_key)::text END AS notified"
+        " CASE WHEN hold_count = 0 THEN pg_notify({{param:channel}}, lock_key)::text END"
+        "   AS notified"
         " FROM r",
-    // Params as lock_release. Run right after a release that left holds behind although this
+    // Parameters as lock_release. Run right after a release that left holds behind although this
     // process holds no other lease of the owner on the key: those holds belong to acquires whose
     // reply never came (the caller got an error and no lease), and would otherwise keep the key
     // for as long as the owner keeps re-entering it. Frees the row only if it still carries the
@@ -126,11 +129,12 @@ const DialectSql kPostgreSQL = {
     .lock_release_rest =
         "WITH r AS (UPDATE {{table:locks}} SET hold_count = 0, expires_at = statement_timestamp()"
         " WHERE {{relaxed:set_config('synchronous_commit', 'off', true) IS NOT NULL AND}}"
-        " lock_key = $1 AND owner_host = $2 AND owner_process = $3 AND owner_thread = $4"
-        " AND fencing_token = $5 AND lease_id = $7 AND hold_count > 0"
-        " AND expires_at > statement_timestamp()"
+        " lock_key = {{param:key}} AND owner_host = {{param:host}}"
+        " AND owner_process = {{param:process}} AND owner_thread = {{param:thread}}"
+        " AND fencing_token = {{param:token}} AND lease_id = {{param:release_id}}"
+        " AND hold_count > 0 AND expires_at > statement_timestamp()"
         " RETURNING lock_key)"
-        " SELECT pg_notify($6, lock_key)::text AS notified FROM r",
+        " SELECT pg_notify({{param:channel}}, lock_key)::text AS notified FROM r",
     // $1 ttl in ms, $2 key, $3 host, $4 process, $5 thread, $6 fencing token (the MySQL order).
     // One row matched when the lease is still held. Never moves expires_at earlier: the row is
     // shared by every reentrant hold of the owner, and another of them (acquired or renewed

@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "dblock/error.hpp"
 #include "sql/dialect_sql.hpp"
 
@@ -19,7 +21,7 @@ std::string replace_all(std::string text, std::string_view marker, std::string_v
 }
 
 std::string render_sql(std::string_view templ, Dialect dialect, const TableNames& names,
-                       bool relaxed_durability) {
+                       bool relaxed_durability, std::vector<std::string>* parameters) {
   std::string out;
   out.reserve(templ.size() + 64);
   std::size_t pos = 0;
@@ -38,6 +40,17 @@ std::string render_sql(std::string_view templ, Dialect dialect, const TableNames
       out += quote_identifier(dialect, names.name(token.substr(5)));
     } else if (token.starts_with("relaxed:")) {
       if (relaxed_durability) out += token.substr(8);
+    } else if (token.starts_with("param:") && parameters != nullptr) {
+      const std::string name(token.substr(6));
+      if (dialect == Dialect::kPostgreSQL) {
+        // One number per name: a parameter used twice is bound once.
+        auto it = std::find(parameters->begin(), parameters->end(), name);
+        if (it == parameters->end()) it = parameters->insert(parameters->end(), name);
+        out += '$' + std::to_string(it - parameters->begin() + 1);
+      } else {
+        parameters->push_back(name);  // MySQL binds each ? in turn
+        out += '?';
+      }
     } else if (token == "schema" && !names.schema().empty()) {
       out += quote_identifier(dialect, names.schema());
     } else {

@@ -11,6 +11,7 @@
 #include "lock_keys.hpp"
 #include "renewer.hpp"
 #include "sql/dialect_sql.hpp"
+#include "sql/statement.hpp"
 #include "unique_key/release_listener.hpp"
 
 namespace dblock {
@@ -82,8 +83,9 @@ struct UniqueKeyLock::Impl : std::enable_shared_from_this<UniqueKeyLock::Impl> {
     const auto& sql = detail::dialect_sql(dialect);
     const bool relaxed = options.relaxed_durability;
     acquire_sql = detail::render_sql(sql.lock_acquire, dialect, options.tables, relaxed);
-    release_sql = detail::render_sql(sql.lock_release, dialect, options.tables, relaxed);
-    release_rest_sql = detail::render_sql(sql.lock_release_rest, dialect, options.tables, relaxed);
+    release_statement = detail::Statement(sql.lock_release, dialect, options.tables, relaxed);
+    release_rest_statement =
+        detail::Statement(sql.lock_release_rest, dialect, options.tables, relaxed);
     holds_scope =
         std::string(to_string(dialect)) + '\n' + options.tables.qualified(dialect, "locks") + '\n';
     renew_sql = detail::render_sql(sql.lock_renew, dialect, options.tables, relaxed);
@@ -151,20 +153,22 @@ struct UniqueKeyLock::Impl : std::enable_shared_from_this<UniqueKeyLock::Impl> {
     return holds_scope + key + '\n' + owner.host + '\n' + owner.process + '\n' + owner.thread;
   }
 
+  // The arguments of lock_release and lock_release_rest.
+  std::vector<Value> release_args(const detail::Statement& statement,
+                                  const ReleaseRequest& q) const {
+    return statement.bind({{"key", Value(q.key)},
+                           {"host", Value(q.owner.host)},
+                           {"process", Value(q.owner.process)},
+                           {"thread", Value(q.owner.thread)},
+                           {"token", Value(q.fencing_token)},
+                           {"channel", Value(channel)},
+                           {"release_id", Value(q.release_id)}});
+  }
+
   ReleaseOutcome send_release(const ReleaseRequest& q) {
-    std::vector<Value> params;
-    if (dialect == Dialect::kPostgreSQL) {
-      params = {Value(q.key),          Value(q.owner.host),    Value(q.owner.process),
-                Value(q.owner.thread), Value(q.fencing_token), Value(channel),
-                Value(q.release_id)};
-    } else {
-      params = {Value(q.release_id),   Value(q.release_id),    Value(q.release_id),
-                Value(q.key),          Value(q.owner.host),    Value(q.owner.process),
-                Value(q.owner.thread), Value(q.fencing_token), Value(q.release_id)};
-    }
     // A retry after a lost connection sends the same release id, which the statement
     // recognises as its own earlier attempt (see lock_release), so it is safe to repeat.
-    auto r = run(release_sql, params, true);
+    auto r = run(release_statement.sql(), release_args(release_statement, q), true);
     if (!r) {
       throw Error(ErrorCode::kDeadlock,
                   "release of '" + q.key + "' kept meeting deadlocks; the lease ends by its TTL");
@@ -185,11 +189,8 @@ struct UniqueKeyLock::Impl : std::enable_shared_from_this<UniqueKeyLock::Impl> {
   // Frees the holds left behind by acquires whose reply was lost (lock_release_rest). True
   // when it did.
   bool release_rest(const ReleaseRequest& q) {
-    std::vector<Value> params{Value(q.key), Value(q.owner.host), Value(q.owner.process),
-                              Value(q.owner.thread), Value(q.fencing_token)};
-    if (dialect == Dialect::kPostgreSQL) params.emplace_back(channel);
-    params.emplace_back(q.release_id);
-    auto r = run(release_rest_sql, params, true);  // idempotent: frees or not
+    // Idempotent: frees or not.
+    auto r = run(release_rest_statement.sql(), release_args(release_rest_statement, q), true);
     return r && r->affected_rows() == 1;
   }
 
@@ -203,7 +204,8 @@ struct UniqueKeyLock::Impl : std::enable_shared_from_this<UniqueKeyLock::Impl> {
   // the server cannot be reached.
   void finish_pending_release(const std::string& key, const Owner& owner);
 
-  std::string acquire_sql, release_sql, release_rest_sql, renew_sql, claim_sql, channel;
+  std::string acquire_sql, renew_sql, claim_sql, channel;
+  detail::Statement release_statement, release_rest_statement;
   std::string holds_scope;
   bool rows = true;
   std::once_flag listener_once;

@@ -1,0 +1,78 @@
+#include "sql/statement.hpp"
+
+#include <gtest/gtest.h>
+
+#include "dblock/error.hpp"
+#include "sql/dialect_sql.hpp"
+
+namespace dblock::detail {
+namespace {
+
+constexpr const char* kTemplate =
+    "UPDATE {{table:locks}} SET lease_id = {{param:id}}"
+    " WHERE lock_key = {{param:key}} AND lease_id <> {{param:id}}";
+
+std::vector<std::string> texts(const std::vector<Value>& values) {
+  std::vector<std::string> out;
+  for (const auto& v : values) out.push_back(v.to_text().value_or("NULL"));
+  return out;
+}
+
+TEST(Statement, PostgreSQLNumbersEachNameOnceAndBindsItOnce) {
+  Statement s(kTemplate, Dialect::kPostgreSQL, TableNames("app_"));
+  EXPECT_EQ(s.sql(),
+            "UPDATE \"app_locks\" SET lease_id = $1 WHERE lock_key = $2 AND lease_id <> $1");
+  EXPECT_EQ(texts(s.bind({{"key", Value("k")}, {"id", Value("r-1")}})),
+            (std::vector<std::string>{"r-1", "k"}));
+}
+
+TEST(Statement, MySQLBindsEachUseInTurn) {
+  Statement s(kTemplate, Dialect::kMySQL, TableNames("app_"));
+  EXPECT_EQ(s.sql(), "UPDATE `app_locks` SET lease_id = ? WHERE lock_key = ? AND lease_id <> ?");
+  EXPECT_EQ(texts(s.bind({{"key", Value("k")}, {"id", Value("r-1")}})),
+            (std::vector<std::string>{"r-1", "k", "r-1"}));
+}
+
+TEST(Statement, ArgumentsTheStatementDoesNotUseAreIgnored) {
+  // One argument list serves both dialects: PostgreSQL's release takes a NOTIFY channel too.
+  Statement s("SELECT {{param:a}}", Dialect::kMySQL, TableNames());
+  EXPECT_EQ(texts(s.bind({{"channel", Value("c")}, {"a", Value(std::int64_t{7})}})),
+            (std::vector<std::string>{"7"}));
+}
+
+TEST(Statement, AMissingArgumentIsAFailedPreconditionNamingIt) {
+  Statement s(kTemplate, Dialect::kPostgreSQL, TableNames());
+  try {
+    s.bind({{"key", Value("k")}});
+    ADD_FAILURE() << "bound without the id";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kFailedPrecondition);
+    EXPECT_NE(std::string(e.what()).find("'id'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Statement, ParametersOnlyInStatements) {
+  // Migrations and other templates rendered without a Statement take no parameters.
+  EXPECT_THROW(render_sql("SELECT {{param:a}}", Dialect::kMySQL, TableNames()), Error);
+  EXPECT_TRUE(Statement("", Dialect::kMySQL, TableNames()).empty());
+}
+
+// The unique-key release of both dialects binds from the one argument list UniqueKeyLock gives.
+TEST(Statement, TheReleaseStatementsBindFromOneArgumentList) {
+  for (Dialect d : {Dialect::kPostgreSQL, Dialect::kMySQL}) {
+    for (std::string_view templ : {dialect_sql(d).lock_release, dialect_sql(d).lock_release_rest}) {
+      Statement s(templ, d, TableNames());
+      EXPECT_EQ(s.sql().find("{{"), std::string::npos) << s.sql();
+      EXPECT_NO_THROW(s.bind({{"key", Value("k")},
+                              {"host", Value("h")},
+                              {"process", Value("p")},
+                              {"thread", Value("t")},
+                              {"token", Value(std::int64_t{1})},
+                              {"channel", Value("c")},
+                              {"release_id", Value("r")}}));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace dblock::detail
