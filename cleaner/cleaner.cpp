@@ -8,6 +8,7 @@
 #include "dblock/error.hpp"
 #include "isolation.hpp"
 #include "sql/dialect_sql.hpp"
+#include "sql/statement.hpp"
 
 namespace dblock {
 
@@ -32,12 +33,6 @@ std::vector<CleanTable> clean_tables(const detail::DialectSql& sql) {
           {"versions", sql.clean_versions_delete, sql.clean_versions_count}};
 }
 
-// The grace as the dialect's bound parameter: ms on PostgreSQL, µs on MySQL.
-Value grace_param(Dialect dialect, std::chrono::milliseconds grace) {
-  if (dialect == Dialect::kPostgreSQL) return Value(static_cast<long long>(grace.count()));
-  return Value(static_cast<long long>(grace.count()) * 1000);
-}
-
 bool stopped(const CleanOptions& options) {
   return options.stop != nullptr && options.stop->load(std::memory_order_relaxed);
 }
@@ -57,15 +52,17 @@ bool pause_for(std::chrono::milliseconds d, const CleanOptions& options) {
 // is stricter), in a transaction of its own at READ COMMITTED: under REPEATABLE READ or
 // SERIALIZABLE two cleaners (or a cleaner and the lock statements) abort each other's batches
 // with serialization failures although SKIP LOCKED keeps them apart.
-std::uint64_t delete_batch(Connection& conn, const std::string& sql, const Value& grace,
-                           std::uint64_t limit, bool read_committed) {
-  const Value params[] = {grace, Value(static_cast<long long>(limit))};
+std::uint64_t delete_batch(Connection& conn, const detail::Statement& statement,
+                           std::chrono::milliseconds grace, std::uint64_t limit,
+                           bool read_committed) {
+  const std::vector<Value> params = statement.bind(
+      {{"grace_ms", Value(grace.count())}, {"limit", Value(static_cast<long long>(limit))}});
   for (int attempt = 1;; ++attempt) {
     try {
-      if (!read_committed) return conn.execute(sql, params).affected_rows();
+      if (!read_committed) return conn.execute(statement.sql(), params).affected_rows();
       detail::begin_at(conn, detail::Isolation::kReadCommitted);
       try {
-        const std::uint64_t n = conn.execute(sql, params).affected_rows();
+        const std::uint64_t n = conn.execute(statement.sql(), params).affected_rows();
         conn.commit();
         return n;
       } catch (...) {
@@ -107,7 +104,6 @@ CleanResult clean(Connection& conn, const TableNames& tables, const CleanOptions
   const auto started = Clock::now();
   const Dialect dialect = conn.dialect();
   const detail::DialectSql& sql = detail::dialect_sql(dialect);
-  const Value grace = grace_param(dialect, options.grace);
   constexpr std::uint64_t kNoLimit =
       static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
   const std::uint64_t budget = options.max_rows == 0 ? kNoLimit : options.max_rows;
@@ -123,14 +119,18 @@ CleanResult clean(Connection& conn, const TableNames& tables, const CleanOptions
   for (const CleanTable& table : clean_tables(sql)) {
     std::uint64_t& count = result.tables[std::string(table.base)];
     if (options.dry_run) {
-      const Value params[] = {grace, Value(static_cast<long long>(budget - result.deleted))};
-      Result r = conn.execute(detail::render_sql(table.count_sql, dialect, tables), params);
+      const detail::Statement count_statement(table.count_sql, dialect, tables);
+      Result r =
+          conn.execute(count_statement.sql(),
+                       count_statement.bind(
+                           {{"grace_ms", Value(options.grace.count())},
+                            {"limit", Value(static_cast<long long>(budget - result.deleted))}}));
       count = static_cast<std::uint64_t>(r.int64_at(0, "n"));
       result.deleted += count;
       if (result.deleted >= budget) result.complete = false;
       continue;
     }
-    const std::string delete_sql = detail::render_sql(table.delete_sql, dialect, tables);
+    const detail::Statement delete_statement(table.delete_sql, dialect, tables);
     for (;;) {
       if (result.batches > 0 && options.pause.count() > 0 && !pause_for(options.pause, options)) {
         result.complete = false;
@@ -142,7 +142,8 @@ CleanResult clean(Connection& conn, const TableNames& tables, const CleanOptions
         break;
       }
       const std::uint64_t limit = std::min(options.batch_size, budget - result.deleted);
-      const std::uint64_t n = delete_batch(conn, delete_sql, grace, limit, read_committed);
+      const std::uint64_t n =
+          delete_batch(conn, delete_statement, options.grace, limit, read_committed);
       ++result.batches;
       count += n;
       result.deleted += n;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "dblock/error.hpp"
 #include "sql/dialect_sql.hpp"
 
@@ -70,6 +72,22 @@ TEST(Statement, TheReleaseStatementsBindFromOneArgumentList) {
                               {"token", Value(std::int64_t{1})},
                               {"channel", Value("c")},
                               {"release_id", Value("r")}}));
+    }
+  }
+}
+
+// The cleaner's statements take the grace in milliseconds on both dialects.
+TEST(Statement, TheCleanerStatementsBindTheGraceInMilliseconds) {
+  for (Dialect d : {Dialect::kPostgreSQL, Dialect::kMySQL}) {
+    const DialectSql& sql = dialect_sql(d);
+    for (std::string_view templ :
+         {sql.clean_delete, sql.clean_count, sql.clean_row_locks_delete, sql.clean_row_locks_count,
+          sql.clean_versions_delete, sql.clean_versions_count}) {
+      Statement s(templ, d, TableNames());
+      const auto values =
+          texts(s.bind({{"grace_ms", Value(std::int64_t{1500})}, {"limit", Value(10)}}));
+      EXPECT_NE(std::find(values.begin(), values.end(), "1500"), values.end()) << s.sql();
+      EXPECT_NE(std::find(values.begin(), values.end(), "10"), values.end()) << s.sql();
     }
   }
 }

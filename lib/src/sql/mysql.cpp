@@ -158,40 +158,45 @@ const DialectSql kMySQL = {
         " IF(expires_at <= UTC_TIMESTAMP(6), 1, 0) AS expired, CAST(metadata AS CHAR) AS metadata"
         " FROM {{table:locks}} WHERE hold_count > 0 ORDER BY lock_key",
 
-    // The cleaner. params: grace in µs, batch size. Deletes at most that many rows whose
-    // expires_at lies more than the grace in the past, oldest first, walking the expires_at
-    // index (MySQL 8 and MariaDB both accept DELETE ... ORDER BY ... LIMIT). InnoDB re-evaluates
-    // the WHERE on the latest committed version of each row it locks, so a row renewed by a
-    // transaction this DELETE waited for survives; a row another cleaner deleted first is not
+    // The cleaner. Statements (sql/statement.hpp): grace_ms, limit (batch size). Deletes at most
+    // that many rows whose expires_at lies more than the grace in the past, oldest first, walking
+    // the expires_at index (MySQL 8 and MariaDB both accept DELETE ... ORDER BY ... LIMIT). InnoDB
+    // re-evaluates the WHERE on the latest committed version of each row it locks, so a row renewed
+    // by a transaction this DELETE waited for survives; a row another cleaner deleted first is not
     // seen, so no row is counted twice. Claims ('9999-12-31') never qualify.
     .clean_delete =
         "DELETE FROM {{table:locks}}"
-        " WHERE expires_at <= UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND"
-        " ORDER BY expires_at LIMIT ?",
-    // params: grace in µs, the most rows to count. A read: changes nothing.
+        " WHERE expires_at <= UTC_TIMESTAMP(6) - INTERVAL {{param:grace_ms}} * 1000 MICROSECOND"
+        " ORDER BY expires_at LIMIT {{param:limit}}",
+    // grace_ms, limit (the most rows to count). A read: changes nothing.
     .clean_count =
         "SELECT COUNT(*) AS n FROM (SELECT 1 FROM {{table:locks}}"
-        " WHERE expires_at <= UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND LIMIT ?) s",
+        " WHERE expires_at <= UTC_TIMESTAMP(6) - INTERVAL {{param:grace_ms}} * 1000 MICROSECOND "
+        "LIMIT {{param:limit}}) s",
     // No params. NULL when no row has expired.
     .clean_oldest =
         "SELECT DATE_FORMAT(MIN(expires_at), '%Y-%m-%dT%H:%i:%s.%fZ') AS oldest"
         " FROM {{table:locks}} WHERE expires_at <= UTC_TIMESTAMP(6)",
-    // Row locks and versions unused for longer than the grace. params: grace in µs, batch size.
+    // Row locks and versions unused for longer than the grace. grace_ms, limit (batch size).
     // A row lock held longer than the grace makes a batch wait for it (InnoDB's DELETE cannot
     // skip locked rows); the batch is retried after a lock wait timeout.
     .clean_row_locks_delete =
         "DELETE FROM {{table:row_locks}}"
-        " WHERE used_at <= UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND ORDER BY used_at LIMIT ?",
+        " WHERE used_at <= UTC_TIMESTAMP(6) - INTERVAL {{param:grace_ms}} * 1000 MICROSECOND ORDER "
+        "BY used_at LIMIT {{param:limit}}",
     .clean_row_locks_count =
         "SELECT COUNT(*) AS n FROM (SELECT 1 FROM {{table:row_locks}}"
-        " WHERE used_at <= UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND LIMIT ?) s",
+        " WHERE used_at <= UTC_TIMESTAMP(6) - INTERVAL {{param:grace_ms}} * 1000 MICROSECOND LIMIT "
+        "{{param:limit}}) s",
     .clean_versions_delete =
         "DELETE FROM {{table:versions}}"
-        " WHERE updated_at <= UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND ORDER BY updated_at LIMIT "
-        "?",
+        " WHERE updated_at <= UTC_TIMESTAMP(6) - INTERVAL {{param:grace_ms}} * 1000 MICROSECOND "
+        "ORDER BY updated_at LIMIT "
+        "{{param:limit}}",
     .clean_versions_count =
         "SELECT COUNT(*) AS n FROM (SELECT 1 FROM {{table:versions}}"
-        " WHERE updated_at <= UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND LIMIT ?) s",
+        " WHERE updated_at <= UTC_TIMESTAMP(6) - INTERVAL {{param:grace_ms}} * 1000 MICROSECOND "
+        "LIMIT {{param:limit}}) s",
 
     // Row locks. SELECT ... FOR UPDATE on a missing row takes a gap lock in InnoDB, so the key's
     // row is made to exist first: a plain (non-locking) read, and INSERT IGNORE only when the

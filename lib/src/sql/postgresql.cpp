@@ -194,41 +194,49 @@ const DialectSql kPostgreSQL = {
     .clean_delete =
         "DELETE FROM {{table:locks}} WHERE ctid = ANY(ARRAY("
         " SELECT ctid FROM {{table:locks}}"
-        " WHERE expires_at <= (SELECT clock_timestamp() - $1::bigint * interval '1 millisecond')"
-        " ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED))"
-        " AND expires_at <= clock_timestamp() - $1::bigint * interval '1 millisecond'",
-    // $1 grace in ms, $2 the most rows to count. A read: changes nothing.
+        " WHERE expires_at <= (SELECT clock_timestamp() - {{param:grace_ms}}::bigint * interval '1 "
+        "millisecond')"
+        " ORDER BY expires_at LIMIT {{param:limit}} FOR UPDATE SKIP LOCKED))"
+        " AND expires_at <= clock_timestamp() - {{param:grace_ms}}::bigint * interval '1 "
+        "millisecond'",
+    // grace_ms, limit (the most rows to count). A read: changes nothing.
     .clean_count =
         "SELECT count(*) AS n FROM (SELECT 1 FROM {{table:locks}}"
-        " WHERE expires_at <= (SELECT clock_timestamp() - $1::bigint * interval '1 millisecond')"
-        " LIMIT $2) s",
+        " WHERE expires_at <= (SELECT clock_timestamp() - {{param:grace_ms}}::bigint * interval '1 "
+        "millisecond')"
+        " LIMIT {{param:limit}}) s",
     // No params. NULL when no row has expired.
     .clean_oldest =
         "SELECT to_char(min(expires_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
         " AS oldest FROM {{table:locks}} WHERE expires_at <= clock_timestamp()",
-    // Row locks and versions unused for longer than the grace. $1 grace in ms, $2 batch size.
+    // Row locks and versions unused for longer than the grace. grace_ms, limit (batch size).
     // SKIP LOCKED leaves a row that a holder has locked (or a committer is updating) alone.
     // Rows are deleted by ctid, as in clean_delete.
     .clean_row_locks_delete =
         "DELETE FROM {{table:row_locks}} WHERE ctid = ANY(ARRAY("
         " SELECT ctid FROM {{table:row_locks}}"
-        " WHERE used_at <= (SELECT clock_timestamp() - $1::bigint * interval '1 millisecond')"
-        " ORDER BY used_at LIMIT $2 FOR UPDATE SKIP LOCKED))"
-        " AND used_at <= clock_timestamp() - $1::bigint * interval '1 millisecond'",
+        " WHERE used_at <= (SELECT clock_timestamp() - {{param:grace_ms}}::bigint * interval '1 "
+        "millisecond')"
+        " ORDER BY used_at LIMIT {{param:limit}} FOR UPDATE SKIP LOCKED))"
+        " AND used_at <= clock_timestamp() - {{param:grace_ms}}::bigint * interval '1 millisecond'",
     .clean_row_locks_count =
         "SELECT count(*) AS n FROM (SELECT 1 FROM {{table:row_locks}}"
-        " WHERE used_at <= (SELECT clock_timestamp() - $1::bigint * interval '1 millisecond')"
-        " LIMIT $2) s",
+        " WHERE used_at <= (SELECT clock_timestamp() - {{param:grace_ms}}::bigint * interval '1 "
+        "millisecond')"
+        " LIMIT {{param:limit}}) s",
     .clean_versions_delete =
         "DELETE FROM {{table:versions}} WHERE ctid = ANY(ARRAY("
         " SELECT ctid FROM {{table:versions}}"
-        " WHERE updated_at <= (SELECT clock_timestamp() - $1::bigint * interval '1 millisecond')"
-        " ORDER BY updated_at LIMIT $2 FOR UPDATE SKIP LOCKED))"
-        " AND updated_at <= clock_timestamp() - $1::bigint * interval '1 millisecond'",
+        " WHERE updated_at <= (SELECT clock_timestamp() - {{param:grace_ms}}::bigint * interval '1 "
+        "millisecond')"
+        " ORDER BY updated_at LIMIT {{param:limit}} FOR UPDATE SKIP LOCKED))"
+        " AND updated_at <= clock_timestamp() - {{param:grace_ms}}::bigint * interval '1 "
+        "millisecond'",
     .clean_versions_count =
         "SELECT count(*) AS n FROM (SELECT 1 FROM {{table:versions}}"
-        " WHERE updated_at <= (SELECT clock_timestamp() - $1::bigint * interval '1 millisecond')"
-        " LIMIT $2) s",
+        " WHERE updated_at <= (SELECT clock_timestamp() - {{param:grace_ms}}::bigint * interval '1 "
+        "millisecond')"
+        " LIMIT {{param:limit}}) s",
 
     // Row locks. The key's row is created first, in autocommit (ON CONFLICT DO NOTHING does not
     // wait on a row another transaction has locked), then locked and stamped in one statement
