@@ -174,6 +174,21 @@ bool peer_closed(int fd) noexcept {
   return (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
+bool is_sync_replication_cancelled(std::string_view notice) noexcept {
+  // "canceling wait for synchronous replication due to user request" (or "... due to
+  // statement timeout"). The FATAL variant ("canceling the wait for synchronous replication and
+  // terminating connection") ends the session, which the drivers report as a lost connection.
+  return notice.find("canceling wait for synchronous replication") != std::string_view::npos;
+}
+
+Error sync_replication_cancelled_error(std::string_view where) {
+  return driver_error(ErrorCode::kCommitInDoubt, where,
+                      "the server committed locally, but its wait for the synchronous standby "
+                      "was cancelled: the standby may not have the commit, and a failover now "
+                      "would lose it; read what is there before redoing the work",
+                      {});
+}
+
 void set_close_on_exec(int fd) noexcept {
   if (fd < 0) return;
   int flags = ::fcntl(fd, F_GETFD);

@@ -56,6 +56,15 @@ void bound_network_waits(int fd) noexcept;
 // known. For a connection no statement is using, so its protocol state is untouched.
 bool peer_closed(int fd) noexcept;
 
+// PostgreSQL: true for the WARNING a backend sends when its wait for a synchronous standby was
+// cancelled (a cancel request, statement_timeout): the commit took effect locally and the
+// statement reports success, but the standby may not have it, so a failover can lose it. The
+// server's English text (lc_messages = C, as the servers dblock's tests start); another
+// language's wording is not recognised.
+bool is_sync_replication_cancelled(std::string_view notice) noexcept;
+// The Error for such a commit: kCommitInDoubt, saying what to do.
+Error sync_replication_cancelled_error(std::string_view where);
+
 // Rewrites $1.. (PostgreSQL) or ? (MySQL) placeholders to :p1.. for drivers with named
 // placeholders, leaving quoted strings, quoted identifiers and comments untouched.
 std::string to_named_placeholders(std::string_view sql, Dialect dialect);

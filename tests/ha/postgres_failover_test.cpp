@@ -5,12 +5,17 @@
 // the asynchronous run is the control that shows the loss the documentation warns about.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <fstream>
+#include <functional>
+#include <map>
+#include <optional>
 #include <sstream>
 #include <thread>
 
 #include "contention.hpp"
 #include "dblock/open.hpp"
+#include "dblock/row_lock.hpp"
 #include "dblock/unique_key_lock.hpp"
 #include "dblock/url.hpp"
 #include "ha_fixture.hpp"
@@ -171,6 +176,86 @@ TEST_F(PostgresFailover, AsynchronousStandbyLosesAcknowledgedLocks) {
   EXPECT_TRUE(granted_twice) << "the control lost nothing: the scenario did not cut replication";
   EXPECT_EQ(row.hold_count, 1) << "the acknowledged release was expected to come back";
   EXPECT_FALSE(report.clean()) << "the checker must see the two holders";
+}
+
+// With the standby cut off, every commit on the primary waits for it. A cancel of that wait (a
+// cancel request, as here, or a statement timeout) makes PostgreSQL report the commit as a
+// success with only a WARNING, although the standby may never get it and a failover would undo
+// it. dblock must not report such a commit as acquired or released: Error(kCommitInDoubt).
+TEST_F(PostgresFailover, ACommitWhoseStandbyWaitIsCancelledIsInDoubt) {
+  start(/*synchronous=*/true);
+  const DatabaseUrl primary = DatabaseUrl::parse(cluster_->env("DBLOCK_HA_PG_URL1"));
+  const std::vector<std::string> drivers = {"libpqxx", "soci"};
+  struct Locks {
+    std::unique_ptr<Pool> pool;
+    std::unique_ptr<UniqueKeyLock> unique;
+    std::unique_ptr<RowLock> rows;
+  };
+  std::map<std::string, Locks> by_driver;
+  for (const auto& driver : drivers) {
+    DatabaseUrl url = primary;
+    url.driver = driver;
+    Locks& l = by_driver[driver];
+    l.pool = open_pool(url, {.max_size = 2});
+    UniqueKeyLockOptions unique_options;
+    unique_options.tables = tables_;
+    l.unique = std::make_unique<UniqueKeyLock>(*l.pool, unique_options);
+    RowLockOptions row_options;
+    row_options.tables = tables_;
+    l.rows = std::make_unique<RowLock>(*l.pool, row_options);
+    l.rows->try_acquire("doubt-row-" + driver)->release();  // the row exists before the cut
+  }
+  cluster_->run({"cut-replication"});
+  auto admin = open_connection(primary);
+  // Cancels the waits for the standby until `done`; how many it cancelled.
+  auto cancel_waits_until = [&](const std::atomic<bool>& done) {
+    int cancelled = 0;
+    const auto give_up = std::chrono::steady_clock::now() + 30s;
+    while (!done && std::chrono::steady_clock::now() < give_up) {
+      Result r = admin->execute(
+          "SELECT pg_cancel_backend(pid)::text AS c FROM pg_stat_activity"
+          " WHERE wait_event = 'SyncRep'");
+      cancelled += static_cast<int>(r.size());
+      std::this_thread::sleep_for(100ms);
+    }
+    return cancelled;
+  };
+  auto outcome_of = [&](const std::function<void()>& fn) {
+    std::atomic<bool> done{false};
+    std::optional<ErrorCode> error;
+    std::string message = "returned";
+    std::thread t([&] {
+      try {
+        fn();
+      } catch (const Error& e) {
+        error = e.code();
+        message = e.what();
+      }
+      done = true;
+    });
+    const int cancelled = cancel_waits_until(done);
+    t.join();
+    std::printf("[ in doubt ] %d wait(s) cancelled: %s\n", cancelled, message.c_str());
+    EXPECT_GT(cancelled, 0) << "no commit waited for the standby";
+    return error;
+  };
+
+  for (const auto& driver : drivers) {
+    SCOPED_TRACE(driver);
+    Locks& l = by_driver[driver];
+    // A unique-key acquire is an autocommit INSERT: its commit waits.
+    EXPECT_EQ(outcome_of([&] { l.unique->try_acquire("doubt-key-" + driver); }),
+              ErrorCode::kCommitInDoubt);
+    // A row lock's release is its COMMIT.
+    EXPECT_EQ(outcome_of([&] {
+                auto lease = l.rows->try_acquire("doubt-row-" + driver);
+                if (lease) lease->release();
+              }),
+              ErrorCode::kCommitInDoubt);
+  }
+  figures(
+      "postgresql synchronous standby cut off: cancelled commit waits reported as "
+      "commit_in_doubt (unique-key acquire, row-lock release; libpqxx and SOCI)");
 }
 
 // The multi-host form libpq documents, postgresql://u:p@h1:p1,h2:p2/db, must either keep both

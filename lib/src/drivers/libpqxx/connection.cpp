@@ -35,6 +35,7 @@
 #include <memory>
 #include <optional>
 #include <pqxx/connection>
+#include <pqxx/errorhandler>
 #include <pqxx/nontransaction>
 #include <pqxx/notification>
 #include <pqxx/prepared_statement>
@@ -190,12 +191,25 @@ class ChannelReceiver final : public pqxx::notification_receiver {
   std::vector<Notification>& sink_;
 };
 
+// Watches the server's notices for the one that makes a successful commit doubtful (see
+// is_sync_replication_cancelled); every notice also goes on to older handlers.
+class SyncReplicationWatch final : public pqxx::errorhandler {
+ public:
+  explicit SyncReplicationWatch(pqxx::connection_base& conn) : pqxx::errorhandler(conn) {}
+  bool operator()(const char msg[]) noexcept override {
+    if (detail::is_sync_replication_cancelled(msg)) cancelled = true;
+    return true;
+  }
+  bool cancelled = false;
+};
+
 class PqxxConnection final : public Connection {
  public:
   PqxxConnection(pqxx::connection_base& conn, std::unique_ptr<pqxx::connection> owned,
                  std::string where, std::string secret)
       : owned_(std::move(owned)),
         conn_(conn),
+        sync_watch_(conn),
         where_(std::move(where)),
         secret_(std::move(secret)) {}
 
@@ -341,12 +355,16 @@ class PqxxConnection final : public Connection {
     try {
       // Not committed: a nontransaction's commit and abort send nothing, so letting it end in
       // its destructor is the same and cannot fail after the statement succeeded.
+      sync_watch_.cancelled = false;
       pqxx::nontransaction tx(conn_);
       pqxx::result r = texts.empty() ? tx.exec(std::string(sql))
                                      : tx.exec_params(std::string(sql),
                                                       pqxx::prepare::make_dynamic_params(texts));
       failed_ = false;  // in a failed transaction only ROLLBACK [TO SAVEPOINT] succeeds
+      if (sync_watch_.cancelled) throw detail::sync_replication_cancelled_error(where_);
       return r;
+    } catch (const Error&) {
+      throw;
     } catch (const std::exception& e) {
       bool open = conn_.is_open();
       Error err = pqxx_driver::statement_error(e, open, where_, secret_);
@@ -361,6 +379,7 @@ class PqxxConnection final : public Connection {
 
   std::unique_ptr<pqxx::connection> owned_;  // null for a wrapped connection
   pqxx::connection_base& conn_;
+  SyncReplicationWatch sync_watch_;  // unregisters before owned_ goes
   std::string where_;
   std::string secret_;
   bool in_transaction_ = false;

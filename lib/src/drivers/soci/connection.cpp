@@ -146,6 +146,24 @@ std::string cell_text(const soci::row& row, std::size_t col) {
   }
 }
 
+// Watches a PostgreSQL session's notices for the one that makes a successful commit doubtful
+// (detail::is_sync_replication_cancelled), passing each on to libpq's default receiver, which
+// ignores its argument. Installed only on sessions dblock opened: libpq does not tell which
+// argument a receiver the owner of a wrapped session set expects.
+struct NoticeWatch {
+  PQnoticeReceiver previous = nullptr;
+  bool cancelled = false;
+
+  static void receive(void* arg, const PGresult* result) {
+    auto* watch = static_cast<NoticeWatch*>(arg);
+    const char* message = PQresultErrorMessage(result);
+    if (message != nullptr && detail::is_sync_replication_cancelled(message)) {
+      watch->cancelled = true;
+    }
+    if (watch->previous != nullptr) watch->previous(nullptr, result);
+  }
+};
+
 class SociConnection final : public Connection {
  public:
   SociConnection(soci::session& session, std::unique_ptr<soci::session> owned, Dialect dialect,
@@ -154,7 +172,15 @@ class SociConnection final : public Connection {
         session_(session),
         dialect_(dialect),
         where_(std::move(where)),
-        secret_(std::move(secret)) {}
+        secret_(std::move(secret)) {
+    if (owned_ && dialect_ == Dialect::kPostgreSQL) {
+      if (PGconn* pg = pg_conn(session_); pg != nullptr) {
+        notice_watch_ = std::make_unique<NoticeWatch>();
+        notice_watch_->previous =
+            PQsetNoticeReceiver(pg, &NoticeWatch::receive, notice_watch_.get());
+      }
+    }
+  }
 
   Dialect dialect() const noexcept override { return dialect_; }
 
@@ -260,9 +286,13 @@ class SociConnection final : public Connection {
   Result run(std::string_view sql, std::span<const Value> params) {
     if (ended_) throw detail::transaction_ended_error(where_);
     MYSQL* my = in_transaction_ && dialect_ == Dialect::kMySQL ? mysql_conn(session_) : nullptr;
+    if (notice_watch_) notice_watch_->cancelled = false;
     try {
       Result r = run_statement(sql, params);
       if (my != nullptr && detail::mysql_transaction_ended(my, nullptr)) ended_ = true;
+      if (notice_watch_ && notice_watch_->cancelled) {
+        throw detail::sync_replication_cancelled_error(where_);
+      }
       return r;
     } catch (const Error& e) {
       if (my != nullptr && !broken_ && detail::mysql_transaction_ended(my, &e)) ended_ = true;
@@ -369,6 +399,8 @@ class SociConnection final : public Connection {
     }
   }
 
+  // Declared first: the session it watches goes before it.
+  std::unique_ptr<NoticeWatch> notice_watch_;
   std::unique_ptr<soci::session> owned_;  // null for a wrapped session
   soci::session& session_;
   Dialect dialect_;
