@@ -105,8 +105,11 @@ class Lease {
   // A unique-key release whose connection is lost on the way is retried once; the retry
   // recognises an attempt the server already applied, so a hold is never given back twice.
   // Throws dblock::Error on faults that remain (a unique-key lease then expires by its TTL, or
-  // sooner: the owner's next acquire of the key sends the release again first; a transactional
-  // lease's writes are rolled back by the server).
+  // sooner: the owner's next acquire of the key sends the release again first). A transactional
+  // lease throws kLeaseLost when its transaction ended before the commit (the server rolled the
+  // writes back) and kCommitInDoubt when the commit's outcome is unknown (the connection broke
+  // while the COMMIT was on its way, or, on PostgreSQL, its wait for a synchronous standby was
+  // cancelled).
   ReleaseOutcome release();
   // Extends the lease to `ttl` from now on the database clock; never ends it earlier than it
   // would have ended (the key's row is shared by every reentrant hold of the owner, and another

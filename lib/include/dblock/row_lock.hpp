@@ -18,7 +18,9 @@
 // where the critical section does its writes, so they commit atomically with the release.
 // release() commits; a lease dropped without release() (an exception in the critical section)
 // rolls back. If the connection dies, the server rolls the transaction back and frees the lock
-// at once; the lease then reports lost() and release() throws Error(kConnectionLost).
+// at once; the lease then reports lost() and release() throws Error(kLeaseLost). A connection
+// lost while the COMMIT was on its way gives Error(kCommitInDoubt): the writes may or may not be
+// in.
 //
 // Leases do not expire: the server holds a row lock until commit, rollback or disconnect.
 // LockOptions::ttl, auto_renew and on_lost are not used; renew() checks that the connection is
