@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <csignal>
 #include <cstring>
 #include <fstream>
@@ -34,6 +35,25 @@ bool is_cgroup2(const char* path) {
   return ::statfs(path, &fs) == 0 && fs.f_type == CGROUP2_SUPER_MAGIC;
 }
 
+// Removes the cgroups earlier `dblock run`s left behind when they were killed before they could
+// remove their own (SIGKILL, a crash): "dblock-run-<pid>" whose pid is gone. Only empty ones go
+// (rmdir refuses the rest): processes still in one outlived their run and are left alone.
+void sweep_stale_cgroups(const std::string& parent) {
+  DIR* dir = ::opendir(parent.c_str());
+  if (dir == nullptr) return;
+  constexpr std::string_view kPrefix = "dblock-run-";
+  while (const dirent* entry = ::readdir(dir)) {
+    const std::string_view name = entry->d_name;
+    if (!name.starts_with(kPrefix)) continue;
+    const std::string_view digits = name.substr(kPrefix.size());
+    pid_t pid = 0;
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), pid);
+    if (ec != std::errc() || end != digits.data() + digits.size() || pid <= 0) continue;
+    if (::kill(pid, 0) != 0 && errno == ESRCH) ::rmdir((parent + "/" + std::string(name)).c_str());
+  }
+  ::closedir(dir);
+}
+
 // Makes a cgroup for the job under dblock's own cgroup v2, or returns "" when the machine does
 // not allow it (no cgroup v2 mounted, not root, read-only).
 std::string make_cgroup() {
@@ -52,6 +72,7 @@ std::string make_cgroup() {
   }
   if (own.empty() || own[0] != '/') return "";
   if (own == "/") own.clear();
+  sweep_stale_cgroups(root + own);
   std::string dir = root + own + "/dblock-run-" + std::to_string(::getpid());
   if (::mkdir(dir.c_str(), 0755) != 0) return "";
   return dir;

@@ -4,10 +4,18 @@
 // release, and when the command leaves processes behind. Every case records, from inside the
 // commands, when each run was working (heartbeats stamped with one clock, `date +%s%N`) and the
 // fencing token it was given, and checks that no two runs overlapped and that tokens increase.
+#include <linux/magic.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -176,6 +184,42 @@ TEST_P(CliRunTest, ADaemonLeftBehindIsStoppedBeforeTheLockIsReleased) {
     EXPECT_EQ(second->wait().exit_code, 0);
     expect_no_overlap(2);
   }
+}
+
+// A `dblock run` killed with SIGKILL cannot remove its cgroup; the next run on the machine
+// removes such a cgroup once it is empty and its run's pid is gone.
+TEST_P(CliRunTest, AKilledRunsEmptyCgroupIsRemovedByTheNextRun) {
+  // The cgroup v2 `dblock run` makes its job's cgroup in: the one it starts in, this process's,
+  // under the cgroup2 mount (/sys/fs/cgroup, or /sys/fs/cgroup/unified on a hybrid setup).
+  std::string root;
+  for (const char* candidate : {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"}) {
+    struct statfs fs;
+    if (::statfs(candidate, &fs) == 0 && fs.f_type == CGROUP2_SUPER_MAGIC) {
+      root = candidate;
+      break;
+    }
+  }
+  if (root.empty()) GTEST_SKIP() << "no cgroup v2 here; dblock run falls back to a process group";
+  std::string own;
+  std::ifstream in("/proc/self/cgroup");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("0::", 0) == 0) own = line.substr(3);
+  }
+  const std::string parent = root + (own == "/" ? std::string() : own);
+  const pid_t dead = ::fork();
+  if (dead == 0) ::_exit(0);
+  ASSERT_GT(dead, 0);
+  ::waitpid(dead, nullptr, 0);
+  const std::string stale = parent + "/dblock-run-" + std::to_string(dead);
+  if (::mkdir(stale.c_str(), 0755) != 0) {
+    GTEST_SKIP() << "no writable cgroup v2 here (" << stale << ": " << std::strerror(errno)
+                 << "); dblock run falls back to a process group";
+  }
+  auto r = run(run_sh("exit 0"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const bool left = ::access(stale.c_str(), F_OK) == 0;
+  if (left) ::rmdir(stale.c_str());
+  EXPECT_FALSE(left) << stale << " was left behind";
 }
 
 TEST_P(CliRunTest, StartedWithSigchldIgnoredItStillSeesTheCommandEndAndGivesItCleanSignals) {
