@@ -66,6 +66,7 @@ case "$mode" in
     build_targets=(dblock_unit_tests dblock_integration_tests)
     ctest_args=(-LE 'format|package|config|versions')
     export DBLOCK_TEST_QUICK=1  # tests that repeat a scenario thousands of times repeat it less
+    export DBLOCK_MODEL_SECONDS=${DBLOCK_MODEL_SECONDS:-10}  # the model test: 10 s per pair, not 30
     suppressions="$repo_root/tests/sanitizers"
     # verify_asan_link_order=0: ClientClocksHoursOffChangeNothing preloads libfaketime (it only
     # wraps the clock functions) into an instrumented worker, ahead of the ASan runtime.

@@ -106,10 +106,11 @@ bool ModelRunner::holds(const std::string& who, const std::string& key, std::int
   return false;
 }
 
-int ModelRunner::others_of_owner(const std::string& who, const std::string& key, int except) const {
+int ModelRunner::others_of_owner(const std::string& who, const std::string& key, std::int64_t token,
+                                 int except) const {
   int n = 0;
   for (const auto& [id, h] : handles_) {
-    if (id != except && h.key == key && owner(h.who) == owner(who)) ++n;
+    if (id != except && h.key == key && h.token == token && owner(h.who) == owner(who)) ++n;
   }
   return n;
 }
@@ -243,7 +244,7 @@ std::optional<ReleaseOutcome> ModelRunner::expected_release(int id, ModelClock::
     case Tri::kNo:
       return ReleaseOutcome::kNotHeld;
     case Tri::kYes:
-      return row->hold_count > 1 && others_of_owner(h.who, h.key, id) > 0
+      return row->hold_count > 1 && others_of_owner(h.who, h.key, h.token, id) > 0
                  ? ReleaseOutcome::kDecremented
                  : ReleaseOutcome::kReleased;
     case Tri::kUnknown:

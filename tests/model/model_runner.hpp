@@ -115,7 +115,10 @@ class ModelRunner {
   // Whether a valid handle of `who` holds `key` with `token` (a re-entry may return it).
   bool holds(const std::string& who, const std::string& key, std::int64_t token,
              int except = -1) const;
-  int others_of_owner(const std::string& who, const std::string& key, int except) const;
+  // Handles of `who`'s owner on `key` with `token` (the same tenure of the key), but `except`:
+  // the leases the library counts before it frees holds none of them accounts for.
+  int others_of_owner(const std::string& who, const std::string& key, std::int64_t token,
+                      int except) const;
   // Whether a release of `key` by `who` is kept after an outage by either lock object: the
   // process sends it before that owner's next acquire of the key through any lock on the table.
   bool release_kept(const std::string& who, const std::string& key) const;

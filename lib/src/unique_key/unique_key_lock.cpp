@@ -33,11 +33,14 @@ Value json_param(const nlohmann::json& metadata) {
   return metadata.is_null() ? Value() : Value(metadata.dump());
 }
 
-// The leases this process holds, counted per lock table, key and owner. An owner's row whose
-// holds outnumber its live leases here carries holds of acquires whose reply never came: the
-// statement ran, the caller got an error and no lease. Release gives those back too (see
-// lock_release_rest), or the owner's next acquire would re-enter them and its release leave
-// the key held.
+// The leases this process holds, counted per lock table, key, owner and fencing token. An owner's
+// row whose holds outnumber its live leases here carries holds of acquires whose reply never
+// came (the statement ran, the caller got an error and no lease), or of releases whose fate is
+// unknown and whose resending was overtaken by another one. Release gives those back too (see
+// lock_release_rest), or the owner's next acquire would re-enter them, get the token of a hold
+// the caller was told is gone, and its release leave the key held. The token tells the key's
+// tenures apart: a lease of an earlier tenure (expired, the row granted anew since) accounts
+// for none of the current one's holds.
 class LiveHolds {
  public:
   static LiveHolds& instance() {
@@ -148,9 +151,13 @@ struct UniqueKeyLock::Impl : std::enable_shared_from_this<UniqueKeyLock::Impl> {
   ConnectionSource& source;
   UniqueKeyLockOptions options;
   Dialect dialect;
-  // The LiveHolds id of `owner`'s holds of `key` through this lock's table.
+  // The PendingReleases id of `owner`'s holds of `key` through this lock's table.
   std::string holds_id(const std::string& key, const Owner& owner) const {
     return holds_scope + key + '\n' + owner.host + '\n' + owner.process + '\n' + owner.thread;
+  }
+  // The LiveHolds id of `owner`'s holds of `key` with `token` through this lock's table.
+  std::string live_id(const std::string& key, const Owner& owner, std::int64_t token) const {
+    return holds_id(key, owner) + '\n' + std::to_string(token);
   }
 
   // The arguments of lock_release and lock_release_rest.
@@ -179,7 +186,8 @@ struct UniqueKeyLock::Impl : std::enable_shared_from_this<UniqueKeyLock::Impl> {
     // Counted now, not when the release was first sent: a release kept after a lost connection
     // may be sent again after the owner acquired the key anew (through any UniqueKeyLock on
     // this table), and that live hold must not be freed by lock_release_rest.
-    if (remaining > 0 && LiveHolds::instance().count(holds_id(q.key, q.owner)) == 0 &&
+    if (remaining > 0 &&
+        LiveHolds::instance().count(live_id(q.key, q.owner, q.fencing_token)) == 0 &&
         release_rest(q)) {
       return ReleaseOutcome::kReleased;
     }
@@ -290,7 +298,7 @@ class UniqueKeyLease final : public detail::LeaseCore {
   ReleaseOutcome do_release() override {
     const auto& i = info();
     // This lease is gone from here on, whatever the statement's fate.
-    LiveHolds::instance().remove(impl_->holds_id(i.key, i.owner));
+    LiveHolds::instance().remove(impl_->live_id(i.key, i.owner, i.fencing_token));
     return impl_->release({i.key, i.owner, i.fencing_token, "r-" + detail::random_lease_id()});
   }
 
@@ -337,7 +345,7 @@ std::optional<Lease> UniqueKeyLock::try_acquire(std::string_view key, const Lock
   auto token = impl_->token_from(*r);
   if (!token) return std::nullopt;
   info.fencing_token = *token;
-  LiveHolds::instance().add(impl_->holds_id(info.key, info.owner));
+  LiveHolds::instance().add(impl_->live_id(info.key, info.owner, info.fencing_token));
   auto core = std::make_shared<UniqueKeyLease>(impl_, std::move(info), options.on_lost);
   core->note_renewed(sent, options.ttl);  // lost() counts the TTL from here
   if (options.auto_renew) detail::Renewer::instance().watch(core, sent);
