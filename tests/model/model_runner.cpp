@@ -116,15 +116,15 @@ int ModelRunner::others_of_owner(const std::string& who, const std::string& key,
 }
 
 bool ModelRunner::release_kept(const std::string& who, const std::string& key) const {
-  for (const auto& [kept, token] : pending_) {
+  for (const auto& kept : pending_) {
     if (std::get<1>(kept) == key && std::get<2>(kept) == owner(who).to_string()) return true;
   }
   return false;
 }
 
 void ModelRunner::forget_kept(const std::string& who, const std::string& key) {
-  std::erase_if(pending_, [&](const auto& entry) {
-    return std::get<1>(entry.first) == key && std::get<2>(entry.first) == owner(who).to_string();
+  std::erase_if(pending_, [&](const PendingKey& kept) {
+    return std::get<1>(kept) == key && std::get<2>(kept) == owner(who).to_string();
   });
 }
 
@@ -170,9 +170,9 @@ int ModelRunner::do_acquire(const AcquireSpec& spec) {
   const bool reentry = holds(spec.who, spec.key, token);
   std::string problem = model_.check_grant(spec.key, label(spec.who), token, reentry);
   if (!problem.empty()) {
-    for (const auto& [kept, kept_token] : pending_) {
+    for (const auto& kept : pending_) {
       if (std::get<1>(kept) == spec.key && std::get<2>(kept) == o.to_string() &&
-          kept_token == token) {
+          std::get<3>(kept) == token) {
         problem += "; it re-entered the hold whose release lock ";
         problem += std::get<0>(kept) ? "B" : "A";
         problem += " kept after an outage";
@@ -339,7 +339,7 @@ void ModelRunner::outage(OutageOp op, int id, const AcquireSpec& spec) {
       case OutageOp::kRelease:
       case OutageOp::kDrop: {
         Handle& h = handles_.at(id);
-        pending_[PendingKey{h.lock, h.key, owner(h.who).to_string()}] = h.token;
+        pending_.insert(PendingKey{h.lock, h.key, owner(h.who).to_string(), h.token});
         if (op == OutageOp::kRelease) {
           h.lease().release();
         } else {

@@ -101,7 +101,8 @@ class ModelRunner {
     Lease& lease() { return borrowed != nullptr ? *borrowed : *owned; }
   };
   // A release the lock object kept after a lost connection: (lock, key, owner) -> token.
-  using PendingKey = std::tuple<int, std::string, std::string>;
+  using PendingKey =
+      std::tuple<int, std::string, std::string, std::int64_t>;  // lock, key, owner, token
 
   const Owner& owner(const std::string& who) const;
   LockOptions options(const AcquireSpec& spec) const;
@@ -145,7 +146,7 @@ class ModelRunner {
   std::map<std::string, Owner> owners_;
   LockModel model_;
   std::map<int, Handle> handles_;
-  std::map<PendingKey, std::int64_t> pending_;
+  std::set<PendingKey> pending_;  // releases kept after an outage
   bool in_outage_ = false;
   int next_handle_ = 1;
   int step_ = 0;

@@ -62,6 +62,25 @@ TEST_P(ModelRegressionTest, AReleaseKeptAfterAnOutageDoesNotFreeAReentryThroughA
   EXPECT_TRUE(m.failures().empty()) << m.report();
 }
 
+// Two releases kept after outages for one owner and key: one of the current tenure, then one of
+// an earlier, expired tenure. The next acquire must send both; sending only the later one left the
+// current tenure's hold in place and the acquire re-entered it, handing its token out again.
+TEST_P(ModelRegressionTest, TwoReleasesKeptForOneKeyAreBothSentBeforeTheNextAcquire) {
+  ModelRunner m(GetParam(), 5);
+  const int earlier = m.acquire({"w", "k0", milliseconds(300)});
+  ASSERT_GE(earlier, 0);
+  m.sleep(milliseconds(400));
+  const int other = m.acquire({"x", "k0", milliseconds(60000)});  // the next tenure
+  ASSERT_GE(other, 0);
+  m.release(other);
+  const int current = m.acquire({"w", "k0", milliseconds(60000), false, 1});
+  ASSERT_GE(current, 0);
+  m.outage(OutageOp::kRelease, current);
+  m.outage(OutageOp::kRelease, earlier);
+  m.acquire({"w", "k0", milliseconds(60000)});
+  EXPECT_TRUE(m.failures().empty()) << m.report();
+}
+
 INSTANTIATE_TEST_SUITE_P(Model, ModelRegressionTest, ::testing::ValuesIn(all_backends()),
                          BackendName());
 

@@ -26,6 +26,12 @@ TaggedPool::TaggedPool(const Backend& backend, std::size_t max_size)
       std::lock_guard lock(state->mu);
       state->mysql_ids.push_back(id);
     }
+    // A connection opened while an outage began: tagged after kill_sessions listed the
+    // sessions it would end, it would outlive the outage. Tagged before refuse was set, it is
+    // on that list; tagged after, it is refused here.
+    if (state->refuse) {
+      throw Error(ErrorCode::kConnectFailed, "the model test refuses connections (an outage)");
+    }
     return conn;
   };
   pool_ = std::make_unique<Pool>(backend.dialect, std::move(factory),

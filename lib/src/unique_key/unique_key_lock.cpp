@@ -1,10 +1,12 @@
 #include "dblock/unique_key_lock.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <mutex>
 #include <random>
 #include <thread>
+#include <vector>
 
 #include "dblock/error.hpp"
 #include "lease_core.hpp"
@@ -208,8 +210,8 @@ struct UniqueKeyLock::Impl : std::enable_shared_from_this<UniqueKeyLock::Impl> {
   // that acquire would re-enter the hold the caller was told is gone and get its old fencing
   // token back (as after a server crash that lost the release).
   ReleaseOutcome release(const ReleaseRequest& q);
-  // Sends the release kept for `owner`'s holds of `key`, if one is. Throws (and keeps it) while
-  // the server cannot be reached.
+  // Sends the releases kept for `owner`'s holds of `key`, if any are. Throws (and keeps them)
+  // while the server cannot be reached.
   void finish_pending_release(const std::string& key, const Owner& owner);
 
   std::string acquire_sql, renew_sql, claim_sql, channel;
@@ -224,9 +226,11 @@ namespace {
 
 // Releases whose fate is unknown (the connection failed on the way and on the retry), kept per
 // process by holds_id, so that the owner's next acquire of the key through any UniqueKeyLock on
-// the same table sends them first. Each is sent through the lock that made it while that lock
-// exists (it is not kept alive for this: its connection source may be gone with it), else through
-// the acquiring lock.
+// the same table sends them first. Every kept release stays until it is sent: an owner may have
+// several, one per tenure of the key (a lease of an earlier tenure released after the current
+// one), and only the one with the current tenure's token frees its row. Each is sent through the
+// lock that made it while that lock exists (it is not kept alive for this: its connection source
+// may be gone with it), else through the acquiring lock.
 class PendingReleases {
  public:
   struct Entry {
@@ -237,30 +241,42 @@ class PendingReleases {
     static PendingReleases pending;
     return pending;
   }
+  // Keeps `entry`, or replaces the one kept with its release id (a resend that failed again).
   void keep(const std::string& id, Entry entry) {
     std::lock_guard lock(mu_);
-    entries_.insert_or_assign(id, std::move(entry));
-    count_ = entries_.size();
+    auto& kept = entries_[id];
+    auto same = std::find_if(kept.begin(), kept.end(), [&](const Entry& e) {
+      return e.request.release_id == entry.request.release_id;
+    });
+    if (same != kept.end()) {
+      *same = std::move(entry);
+    } else {
+      kept.push_back(std::move(entry));
+      ++count_;
+    }
   }
   void forget(const std::string& id, const std::string& release_id) {
     if (count_.load() == 0) return;  // the usual case: no map lookup on the hot path
     std::lock_guard lock(mu_);
     auto it = entries_.find(id);
-    if (it != entries_.end() && it->second.request.release_id == release_id) entries_.erase(it);
-    count_ = entries_.size();
+    if (it == entries_.end()) return;
+    count_ -= std::erase_if(it->second,
+                            [&](const Entry& e) { return e.request.release_id == release_id; });
+    if (it->second.empty()) entries_.erase(it);
   }
-  std::optional<Entry> find(const std::string& id) {
-    if (count_.load() == 0) return std::nullopt;
+  // The releases kept for `id`, oldest first.
+  std::vector<Entry> find(const std::string& id) {
+    if (count_.load() == 0) return {};
     std::lock_guard lock(mu_);
     auto it = entries_.find(id);
-    if (it == entries_.end()) return std::nullopt;
+    if (it == entries_.end()) return {};
     return it->second;
   }
 
  private:
   std::mutex mu_;
-  std::map<std::string, Entry> entries_;  // by holds_id
-  std::atomic<std::size_t> count_{0};     // entries_.size(), read without the mutex
+  std::map<std::string, std::vector<Entry>> entries_;  // by holds_id
+  std::atomic<std::size_t> count_{0};  // how many entries_ holds in all, read without the mutex
 };
 
 }  // namespace
@@ -280,10 +296,10 @@ ReleaseOutcome UniqueKeyLock::Impl::release(const ReleaseRequest& q) {
 }
 
 void UniqueKeyLock::Impl::finish_pending_release(const std::string& key, const Owner& owner) {
-  auto entry = PendingReleases::instance().find(holds_id(key, owner));
-  if (!entry) return;
-  const std::shared_ptr<Impl> sender = entry->lock.lock();
-  (sender ? *sender : *this).release(entry->request);
+  for (const auto& entry : PendingReleases::instance().find(holds_id(key, owner))) {
+    const std::shared_ptr<Impl> sender = entry.lock.lock();
+    (sender ? *sender : *this).release(entry.request);
+  }
 }
 
 namespace {
