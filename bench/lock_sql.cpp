@@ -7,15 +7,19 @@ namespace dblock::bench {
 
 LockSql::LockSql(Dialect d, const TableNames& tables)
     : dialect(d),
-      acquire(detail::render_sql(detail::dialect_sql(d).lock_acquire, d, tables)),
+      acquire(detail::dialect_sql(d).lock_acquire, d, tables),
       channel(tables.name("locks")),
       release(detail::dialect_sql(d).lock_release, d, tables) {}
 
 std::vector<Value> LockSql::acquire_params(const std::string& key, const std::string& lease_id,
                                            const Owner& owner, std::int64_t ttl_ms) const {
-  return {
-      Value(key),    Value(lease_id), Value(owner.host), Value(owner.process), Value(owner.thread),
-      Value(ttl_ms), Value()};
+  return acquire.bind({{"key", Value(key)},
+                       {"lease_id", Value(lease_id)},
+                       {"host", Value(owner.host)},
+                       {"process", Value(owner.process)},
+                       {"thread", Value(owner.thread)},
+                       {"ttl_ms", Value(ttl_ms)},
+                       {"metadata", Value()}});
 }
 
 std::vector<Value> LockSql::release_params(const std::string& key, const Owner& owner,
@@ -41,9 +45,9 @@ TransactionSql::TransactionSql(Dialect d, const TableNames& tables)
   };
   row_lock_try = render(sql.row_lock_try);
   row_lock_stamp = render(sql.row_lock_stamp);
-  version_read = render(sql.version_read);
-  version_create = render(sql.version_create);
-  version_cas = render(sql.version_cas);
+  version_read = detail::Statement(sql.version_read, d, tables);
+  version_create = detail::Statement(sql.version_create, d, tables);
+  version_cas = detail::Statement(sql.version_cas, d, tables);
 }
 
 std::vector<Value> TransactionSql::row_lock_try_params(const std::string& key,

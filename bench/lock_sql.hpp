@@ -1,7 +1,7 @@
 // The lock statements as dblock sends them: rendered from the dialect files (lib/src/sql/)
 // through the same render path the strategies use, so the raw baseline can never drift from the
-// library's SQL. Also the parameters, in the order the library binds them (the release binds
-// by name, through the library's own Statement).
+// library's SQL. Also the parameters, bound by name through the library's own Statement where the
+// library does so.
 //
 // Thread-safety: immutable after construction.
 #pragma once
@@ -26,7 +26,8 @@ struct LockSql {
                                     const std::string& release_id) const;
 
   Dialect dialect;
-  std::string acquire, channel;
+  detail::Statement acquire;
+  std::string channel;
   detail::Statement release;
 };
 
@@ -44,7 +45,8 @@ struct TransactionSql {
   Dialect dialect;
   std::string begin, commit, rollback;
   std::string row_lock_try, row_lock_stamp;  // row_lock_stamp empty on PostgreSQL
-  std::string version_read, version_create, version_cas;
+  // Bound with "key" (version_cas also "version", the version read).
+  detail::Statement version_read, version_create, version_cas;
 };
 
 // "prefix" + 32 random hex digits: a fresh key for an uncontended acquisition.

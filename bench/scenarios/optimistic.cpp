@@ -32,14 +32,15 @@ Operation raw_operation(const Target& target, const TransactionSql& sql, const K
   return [client, &sql, &keys, thread] {
     const std::string& key = keys.pick(thread);
     client->execute(sql.begin);
-    const Value read_params[] = {Value(key)};
-    RawResult read = client->execute(sql.version_read, read_params);
+    RawResult read =
+        client->execute(sql.version_read.sql(), sql.version_read.bind({{"key", Value(key)}}));
     if (!read.has_row) {
       client->execute(sql.rollback);
       return false;
     }
-    const Value cas_params[] = {Value(key), Value(read.first)};
-    RawResult cas = client->execute(sql.version_cas, cas_params);
+    RawResult cas = client->execute(
+        sql.version_cas.sql(),
+        sql.version_cas.bind({{"key", Value(key)}, {"version", Value(read.first)}}));
     const bool won = sql.dialect == Dialect::kPostgreSQL ? cas.has_row : cas.affected == 1;
     client->execute(won ? sql.commit : sql.rollback);
     return won;

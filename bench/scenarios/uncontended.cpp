@@ -17,7 +17,7 @@ Operation raw_operation(const Target& target, const LockSql& sql) {
   return [client, &sql, owner] {
     std::string key = random_key("u:");
     RawResult r =
-        client->execute(sql.acquire, sql.acquire_params(key, random_key(""), owner, kTtlMs));
+        client->execute(sql.acquire.sql(), sql.acquire_params(key, random_key(""), owner, kTtlMs));
     std::int64_t token = sql.dialect == Dialect::kPostgreSQL
                              ? (r.has_row ? r.first : 0)
                              : static_cast<std::int64_t>(r.insert_id);

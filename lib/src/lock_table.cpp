@@ -1,6 +1,7 @@
 #include "dblock/lock_table.hpp"
 
 #include "sql/dialect_sql.hpp"
+#include "sql/statement.hpp"
 
 namespace dblock {
 
@@ -29,22 +30,19 @@ std::vector<LockRow> list_locks(Connection& conn, const TableNames& tables) {
 std::vector<LockRow> list_locks(Connection& conn, const TableNames& tables,
                                 std::string_view key_prefix) {
   const Dialect d = conn.dialect();
-  const std::string sql = detail::render_sql(detail::dialect_sql(d).lock_list_prefix, d, tables);
-  std::vector<Value> params{Value(std::string(key_prefix))};
-  if (d != Dialect::kPostgreSQL) params.emplace_back(std::string(key_prefix));
-  return to_rows(conn.execute(sql, params));
+  const detail::Statement list(detail::dialect_sql(d).lock_list_prefix, d, tables);
+  return to_rows(conn.execute(list.sql(), list.bind({{"prefix", Value(std::string(key_prefix))}})));
 }
 
 bool release_lock_row(Connection& conn, const TableNames& tables, const LockRow& row) {
   const Dialect d = conn.dialect();
-  const std::string sql =
-      detail::render_sql(detail::dialect_sql(d).lock_operator_release, d, tables);
-  std::vector<Value> params{Value(row.key), Value(row.lease_id), Value(row.fencing_token)};
-  if (d == Dialect::kPostgreSQL) {
-    params.emplace_back(tables.name("locks"));  // the channel waiters LISTEN on
-    return conn.execute(sql, params).size() == 1;
-  }
-  return conn.execute(sql, params).affected_rows() == 1;
+  const detail::Statement release(detail::dialect_sql(d).lock_operator_release, d, tables);
+  Result r = conn.execute(release.sql(), release.bind({{"key", Value(row.key)},
+                                                       {"lease_id", Value(row.lease_id)},
+                                                       {"token", Value(row.fencing_token)},
+                                                       {"channel", Value(tables.name("locks"))}}));
+  // PostgreSQL returns a row per freed lock (it NOTIFYs waiters); MySQL reports affected rows.
+  return d == Dialect::kPostgreSQL ? r.size() == 1 : r.affected_rows() == 1;
 }
 
 }  // namespace dblock

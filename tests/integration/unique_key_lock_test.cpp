@@ -13,6 +13,7 @@
 #include "dblock/open.hpp"
 #include "dblock/timed_lockable.hpp"
 #include "sql/dialect_sql.hpp"
+#include "sql/statement.hpp"
 
 namespace dblock::testing {
 namespace {
@@ -203,10 +204,16 @@ TEST_P(UniqueKeyLockTest, ALeaseTakenAwayIsReportedLost) {
 TEST_P(UniqueKeyLockTest, RetryWithTheSameLeaseIdRecognisesItsOwnAcquisition) {
   // A lost reply: the server applied the insert, the client retries the same statement.
   const auto& sql = detail::dialect_sql(backend().dialect);
-  std::string acquire = detail::render_sql(sql.lock_acquire, backend().dialect, tables_);
+  const detail::Statement statement(sql.lock_acquire, backend().dialect, tables_);
+  const std::string& acquire = statement.sql();
   Owner me = Owner::named("retrier");
-  std::vector<Value> params{Value("k"),       Value("lease-abc"), Value(me.host), Value(me.process),
-                            Value(me.thread), Value(30000),       Value()};
+  const auto params = statement.bind({{"key", Value("k")},
+                                      {"lease_id", Value("lease-abc")},
+                                      {"host", Value(me.host)},
+                                      {"process", Value(me.process)},
+                                      {"thread", Value(me.thread)},
+                                      {"ttl_ms", Value(30000)},
+                                      {"metadata", Value()}});
   auto c = pool_->acquire();
   auto token_of = [&](const Result& r) {
     return sql.lock_results_in_rows ? (r.empty() ? 0 : r.int64_at(0, "fencing_token"))

@@ -92,5 +92,43 @@ TEST(Statement, TheCleanerStatementsBindTheGraceInMilliseconds) {
   }
 }
 
+// The unique-key acquire, renew and claim, the optimistic version statements and the operators'
+// statements bind from the one argument list their caller gives, on both dialects, and every
+// placeholder the server sees gets a value.
+TEST(Statement, TheLockStatementsBindFromTheirCallersArguments) {
+  const std::initializer_list<Arg> lease = {{"key", Value("k")},
+                                            {"lease_id", Value("l")},
+                                            {"claim_id", Value("c")},
+                                            {"host", Value("h")},
+                                            {"process", Value("p")},
+                                            {"thread", Value("t")},
+                                            {"ttl_ms", Value(std::int64_t{1000})},
+                                            {"metadata", Value()},
+                                            {"token", Value(std::int64_t{1})},
+                                            {"version", Value(std::int64_t{2})},
+                                            {"prefix", Value("k")},
+                                            {"channel", Value("ch")}};
+  for (Dialect d : {Dialect::kPostgreSQL, Dialect::kMySQL}) {
+    const DialectSql& sql = dialect_sql(d);
+    for (std::string_view templ :
+         {sql.lock_acquire, sql.lock_renew, sql.lock_claim, sql.version_read, sql.version_create,
+          sql.version_cas, sql.lock_list_prefix, sql.lock_operator_release}) {
+      Statement s(templ, d, TableNames());
+      EXPECT_EQ(s.sql().find("{{"), std::string::npos) << s.sql();
+      const auto values = s.bind(lease);
+      EXPECT_FALSE(values.empty()) << s.sql();
+      if (d == Dialect::kMySQL) {
+        EXPECT_EQ(static_cast<std::size_t>(std::count(s.sql().begin(), s.sql().end(), '?')),
+                  values.size())
+            << s.sql();
+      } else {
+        EXPECT_NE(s.sql().find("$" + std::to_string(values.size())), std::string::npos) << s.sql();
+        EXPECT_EQ(s.sql().find("$" + std::to_string(values.size() + 1)), std::string::npos)
+            << s.sql();
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace dblock::detail

@@ -6,6 +6,7 @@
 #include "lease_core.hpp"
 #include "lock_keys.hpp"
 #include "sql/dialect_sql.hpp"
+#include "sql/statement.hpp"
 #include "transaction_hold.hpp"
 
 namespace dblock {
@@ -14,9 +15,9 @@ struct OptimisticLock::Impl {
   Impl(ConnectionSource& src, OptimisticLockOptions opts)
       : source(src), options(std::move(opts)), dialect(src.dialect()) {
     const auto& sql = detail::dialect_sql(dialect);
-    read_sql = detail::render_sql(sql.version_read, dialect, options.tables);
-    create_sql = detail::render_sql(sql.version_create, dialect, options.tables);
-    cas_sql = detail::render_sql(sql.version_cas, dialect, options.tables);
+    read = detail::Statement(sql.version_read, dialect, options.tables);
+    create = detail::Statement(sql.version_create, dialect, options.tables);
+    cas = detail::Statement(sql.version_cas, dialect, options.tables);
   }
 
   // Opens the lease's transaction. On MySQL/MariaDB at REPEATABLE READ when the session's
@@ -35,7 +36,7 @@ struct OptimisticLock::Impl {
   ConnectionSource& source;
   OptimisticLockOptions options;
   Dialect dialect;
-  std::string read_sql, create_sql, cas_sql;
+  detail::Statement read, create, cas;
   detail::SessionIsolation isolation;
 };
 
@@ -56,9 +57,10 @@ class OptimisticLease final : public detail::LeaseCore {
   ReleaseOutcome do_release() override {
     const auto& i = info();
     if (tx_.broken()) tx_.commit();  // throws the "lost before the release" error
-    const Value params[] = {Value(i.key), Value(i.fencing_token)};
+    const auto& cas = impl_->cas;
     try {
-      Result r = tx_.connection().execute(impl_->cas_sql, params);
+      Result r = tx_.connection().execute(
+          cas.sql(), cas.bind({{"key", Value(i.key)}, {"version", Value(i.fencing_token)}}));
       if (r.affected_rows() != 1) {
         tx_.rollback();
         return ReleaseOutcome::kConflict;
@@ -111,13 +113,13 @@ std::optional<Lease> OptimisticLock::try_acquire(std::string_view key, const Loc
   detail::LeaseInfo info{std::string(key), 0, detail::random_lease_id(),
                          options.owner ? *options.owner : Owner::current_thread(), options.ttl};
   PooledConnection conn = impl_->source.acquire();
-  const Value params[] = {Value(info.key)};
+  const auto params = impl_->read.bind({{"key", Value(info.key)}});  // create takes the same
   for (int attempt = 0;; ++attempt) {
     impl_->begin(*conn);
     try {
       // Read inside the transaction: on InnoDB (REPEATABLE READ) this read also fixes the
       // snapshot the critical section reads from.
-      Result r = conn->execute(impl_->read_sql, params);
+      Result r = conn->execute(impl_->read.sql(), params);
       if (!r.empty()) {
         info.fencing_token = r.int64_at(0, "version");
         return Lease(std::make_shared<OptimisticLease>(impl_, std::move(conn), std::move(info)));
@@ -133,7 +135,7 @@ std::optional<Lease> OptimisticLock::try_acquire(std::string_view key, const Loc
                                          "' keeps disappearing; is something deleting it?");
     }
     try {
-      conn->execute(impl_->create_sql, params);
+      conn->execute(impl_->create.sql(), impl_->create.bind({{"key", Value(info.key)}}));
     } catch (const Error& e) {
       // Idempotent: on Galera two nodes creating the row at once fail certification (1213);
       // the next attempt reads the row the winner created.

@@ -54,16 +54,18 @@ const DialectSql kMySQL = {
     // right and later expressions see earlier assignments, so every assignment below only reads
     // columns assigned after it; expires_at, which decides "free", is assigned last.
     .lock_results_in_rows = false,
-    // params: key, lease_id (this attempt's; a retry reuses it), host, process, thread,
-    // ttl in ms, metadata JSON or NULL. LAST_INSERT_ID() = the fencing token when acquired
-    // (fresh, re-entered or a retry of an attempt that already succeeded), 0 when another
+    // A Statement (sql/statement.hpp): key, lease_id (this attempt's; a retry reuses it), host,
+    // process, thread, ttl_ms, metadata (JSON or NULL). LAST_INSERT_ID() = the fencing token when
+    // acquired (fresh, re-entered or a retry of an attempt that already succeeded), 0 when another
     // owner holds the key.
     .lock_acquire =
         "INSERT INTO {{table:locks}} (lock_key, lease_id, owner_host, owner_process, owner_thread,"
         " hold_count, fencing_token, acquired_at, expires_at, metadata)"
-        " VALUES (?, ?, ?, ?, ?, 1,"
+        " VALUES ({{param:key}}, {{param:lease_id}}, {{param:host}}, {{param:process}},"
+        " {{param:thread}}, 1,"
         " LAST_INSERT_ID(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))),"
-        " UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) + INTERVAL ? * 1000 MICROSECOND, ?)"
+        " UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) + INTERVAL {{param:ttl_ms}} * 1000 MICROSECOND,"
+        " {{param:metadata}})"
         " ON DUPLICATE KEY UPDATE"
         " fencing_token = CASE"
         "   WHEN expires_at <= UTC_TIMESTAMP(6)"
@@ -119,24 +121,26 @@ const DialectSql kMySQL = {
         " AND owner_process = {{param:process}} AND owner_thread = {{param:thread}}"
         " AND fencing_token = {{param:token}} AND lease_id = {{param:release_id}}"
         " AND hold_count > 0 AND expires_at > UTC_TIMESTAMP(6)",
-    // params: ttl in ms, key, host, process, thread, fencing token. One row matched when the
+    // A Statement: ttl_ms, key, host, process, thread, token. One row matched when the
     // lease is still held (CLIENT_FOUND_ROWS: also when expires_at stays as it was). Never moves
     // expires_at earlier: the row is shared by every reentrant hold of the owner, and another of
     // them (acquired or renewed with a longer TTL) relies on the later expiry.
     .lock_renew =
         "UPDATE {{table:locks}} SET expires_at = GREATEST(expires_at,"
-        "   UTC_TIMESTAMP(6) + INTERVAL ? * 1000 MICROSECOND)"
-        " WHERE lock_key = ? AND owner_host = ? AND owner_process = ? AND owner_thread = ?"
-        " AND fencing_token = ? AND hold_count > 0 AND expires_at > UTC_TIMESTAMP(6)",
-    // params: key, claim id, host, process, thread, metadata JSON or NULL. A claim never
+        "   UTC_TIMESTAMP(6) + INTERVAL {{param:ttl_ms}} * 1000 MICROSECOND)"
+        " WHERE lock_key = {{param:key}} AND owner_host = {{param:host}}"
+        " AND owner_process = {{param:process}} AND owner_thread = {{param:thread}}"
+        " AND fencing_token = {{param:token}} AND hold_count > 0 AND expires_at > UTC_TIMESTAMP(6)",
+    // A Statement: key, claim_id, host, process, thread, metadata (JSON or NULL). A claim never
     // expires ('9999-12-31'). LAST_INSERT_ID() = the fencing token when this call (or an earlier
     // attempt with the same claim id) claimed the key, 0 when it is already claimed or held.
     .lock_claim =
         "INSERT INTO {{table:locks}} (lock_key, lease_id, owner_host, owner_process, owner_thread,"
         " hold_count, fencing_token, acquired_at, expires_at, metadata)"
-        " VALUES (?, ?, ?, ?, ?, 1,"
+        " VALUES ({{param:key}}, {{param:claim_id}}, {{param:host}}, {{param:process}},"
+        " {{param:thread}}, 1,"
         " LAST_INSERT_ID(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))),"
-        " UTC_TIMESTAMP(6), '9999-12-31 23:59:59.999999', ?)"
+        " UTC_TIMESTAMP(6), '9999-12-31 23:59:59.999999', {{param:metadata}})"
         " ON DUPLICATE KEY UPDATE"
         " fencing_token = CASE WHEN lease_id = VALUES(lease_id) THEN LAST_INSERT_ID(fencing_token)"
         "   WHEN expires_at <= UTC_TIMESTAMP(6)"
@@ -255,24 +259,26 @@ const DialectSql kMySQL = {
     // Optimistic versions. A version is the database clock in µs, raised past the previous
     // version (GREATEST(previous + 1, clock)): a row deleted and created again starts above every
     // version handed out before, so an old reader's compare-and-set can never match it (no ABA).
-    // params: key. Column "version". A consistent (non-locking) read.
-    .version_read = "SELECT version FROM {{table:versions}} WHERE lock_key = ?",
-    // params: key. Run in autocommit after version_read found no row (INSERT IGNORE on an existing
+    // Statements: key (version_cas also the version read). Column "version". A consistent
+    // (non-locking) read.
+    .version_read = "SELECT version FROM {{table:versions}} WHERE lock_key = {{param:key}}",
+    // Run in autocommit after version_read found no row (INSERT IGNORE on an existing
     // row would wait for a shared lock behind a committer).
     .version_create =
         "INSERT IGNORE INTO {{table:versions}} (lock_key, version, updated_at)"
-        " VALUES (?, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)),"
+        " VALUES ({{param:key}},"
+        " TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)),"
         " UTC_TIMESTAMP(6))",
-    // params: key, the version read. One row matched when it still was that version;
+    // One row matched when it still was that version;
     // LAST_INSERT_ID() = the new version. The UPDATE reads the latest committed row, not the
     // transaction's snapshot, so a version moved on by another commit does not match.
     .version_cas =
         "UPDATE {{table:versions}} SET updated_at = UTC_TIMESTAMP(6),"
         " version = LAST_INSERT_ID(GREATEST(version + 1,"
         " TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))))"
-        " WHERE lock_key = ? AND version = ?",
+        " WHERE lock_key = {{param:key}} AND version = {{param:version}}",
 
-    // params: key prefix, the same prefix again. lock_list for the keys that start with it,
+    // A Statement: prefix. lock_list for the keys that start with it,
     // byte for byte (lock_key is VARBINARY, so LEFT counts bytes); % and _ are plain bytes.
     .lock_list_prefix =
         "SELECT lock_key AS `key`, lease_id, owner_host, owner_process, owner_thread, hold_count,"
@@ -281,16 +287,18 @@ const DialectSql kMySQL = {
         "   DATE_FORMAT(expires_at, '%Y-%m-%dT%H:%i:%s.%fZ')) AS expires_at,"
         " IF(expires_at <= UTC_TIMESTAMP(6), 1, 0) AS expired, CAST(metadata AS CHAR) AS metadata"
         " FROM {{table:locks}}"
-        " WHERE hold_count > 0 AND LEFT(lock_key, LENGTH(CAST(? AS BINARY))) = CAST(? AS BINARY)"
+        " WHERE hold_count > 0 AND LEFT(lock_key, LENGTH(CAST({{param:prefix}} AS BINARY)))"
+        "   = CAST({{param:prefix}} AS BINARY)"
         " ORDER BY lock_key",
-    // params: key, lease_id, fencing token (as an operator read them). An operator's release
+    // A Statement: key, lease_id, token (as an operator read them). An operator's release
     // (`dblock release`): frees the row as the last release does (hold_count 0, expires_at now),
     // but only while it still carries the lease the operator was shown. The fencing token
     // stays, so the next holder's is higher; the old holder's renewals and release then match
     // nothing (the lease is lost). One affected row when it freed the row.
     .lock_operator_release =
         "UPDATE {{table:locks}} SET hold_count = 0, expires_at = UTC_TIMESTAMP(6)"
-        " WHERE lock_key = ? AND lease_id = ? AND fencing_token = ? AND hold_count > 0",
+        " WHERE lock_key = {{param:key}} AND lease_id = {{param:lease_id}}"
+        " AND fencing_token = {{param:token}} AND hold_count > 0",
 };
 
 }  // namespace

@@ -61,8 +61,8 @@ const DialectSql kPostgreSQL = {
     // and for a row recreated after the cleaner deleted it, as long as the server clock does
     // not step back by more than the cleaner's grace period.
     .lock_results_in_rows = true,
-    // $1 key, $2 lease_id (this attempt's; a retry reuses it), $3 host, $4 process, $5 thread,
-    // $6 ttl in ms, $7 metadata JSON or NULL.
+    // A Statement (sql/statement.hpp): key, lease_id (this attempt's; a retry reuses it), host,
+    // process, thread, ttl_ms, metadata (JSON or NULL).
     // Takes a free/expired row, re-enters our own (hold_count + 1, same token), or recognises a
     // retry of an attempt that already succeeded (same lease_id: nothing changes). Returns no
     // row when another owner holds the key. The NOT EXISTS pre-check makes a busy try read-only;
@@ -70,15 +70,17 @@ const DialectSql kPostgreSQL = {
     .lock_acquire =
         "INSERT INTO {{table:locks}} AS l (lock_key, lease_id, owner_host, owner_process,"
         " owner_thread, hold_count, fencing_token, acquired_at, expires_at, metadata)"
-        " SELECT $1::text, $2::text, $3::text, $4::text, $5::text, 1,"
+        " SELECT {{param:key}}::text, {{param:lease_id}}::text, {{param:host}}::text,"
+        " {{param:process}}::text, {{param:thread}}::text, 1,"
         " (extract(epoch FROM statement_timestamp()) * 1000000)::bigint,"
-        " statement_timestamp(), statement_timestamp() + $6::bigint * interval '1 millisecond', "
-        "$7::jsonb"
+        " statement_timestamp(),"
+        " statement_timestamp() + {{param:ttl_ms}}::bigint * interval '1 millisecond',"
+        " {{param:metadata}}::jsonb"
         // A busy try stops here, as a read: no transaction id, no WAL flush, no row lock.
         " WHERE {{relaxed:set_config('synchronous_commit', 'off', true) IS NOT NULL AND}}"
-        " NOT EXISTS (SELECT 1 FROM {{table:locks}} b WHERE b.lock_key = $1"
-        "   AND b.expires_at > statement_timestamp() AND NOT (b.owner_host = $3"
-        "   AND b.owner_process = $4 AND b.owner_thread = $5))"
+        " NOT EXISTS (SELECT 1 FROM {{table:locks}} b WHERE b.lock_key = {{param:key}}"
+        "   AND b.expires_at > statement_timestamp() AND NOT (b.owner_host = {{param:host}}"
+        "   AND b.owner_process = {{param:process}} AND b.owner_thread = {{param:thread}}))"
         " ON CONFLICT (lock_key) DO UPDATE SET"
         " hold_count = CASE WHEN l.expires_at <= statement_timestamp() THEN 1"
         "   WHEN l.lease_id = EXCLUDED.lease_id THEN l.hold_count ELSE l.hold_count + 1 END,"
@@ -135,26 +137,29 @@ const DialectSql kPostgreSQL = {
         " AND hold_count > 0 AND expires_at > statement_timestamp()"
         " RETURNING lock_key)"
         " SELECT pg_notify({{param:channel}}, lock_key)::text AS notified FROM r",
-    // $1 ttl in ms, $2 key, $3 host, $4 process, $5 thread, $6 fencing token (the MySQL order).
-    // One row matched when the lease is still held. Never moves expires_at earlier: the row is
-    // shared by every reentrant hold of the owner, and another of them (acquired or renewed
-    // with a longer TTL) relies on the later expiry.
+    // A Statement: ttl_ms, key, host, process, thread, token. One row matched when the lease is
+    // still held. Never moves expires_at earlier: the row is shared by every reentrant hold of the
+    // owner, and another of them (acquired or renewed with a longer TTL) relies on the later
+    // expiry.
     .lock_renew =
         "UPDATE {{table:locks}}"
         " SET expires_at = GREATEST(expires_at,"
-        "   statement_timestamp() + $1::bigint * interval '1 millisecond')"
+        "   statement_timestamp() + {{param:ttl_ms}}::bigint * interval '1 millisecond')"
         " WHERE {{relaxed:set_config('synchronous_commit', 'off', true) IS NOT NULL AND}}"
-        " lock_key = $2 AND owner_host = $3 AND owner_process = $4 AND owner_thread = $5"
-        " AND fencing_token = $6 AND hold_count > 0 AND expires_at > statement_timestamp()",
-    // $1 key, $2 claim id, $3 host, $4 process, $5 thread, $6 metadata JSON or NULL.
+        " lock_key = {{param:key}} AND owner_host = {{param:host}}"
+        " AND owner_process = {{param:process}} AND owner_thread = {{param:thread}}"
+        " AND fencing_token = {{param:token}} AND hold_count > 0"
+        " AND expires_at > statement_timestamp()",
+    // A Statement: key, claim_id, host, process, thread, metadata (JSON or NULL).
     // A claim never expires. Succeeds for a new or free key, or for a retry with the same claim
     // id; returns no row when the key is already claimed or held.
     .lock_claim =
         "INSERT INTO {{table:locks}} AS l (lock_key, lease_id, owner_host, owner_process,"
         " owner_thread, hold_count, fencing_token, acquired_at, expires_at, metadata)"
-        " VALUES ($1, $2, $3, $4, $5, 1,"
+        " VALUES ({{param:key}}, {{param:claim_id}}, {{param:host}}, {{param:process}},"
+        " {{param:thread}}, 1,"
         " (extract(epoch FROM statement_timestamp()) * 1000000)::bigint,"
-        " statement_timestamp(), 'infinity', $6::jsonb)"
+        " statement_timestamp(), 'infinity', {{param:metadata}}::jsonb)"
         " ON CONFLICT (lock_key) DO UPDATE SET"
         " fencing_token = CASE WHEN l.lease_id = EXCLUDED.lease_id THEN l.fencing_token"
         "   ELSE GREATEST(l.fencing_token + 1, EXCLUDED.fencing_token) END,"
@@ -291,20 +296,19 @@ const DialectSql kPostgreSQL = {
     // Optimistic versions. A version is the database clock in µs, raised past the previous
     // version (GREATEST(previous + 1, clock)): a row deleted and created again starts above every
     // version handed out before, so an old reader's compare-and-set can never match it (no ABA).
-    // $1 key. Column "version".
-    .version_read = "SELECT version FROM {{table:versions}} WHERE lock_key = $1",
-    // $1 key
+    // Statements: key (version_cas also the version read). Column "version".
+    .version_read = "SELECT version FROM {{table:versions}} WHERE lock_key = {{param:key}}",
     .version_create =
         "INSERT INTO {{table:versions}} (lock_key, version, updated_at)"
-        " VALUES ($1, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint,"
+        " VALUES ({{param:key}}, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint,"
         " clock_timestamp()) ON CONFLICT (lock_key) DO NOTHING",
-    // $1 key, $2 the version read. One row ("version": the new one) when it still was $2.
+    // One row ("version": the new one) when it still was the version read.
     .version_cas =
         "UPDATE {{table:versions}} SET updated_at = clock_timestamp(), version = GREATEST("
         "version + 1, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint)"
-        " WHERE lock_key = $1 AND version = $2 RETURNING version",
+        " WHERE lock_key = {{param:key}} AND version = {{param:version}} RETURNING version",
 
-    // $1 key prefix. lock_list for the keys that start with it: left() and = compare it as a
+    // A Statement: prefix. lock_list for the keys that start with it: left() and = compare it as a
     // value, so % and _ in a prefix are plain characters.
     .lock_list_prefix =
         "SELECT lock_key AS key, lease_id, owner_host, owner_process, owner_thread, hold_count,"
@@ -316,9 +320,10 @@ const DialectSql kPostgreSQL = {
         " AS expires_at,"
         " CASE WHEN expires_at <= clock_timestamp() THEN 1 ELSE 0 END AS expired,"
         " metadata::text AS metadata"
-        " FROM {{table:locks}} WHERE hold_count > 0 AND left(lock_key, length($1)) = $1"
+        " FROM {{table:locks}} WHERE hold_count > 0"
+        " AND left(lock_key, length({{param:prefix}})) = {{param:prefix}}"
         " ORDER BY lock_key",
-    // $1 key, $2 lease_id, $3 fencing token (as an operator read them), $4 notification channel.
+    // A Statement: key, lease_id, token (as an operator read them), channel (for NOTIFY).
     // An operator's release (`dblock release`): frees the row as the last release does
     // (hold_count 0, expires_at now) and NOTIFYs waiters, but only while it still carries the
     // lease the operator was shown. The fencing token stays, so the next holder's is higher;
@@ -326,9 +331,10 @@ const DialectSql kPostgreSQL = {
     // column "notified", when it freed the row; no row when the lease had changed meanwhile.
     .lock_operator_release =
         "WITH r AS (UPDATE {{table:locks}} SET hold_count = 0, expires_at = statement_timestamp()"
-        " WHERE lock_key = $1 AND lease_id = $2 AND fencing_token = $3 AND hold_count > 0"
+        " WHERE lock_key = {{param:key}} AND lease_id = {{param:lease_id}}"
+        " AND fencing_token = {{param:token}} AND hold_count > 0"
         " RETURNING lock_key)"
-        " SELECT pg_notify($4, lock_key)::text AS notified FROM r",
+        " SELECT pg_notify({{param:channel}}, lock_key)::text AS notified FROM r",
 };
 
 }  // namespace

@@ -87,14 +87,14 @@ struct UniqueKeyLock::Impl : std::enable_shared_from_this<UniqueKeyLock::Impl> {
       : source(src), options(std::move(opts)), dialect(src.dialect()) {
     const auto& sql = detail::dialect_sql(dialect);
     const bool relaxed = options.relaxed_durability;
-    acquire_sql = detail::render_sql(sql.lock_acquire, dialect, options.tables, relaxed);
+    acquire_statement = detail::Statement(sql.lock_acquire, dialect, options.tables, relaxed);
     release_statement = detail::Statement(sql.lock_release, dialect, options.tables, relaxed);
     release_rest_statement =
         detail::Statement(sql.lock_release_rest, dialect, options.tables, relaxed);
     holds_scope =
         std::string(to_string(dialect)) + '\n' + options.tables.qualified(dialect, "locks") + '\n';
-    renew_sql = detail::render_sql(sql.lock_renew, dialect, options.tables, relaxed);
-    claim_sql = detail::render_sql(sql.lock_claim, dialect, options.tables);
+    renew_statement = detail::Statement(sql.lock_renew, dialect, options.tables, relaxed);
+    claim_statement = detail::Statement(sql.lock_claim, dialect, options.tables);
     rows = sql.lock_results_in_rows;
     channel = options.tables.name("locks");
   }
@@ -214,8 +214,9 @@ struct UniqueKeyLock::Impl : std::enable_shared_from_this<UniqueKeyLock::Impl> {
   // while the server cannot be reached.
   void finish_pending_release(const std::string& key, const Owner& owner);
 
-  std::string acquire_sql, renew_sql, claim_sql, channel;
-  detail::Statement release_statement, release_rest_statement;
+  std::string channel;
+  detail::Statement acquire_statement, release_statement, release_rest_statement, renew_statement,
+      claim_statement;
   std::string holds_scope;
   bool rows = true;
   std::once_flag listener_once;
@@ -320,13 +321,14 @@ class UniqueKeyLease final : public detail::LeaseCore {
 
   bool do_renew(std::chrono::milliseconds ttl) override {
     const auto& i = info();
-    std::vector<Value> params{Value(static_cast<std::int64_t>(ttl.count())),
-                              Value(i.key),
-                              Value(i.owner.host),
-                              Value(i.owner.process),
-                              Value(i.owner.thread),
-                              Value(i.fencing_token)};
-    auto r = impl_->run(impl_->renew_sql, params, true, this);  // renewing twice is harmless
+    const auto& renew = impl_->renew_statement;
+    auto params = renew.bind({{"ttl_ms", Value(static_cast<std::int64_t>(ttl.count()))},
+                              {"key", Value(i.key)},
+                              {"host", Value(i.owner.host)},
+                              {"process", Value(i.owner.process)},
+                              {"thread", Value(i.owner.thread)},
+                              {"token", Value(i.fencing_token)}});
+    auto r = impl_->run(renew.sql(), params, true, this);  // renewing twice is harmless
     if (!r) throw Error(ErrorCode::kLockWaitTimeout, "renew of '" + i.key + "' kept contending");
     return r->affected_rows() == 1;
   }
@@ -348,15 +350,16 @@ std::optional<Lease> UniqueKeyLock::try_acquire(std::string_view key, const Lock
   detail::LeaseInfo info{std::string(key), 0, detail::random_lease_id(),
                          options.owner ? *options.owner : Owner::current_thread(), options.ttl};
   impl_->finish_pending_release(info.key, info.owner);
-  std::vector<Value> params{Value(info.key),
-                            Value(info.lease_id),
-                            Value(info.owner.host),
-                            Value(info.owner.process),
-                            Value(info.owner.thread),
-                            Value(static_cast<std::int64_t>(options.ttl.count())),
-                            json_param(options.metadata)};
-  const auto sent = detail::BootClock::now();             // the lease runs from here at the latest
-  auto r = impl_->run(impl_->acquire_sql, params, true);  // a retry reuses the lease id
+  const auto& acquire = impl_->acquire_statement;
+  auto params = acquire.bind({{"key", Value(info.key)},
+                              {"lease_id", Value(info.lease_id)},
+                              {"host", Value(info.owner.host)},
+                              {"process", Value(info.owner.process)},
+                              {"thread", Value(info.owner.thread)},
+                              {"ttl_ms", Value(static_cast<std::int64_t>(options.ttl.count()))},
+                              {"metadata", json_param(options.metadata)}});
+  const auto sent = detail::BootClock::now();        // the lease runs from here at the latest
+  auto r = impl_->run(acquire.sql(), params, true);  // a retry reuses the lease id
   if (!r) return std::nullopt;
   auto token = impl_->token_from(*r);
   if (!token) return std::nullopt;
@@ -404,10 +407,14 @@ std::optional<Claim> UniqueKeyLock::claim(std::string_view key, const ClaimOptio
   // Tagged so that no lease owner ever equals a claim's owner: a claim is never re-entered,
   // renewed or released by a lease of the same thread.
   owner.thread = "claim:" + owner.thread;
-  std::vector<Value> params{Value(claim.key),    Value(claim.claim_id),
-                            Value(owner.host),   Value(owner.process),
-                            Value(owner.thread), json_param(options.metadata)};
-  auto r = impl_->run(impl_->claim_sql, params, true);  // a retry reuses the claim id
+  const auto& statement = impl_->claim_statement;
+  auto params = statement.bind({{"key", Value(claim.key)},
+                                {"claim_id", Value(claim.claim_id)},
+                                {"host", Value(owner.host)},
+                                {"process", Value(owner.process)},
+                                {"thread", Value(owner.thread)},
+                                {"metadata", json_param(options.metadata)}});
+  auto r = impl_->run(statement.sql(), params, true);  // a retry reuses the claim id
   if (!r) return std::nullopt;
   auto token = impl_->token_from(*r);
   if (!token) return std::nullopt;
