@@ -75,7 +75,8 @@ ErrorCode code_from_mysql_errno(unsigned int e) noexcept {
 
 namespace {
 
-std::string one_line(std::string_view text) {
+// Runs of whitespace (newlines included) as one space, none at the ends.
+std::string collapse_whitespace(std::string_view text) {
   std::string out;
   out.reserve(text.size());
   bool space = false;
@@ -115,7 +116,7 @@ Error driver_error(ErrorCode code, std::string_view where, std::string_view mess
                    std::string_view secret, std::string sqlstate, int server_errno) {
   std::string text(where);
   text += ": ";
-  text += one_line(scrub(message, secret));
+  text += collapse_whitespace(scrub(message, secret));
   if (!sqlstate.empty() || server_errno != 0) {
     text += " (";
     if (!sqlstate.empty()) text += "SQLSTATE " + sqlstate;

@@ -32,9 +32,6 @@ void append_quoted_option(std::string& out, std::string_view key, std::string_vi
 // True for a connection-string keyword: one or more of a-z, 0-9 and '_'.
 bool is_option_keyword(std::string_view key) noexcept;
 
-// `text` with every byte outside A-Z a-z 0-9 - . _ ~ written as %XX (RFC 3986).
-std::string percent_encode(std::string_view text);
-
 // Marks a connection's socket close-on-exec, so programs the service starts (`dblock run`'s
 // command, for one) do not inherit the database session. No-op for fd < 0.
 void set_close_on_exec(int fd) noexcept;

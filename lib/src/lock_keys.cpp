@@ -3,7 +3,7 @@
 #include <random>
 
 #include "dblock/error.hpp"
-#include "dblock/unique_key_lock.hpp"
+#include "dblock/lock.hpp"
 
 namespace dblock {
 

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "dblock/migrator.hpp"
+#include "dblock/migration.hpp"
 
 namespace dblock::detail {
 

@@ -8,6 +8,7 @@
 
 #include "dblock/error.hpp"
 #include "driver_support.hpp"
+#include "url_encoding.hpp"
 
 namespace dblock {
 
@@ -45,7 +46,7 @@ std::string redact_raw(std::string_view url) {
 }
 
 // Control characters shown as \xNN, so a message stays one line.
-std::string one_line(std::string_view text) {
+std::string escape_controls(std::string_view text) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
   for (char ch : text) {
@@ -63,8 +64,8 @@ std::string one_line(std::string_view text) {
 
 [[noreturn]] void fail(std::string_view url, std::string_view what) {
   throw Error(ErrorCode::kInvalidArgument,
-              one_line("invalid database URL '" + redact_raw(url) + "': " + std::string(what) +
-                       "; " + std::string(kExpected)));
+              escape_controls("invalid database URL '" + redact_raw(url) +
+                              "': " + std::string(what) + "; " + std::string(kExpected)));
 }
 
 int hex_value(char c) {

@@ -221,4 +221,8 @@ auto with_lock(Lock& lock, std::string_view key, std::chrono::milliseconds timeo
   }
 }
 
+// Throws Error(kInvalidArgument) unless `key` is 1 to 255 characters of valid UTF-8 without NUL:
+// the keys every strategy accepts.
+void validate_lock_key(std::string_view key);
+
 }  // namespace dblock

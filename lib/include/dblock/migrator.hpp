@@ -17,27 +17,10 @@
 #include <vector>
 
 #include "dblock/connection.hpp"
+#include "dblock/migration.hpp"
 #include "dblock/table_names.hpp"
 
 namespace dblock {
-
-struct Migration {
-  int version = 0;   // from the file name's number: 0001_create_locks.sql -> 1
-  std::string name;  // create_locks
-  std::string sql;   // the script; {{table:x}} and {{name:x}} stand for prefixed, quoted names
-
-  // "0001_create_locks"
-  std::string id() const;
-  // SHA-256 of `sql`, hex. Independent of the table prefix and schema.
-  std::string checksum() const;
-};
-
-// The migrations compiled into the library for a dialect, in version order.
-std::vector<Migration> builtin_migrations(Dialect dialect);
-
-// Reads NNNN_name.sql files from a directory, in version order. Throws Error(kInvalidArgument)
-// for a missing directory, a badly named file or a duplicated version.
-std::vector<Migration> load_migrations(const std::string& directory);
 
 struct MigrationState {
   enum class Status {

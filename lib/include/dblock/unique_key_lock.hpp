@@ -101,7 +101,4 @@ class UniqueKeyLock final : public Lock {
   std::shared_ptr<Impl> impl_;
 };
 
-// Throws Error(kInvalidArgument) unless `key` is 1 to 255 characters of valid UTF-8 without NUL.
-void validate_lock_key(std::string_view key);
-
 }  // namespace dblock

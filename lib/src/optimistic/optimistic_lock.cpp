@@ -1,7 +1,6 @@
 #include "dblock/optimistic_lock.hpp"
 
 #include "dblock/error.hpp"
-#include "dblock/unique_key_lock.hpp"
 #include "isolation.hpp"
 #include "lease_core.hpp"
 #include "lock_keys.hpp"

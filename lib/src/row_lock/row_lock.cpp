@@ -10,7 +10,6 @@
 
 #include "caller_tables.hpp"
 #include "dblock/error.hpp"
-#include "dblock/unique_key_lock.hpp"
 #include "galera.hpp"
 #include "isolation.hpp"
 #include "lease_core.hpp"

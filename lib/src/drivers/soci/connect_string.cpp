@@ -7,6 +7,7 @@
 
 #include "driver_support.hpp"
 #include "drivers/soci/errors.hpp"
+#include "url_encoding.hpp"
 
 namespace dblock::soci_driver {
 // A libpq connection URI carrying every setting as a percent-encoded query parameter

@@ -1,9 +1,10 @@
+#include "dblock/lock.hpp"
+
 #include <sys/socket.h>
 
 #include <thread>
 
 #include "dblock/error.hpp"
-#include "dblock/lock.hpp"
 #include "lease_core.hpp"
 #include "lock_keys.hpp"
 #include "renewer.hpp"

@@ -1,5 +1,6 @@
-#include "dblock/error.hpp"
 #include "dblock/table_names.hpp"
+
+#include "dblock/error.hpp"
 
 namespace dblock {
 

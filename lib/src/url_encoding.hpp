@@ -1,0 +1,14 @@
+// Encoding for database URLs and the connection strings built from them (url.cpp). Internal.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace dblock::detail {
+
+// `text` with every byte outside A-Z a-z 0-9 - . _ ~ written as %XX (RFC 3986).
+std::string percent_encode(std::string_view text);
+
+}  // namespace dblock::detail
