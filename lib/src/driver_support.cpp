@@ -49,6 +49,7 @@ ErrorCode code_from_mysql_errno(unsigned int e) noexcept {
     case 1045:  // ER_ACCESS_DENIED_ERROR
     case 1044:  // ER_DBACCESS_DENIED_ERROR
     case 1142:  // ER_TABLEACCESS_DENIED_ERROR
+    case 1143:  // ER_COLUMNACCESS_DENIED_ERROR
     case 1227:  // ER_SPECIFIC_ACCESS_DENIED_ERROR
       return ErrorCode::kAccessDenied;
     case 2002:  // CR_CONNECTION_ERROR

@@ -213,5 +213,26 @@ TEST_F(GaleraMigrator, ConcurrentMigrateUpOnTwoNodesBothSucceed) {
           std::to_string(failures) + " runs failed");
 }
 
+class GaleraDoctor : public HaTest {};
+
+// `dblock doctor` on each node: a Galera cluster of three nodes in the primary component, and
+// no guarantee that fails.
+TEST_F(GaleraDoctor, EveryNodeIsAPrimaryComponentMemberOfThreeNodes) {
+  const auto urls = galera_urls();
+  {
+    auto conn = open_connection(DatabaseUrl::parse(urls[0]));
+    Migrator(*conn, tables_).up();
+  }
+  for (const auto& url : urls) {
+    auto conn = open_connection(DatabaseUrl::parse(url));
+    for (const Finding& f : check_deployment(*conn, tables_)) {
+      EXPECT_NE(f.status, Finding::Status::kFailure) << f.check << ": " << f.message;
+      if (f.check == "replication") {
+        EXPECT_NE(f.message.find("a Galera cluster of 3 nodes"), std::string::npos) << f.message;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace dblock::testing

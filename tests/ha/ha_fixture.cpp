@@ -72,6 +72,15 @@ void HaTest::figures(const std::string& line) {
   std::fflush(stdout);
 }
 
+Finding doctor_finding(const std::string& url, const TableNames& tables, const std::string& check) {
+  auto conn = open_connection(DatabaseUrl::parse(url));
+  for (auto& f : check_deployment(*conn, tables)) {
+    if (f.check == check) return f;
+  }
+  ADD_FAILURE() << "dblock doctor gave no finding '" << check << "'";
+  return {};
+}
+
 LockRow read_lock_row(const std::string& url, const TableNames& tables, const std::string& key) {
   const DatabaseUrl parsed = DatabaseUrl::parse(url);
   auto conn = open_connection(parsed);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cluster_script.hpp"
+#include "dblock/doctor.hpp"
 #include "dblock/table_names.hpp"
 
 namespace dblock::testing {
@@ -46,5 +47,8 @@ struct LockRow {
 LockRow read_lock_row(const std::string& url, const TableNames& tables, const std::string& key);
 // The resource counter (row 1's token) on the node at `url`.
 std::int64_t read_counter(const std::string& url, const TableNames& tables);
+
+// The finding `check` of `dblock doctor` (check_deployment) on the node at `url`.
+Finding doctor_finding(const std::string& url, const TableNames& tables, const std::string& check);
 
 }  // namespace dblock::testing

@@ -89,6 +89,16 @@ class PostgresFailover : public HaTest {
 
 TEST_F(PostgresFailover, SynchronousStandbyKeepsEveryAcknowledgedLock) {
   start(/*synchronous=*/true);
+  // `dblock doctor` sees the synchronous standby, and refuses the standby as a lock server.
+  const Finding replication =
+      doctor_finding(cluster_->env("DBLOCK_HA_PG_URL1"), tables_, "replication");
+  EXPECT_EQ(replication.status, Finding::Status::kOk) << replication.message;
+  EXPECT_NE(replication.message.find("1 standby(s) streaming, 1 synchronous"), std::string::npos)
+      << replication.message;
+  const Finding standby = doctor_finding(cluster_->env("DBLOCK_HA_PG_URL2"), tables_, "writable");
+  EXPECT_EQ(standby.status, Finding::Status::kFailure) << standby.message;
+  EXPECT_NE(standby.advice.find("target_session_attrs=read-write"), std::string::npos)
+      << standby.advice;
   const int seconds = ha_seconds(10);
   std::unique_ptr<RecordedHolder> held, released;
   std::int64_t released_token = 0;
@@ -144,6 +154,12 @@ TEST_F(PostgresFailover, SynchronousStandbyKeepsEveryAcknowledgedLock) {
 // back (the key is held again).
 TEST_F(PostgresFailover, AsynchronousStandbyLosesAcknowledgedLocks) {
   start(/*synchronous=*/false);
+  // `dblock doctor` says so before the loss.
+  const Finding replication =
+      doctor_finding(cluster_->env("DBLOCK_HA_PG_URL1"), tables_, "replication");
+  EXPECT_EQ(replication.status, Finding::Status::kFailure) << replication.message;
+  EXPECT_NE(replication.message.find("1 standby(s) streaming, 0 synchronous"), std::string::npos)
+      << replication.message;
   const int seconds = ha_seconds(10);
   auto released = probe("probe-a", "probe-released");
   ASSERT_TRUE(released->acquire(5s));

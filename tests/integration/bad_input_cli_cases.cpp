@@ -69,6 +69,9 @@ std::vector<BadInputCase> cli_cases() {
       usage("CliPrefixWithSql", {"locks", "--prefix", "x\"; DROP TABLE y; --"},
             "invalid table prefix", false),
       usage("CliSchemaWithQuote", {"migrate", "up", "--schema", "app'; --"}, "invalid schema name"),
+      usage("CliDoctorPrefixWithSql", {"doctor", "--prefix", "x'; DROP TABLE y; --"},
+            "invalid table prefix", false),
+      usage("CliDoctorUnknownFlag", {"doctor", "--fix"}, "--fix (see `dblock doctor --help`)"),
   };
 }
 

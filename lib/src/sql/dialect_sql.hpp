@@ -86,6 +86,20 @@ struct DialectSql {
   // Operators (`dblock locks --key-prefix`, `dblock release`; see the .cpp for parameters).
   std::string_view lock_list_prefix;       // lock_list, only keys starting with a prefix
   std::string_view lock_operator_release;  // frees a row still carrying the lease and token read
+
+  // `dblock doctor` (doctor.cpp; see the .cpp for each statement's columns). Reads only.
+  std::string_view doctor_server;
+  std::string_view doctor_writable;
+  std::string_view doctor_replication;
+  std::string_view doctor_time_zone;
+  std::string_view doctor_clock;
+  // Privilege probes of {{target}} (a quoted table) and its {{column}}: they touch no row, yet
+  // the server checks the privilege as for any other statement.
+  std::string_view doctor_probe_select;
+  std::string_view doctor_probe_insert;
+  std::string_view doctor_probe_update;
+  std::string_view doctor_probe_delete;
+  std::string_view doctor_sequence_usage;  // PostgreSQL only (empty elsewhere)
 };
 
 const DialectSql& dialect_sql(Dialect dialect);

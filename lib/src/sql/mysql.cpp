@@ -299,6 +299,30 @@ const DialectSql kMySQL = {
         "UPDATE {{table:locks}} SET hold_count = 0, expires_at = UTC_TIMESTAMP(6)"
         " WHERE lock_key = {{param:key}} AND lease_id = {{param:lease_id}}"
         " AND fencing_token = {{param:token}} AND hold_count > 0",
+
+    // `dblock doctor`. Columns "version" and "flavour".
+    .doctor_server =
+        "SELECT VERSION() AS version,"
+        " IF(VERSION() LIKE '%MariaDB%', 'MariaDB', 'MySQL') AS flavour",
+    // Column "state": empty on a writable server, else "read_only" (a replica, usually).
+    .doctor_writable = "SELECT IF(@@global.read_only, 'read_only', '') AS state",
+    // Rows of Variable_name, Value: a Galera node's cluster state, the replicas connected
+    // (MariaDB only), and whether semi-synchronous replication is on (source side; MySQL 8.0.26
+    // renamed the variable). Names absent from this server give no row.
+    .doctor_replication =
+        "SHOW GLOBAL STATUS WHERE Variable_name IN ('wsrep_cluster_size', 'wsrep_cluster_status',"
+        " 'wsrep_ready', 'Slaves_connected', 'Rpl_semi_sync_master_status',"
+        " 'Rpl_semi_sync_source_status')",
+    .doctor_time_zone =
+        "SELECT IF(@@time_zone = 'SYSTEM', CONCAT('SYSTEM (', @@system_time_zone, ')'),"
+        " @@time_zone) AS zone",
+    .doctor_clock =
+        "SELECT TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AS us",
+    .doctor_probe_select = "SELECT {{column}} FROM {{target}} WHERE 1 = 0",
+    .doctor_probe_insert = "INSERT INTO {{target}} SELECT * FROM {{target}} WHERE 1 = 0",
+    .doctor_probe_update = "UPDATE {{target}} SET {{column}} = {{column}} WHERE 1 = 0",
+    .doctor_probe_delete = "DELETE FROM {{target}} WHERE 1 = 0",
+    .doctor_sequence_usage = "",
 };
 
 }  // namespace

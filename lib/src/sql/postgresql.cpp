@@ -335,6 +335,33 @@ const DialectSql kPostgreSQL = {
         " AND fencing_token = {{param:token}} AND hold_count > 0"
         " RETURNING lock_key)"
         " SELECT pg_notify({{param:channel}}, lock_key)::text AS notified FROM r",
+
+    // `dblock doctor`. Columns "version" and "flavour".
+    .doctor_server = "SELECT current_setting('server_version') AS version, 'PostgreSQL' AS flavour",
+    // Column "state": empty on a writable primary, else "standby" or "read_only".
+    .doctor_writable =
+        "SELECT CASE WHEN pg_is_in_recovery() THEN 'standby'"
+        " WHEN current_setting('default_transaction_read_only') = 'on' THEN 'read_only'"
+        " ELSE '' END AS state",
+    // One row: the session's synchronous_commit, synchronous_standby_names, and the standbys
+    // streaming from this server: all of them, the synchronous ones (sync or quorum), and those
+    // whose state this role may not see (it needs pg_read_all_stats).
+    .doctor_replication =
+        "SELECT current_setting('synchronous_commit') AS synchronous_commit,"
+        " current_setting('synchronous_standby_names') AS standby_names,"
+        " (SELECT count(*) FROM pg_stat_replication) AS standbys,"
+        " (SELECT count(*) FROM pg_stat_replication WHERE sync_state IN ('sync', 'quorum'))"
+        "   AS synchronous,"
+        " (SELECT count(*) FROM pg_stat_replication WHERE sync_state IS NULL) AS hidden",
+    .doctor_time_zone = "SELECT current_setting('TimeZone') AS zone",
+    .doctor_clock = "SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint AS us",
+    .doctor_probe_select = "SELECT {{column}} FROM {{target}} WHERE 1 = 0",
+    .doctor_probe_insert = "INSERT INTO {{target}} SELECT * FROM {{target}} WHERE 1 = 0",
+    .doctor_probe_update = "UPDATE {{target}} SET {{column}} = {{column}} WHERE 1 = 0",
+    .doctor_probe_delete = "DELETE FROM {{target}} WHERE 1 = 0",
+    // Column "ok": 1 when this role may take row-lock tokens from the sequence (nextval).
+    .doctor_sequence_usage =
+        "SELECT has_sequence_privilege('{{table:row_lock_tokens}}', 'USAGE')::int AS ok",
 };
 
 }  // namespace

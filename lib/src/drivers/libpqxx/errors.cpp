@@ -58,6 +58,10 @@ Error statement_error(const std::exception& e, bool still_open, std::string_view
   ErrorCode code = ErrorCode::kOther;
   if (const auto* sql = dynamic_cast<const pqxx::sql_error*>(&e)) {
     sqlstate = sql->sqlstate();
+    // libpqxx 6 throws insufficient_privilege without its SQLSTATE; the class names it.
+    if (sqlstate.empty() && dynamic_cast<const pqxx::insufficient_privilege*>(&e) != nullptr) {
+      sqlstate = "42501";
+    }
     if (!sqlstate.empty()) code = detail::code_from_sqlstate(sqlstate);
   } else if (dynamic_cast<const pqxx::deadlock_detected*>(&e) != nullptr) {
     // libpqxx 6 derives the transaction_rollback family from failure, not sql_error, so these

@@ -1,0 +1,63 @@
+#include "doctor_command.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "common.hpp"
+#include "dblock/doctor.hpp"
+
+namespace dblock::cli {
+
+namespace {
+
+struct DoctorOptions {
+  DatabaseOptions db;
+  bool json = false;
+};
+
+int doctor(const DoctorOptions& opts) {
+  auto conn = opts.db.connect();
+  const std::vector<Finding> findings = check_deployment(*conn, opts.db.table_names());
+  const bool failed = std::any_of(findings.begin(), findings.end(), [](const Finding& f) {
+    return f.status == Finding::Status::kFailure;
+  });
+  if (opts.json) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& f : findings) {
+      out.push_back({{"check", f.check},
+                     {"status", to_string(f.status)},
+                     {"message", f.message},
+                     {"advice", f.advice}});
+    }
+    std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  } else {
+    for (const auto& f : findings) {
+      std::string line = std::string(to_string(f.status)) + " " + f.check + ": " + f.message;
+      if (!f.advice.empty()) line += "; to fix: " + f.advice;
+      std::printf("%s\n", line.c_str());
+    }
+  }
+  return failed ? kExitFailure : kExitOk;
+}
+
+}  // namespace
+
+void add_doctor_command(CLI::App& app, int* exit_code) {
+  auto opts = std::make_shared<DoctorOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "doctor",
+      "Check which of dblock's guarantees hold on this database: server and version, a writable "
+      "primary, replication (synchronous standbys, Galera), isolation, time zone, clock, "
+      "migrations, privileges. One line per check (ok, warning or failure, and what to change); "
+      "exit 1 when a guarantee does not hold");
+  opts->db.add_to(*sub);
+  sub->add_flag("--json", opts->json,
+                "Print a JSON array of objects: check, status (ok, warning, failure), message, "
+                "advice");
+  sub->callback([opts, exit_code] { *exit_code = run_guarded([&] { return doctor(*opts); }); });
+}
+
+}  // namespace dblock::cli

@@ -1,0 +1,408 @@
+#include "dblock/doctor.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <optional>
+
+#include "dblock/error.hpp"
+#include "dblock/migrator.hpp"
+#include "galera.hpp"
+#include "sql/dialect_sql.hpp"
+
+namespace dblock {
+
+namespace {
+
+using Status = Finding::Status;
+
+// The oldest versions the suites run against (README, "Versions tested").
+constexpr int kTestedPostgreSQL = 12;
+constexpr int kTestedMariaDBMajor = 10, kTestedMariaDBMinor = 11;
+
+// "15.8 (Debian 15.8-0+deb12u1)" / "10.11.6-MariaDB-0+deb12u1" -> {15, 8} / {10, 11}.
+std::pair<int, int> major_minor(const std::string& version) {
+  int major = 0, minor = 0;
+  std::sscanf(version.c_str(), "%d.%d", &major, &minor);  // NOLINT: what is not read stays 0
+  return {major, minor};
+}
+
+std::string text(const Result& r, std::string_view column) {
+  return r.empty() ? std::string() : r.at(0, column).value_or("");
+}
+
+class Doctor {
+ public:
+  Doctor(Connection& conn, const TableNames& tables)
+      : conn_(conn),
+        tables_(tables),
+        dialect_(conn.dialect()),
+        sql_(detail::dialect_sql(dialect_)) {}
+
+  std::vector<Finding> run() {
+    server();
+    const bool writable = check_writable();
+    if (writable) {
+      replication();
+    } else {
+      add("replication", Status::kWarning,
+          "not checked: it is judged on the primary (a standby or replica streams nothing)", "");
+    }
+    isolation();
+    time_zone();
+    clock();
+    const bool migrated = migrations();
+    if (writable && migrated) {
+      privileges();
+    } else {
+      add("privileges", Status::kWarning,
+          "not checked: " + std::string(!writable ? "the server is not writable"
+                                                  : "dblock's tables are not all there"),
+          "");
+    }
+    return std::move(findings_);
+  }
+
+ private:
+  void add(std::string check, Status status, std::string message, std::string advice) {
+    findings_.push_back({std::move(check), status, std::move(message), std::move(advice)});
+  }
+
+  void server() {
+    const Result r = conn_.execute(sql_.doctor_server);
+    const std::string version = text(r, "version");
+    const std::string flavour = text(r, "flavour");
+    const auto [major, minor] = major_minor(version);
+    std::string message = flavour + " " + version;
+    if (flavour == "PostgreSQL") {
+      if (major >= kTestedPostgreSQL) {
+        add("server", Status::kOk, message + " (tested: 12 to 18)", "");
+      } else {
+        add("server", Status::kWarning, message + ": older than any version tested (12 to 18)",
+            "upgrade to PostgreSQL 12 or later");
+      }
+    } else if (flavour == "MariaDB") {
+      if (major > kTestedMariaDBMajor ||
+          (major == kTestedMariaDBMajor && minor >= kTestedMariaDBMinor)) {
+        add("server", Status::kOk, message + " (tested: 10.11)", "");
+      } else {
+        add("server", Status::kWarning, message + ": older than the version tested (10.11)",
+            "upgrade to MariaDB 10.11 or later");
+      }
+    } else {
+      add("server", Status::kWarning,
+          message + ": MySQL's statements are checked by reading only, not tested here",
+          "MariaDB 10.11 or PostgreSQL 12 and later are the tested servers");
+    }
+  }
+
+  bool check_writable() {
+    const std::string state = text(conn_.execute(sql_.doctor_writable), "state");
+    if (state.empty()) {
+      add("writable", Status::kOk, "a writable primary", "");
+      return true;
+    }
+    if (state == "standby") {
+      add("writable", Status::kFailure,
+          "this server is a standby (in recovery): lock statements are writes and fail here",
+          "point dblock at the primary; with several hosts in one URL add "
+          "target_session_attrs=read-write");
+    } else {
+      add("writable", Status::kFailure,
+          "this server (or session) is read-only: lock statements are writes and fail here",
+          dialect_ == Dialect::kPostgreSQL
+              ? "point dblock at the primary, or turn default_transaction_read_only off for its "
+                "user"
+              : "point dblock at the primary (read_only is ON, as on a replica)");
+    }
+    return false;
+  }
+
+  void replication() {
+    if (dialect_ == Dialect::kPostgreSQL) {
+      postgresql_replication();
+    } else {
+      mysql_replication();
+    }
+  }
+
+  void postgresql_replication() {
+    const Result r = conn_.execute(sql_.doctor_replication);
+    const std::string commit = text(r, "synchronous_commit");
+    const std::string names = text(r, "standby_names");
+    const std::int64_t standbys = r.int64_at(0, "standbys");
+    const std::int64_t synchronous = r.int64_at(0, "synchronous");
+    const std::int64_t hidden = r.int64_at(0, "hidden");
+    const std::string counted = std::to_string(standbys) + " standby(s) streaming, " +
+                                std::to_string(synchronous) + " synchronous";
+    if (names.empty()) {
+      if (standbys == 0) {
+        add("replication", Status::kOk,
+            "a single server: no standby streams from it and none is required (a lock write "
+            "stays once committed, as long as the server's disk does)",
+            "");
+      } else {
+        add("replication", Status::kFailure,
+            counted +
+                ", synchronous_standby_names empty: promoting an asynchronous standby loses "
+                "acknowledged lock writes (two holders of a key, a fencing token handed out twice)",
+            "list the standby in synchronous_standby_names (synchronous_commit on or "
+            "remote_apply), or never fail over to an asynchronous standby");
+      }
+      return;
+    }
+    if (commit == "off" || commit == "local") {
+      add("replication", Status::kFailure,
+          "synchronous_commit = " + commit +
+              ": commits do not wait for the synchronous standby, so a failover can lose "
+              "acknowledged lock writes",
+          "set synchronous_commit = on (or remote_apply) for dblock's user: ALTER ROLE ... SET "
+          "synchronous_commit = on");
+      return;
+    }
+    if (hidden > 0 && synchronous == 0) {
+      add("replication", Status::kWarning,
+          std::to_string(standbys) +
+              " standby(s) streaming whose state this role may not see; synchronous_standby_names "
+              "= '" +
+              names + "'",
+          "run the doctor as a role with pg_read_all_stats to check that a standby is "
+          "synchronous");
+      return;
+    }
+    if (synchronous == 0) {
+      add("replication", Status::kWarning,
+          "synchronous_standby_names = '" + names + "' but no synchronous standby is connected (" +
+              counted + "): every commit, so every acquire and release, waits until one is",
+          "start the standby, or fix synchronous_standby_names to name it");
+      return;
+    }
+    if (commit == "remote_write") {
+      add("replication", Status::kWarning,
+          counted +
+              ", synchronous_commit = remote_write: a commit is acknowledged before the "
+              "standby flushed it, so a crash of both at once can lose it",
+          "set synchronous_commit = on (or remote_apply)");
+      return;
+    }
+    add("replication", Status::kOk,
+        counted + ", synchronous_commit = " + commit +
+            ": a failover to a synchronous standby keeps every acknowledged lock write (a commit "
+            "whose standby wait is cancelled is reported as kCommitInDoubt)",
+        "");
+  }
+
+  void mysql_replication() {
+    std::map<std::string, std::string> status;
+    const Result r = conn_.execute(sql_.doctor_replication);
+    for (std::size_t i = 0; i < r.size(); ++i) {
+      status[r.at(i, "Variable_name").value_or("")] = r.at(i, "Value").value_or("");
+    }
+    if (detail::galera_node(conn_)) {
+      const std::string size = status["wsrep_cluster_size"];
+      if (status["wsrep_cluster_status"] != "Primary" || status["wsrep_ready"] != "ON") {
+        add("replication", Status::kFailure,
+            "a Galera node outside the primary component (wsrep_cluster_status = " +
+                status["wsrep_cluster_status"] + ", wsrep_ready = " + status["wsrep_ready"] +
+                "): it refuses writes",
+            "point dblock at a node of the primary component, or bring this one back into it");
+        return;
+      }
+      add("replication", Status::kOk,
+          "a Galera cluster of " + size +
+              " nodes: unique-key and optimistic locks hold across nodes; row locks only on the "
+              "node that took them (RowLock refuses Galera unless galera_single_writer is set); "
+              "tokens come from the node clocks, so keep them in sync (NTP)",
+          "");
+      return;
+    }
+    const bool semisync = status["Rpl_semi_sync_master_status"] == "ON" ||
+                          status["Rpl_semi_sync_source_status"] == "ON";
+    const auto replicas = status.find("Slaves_connected");
+    if (semisync) {
+      add("replication", Status::kOk,
+          "semi-synchronous replication is on: a commit is acknowledged once a replica has it "
+          "(unless it falls back to asynchronous after rpl_semi_sync_master_timeout)",
+          "");
+    } else if (replicas != status.end() && replicas->second != "0") {
+      add("replication", Status::kFailure,
+          replicas->second +
+              " replica(s) connected, replication asynchronous: promoting one loses acknowledged "
+              "lock writes (two holders of a key, a fencing token handed out twice)",
+          "turn on semi-synchronous replication, use a Galera cluster, or never promote a "
+          "replica while locks are held");
+    } else if (replicas != status.end()) {
+      add("replication", Status::kOk,
+          "a single server: no replica connected (a lock write stays once committed, as long as "
+          "the server's disk does)",
+          "");
+    } else {
+      add("replication", Status::kOk,
+          "no semi-synchronous replication; replicas are not visible from here (MySQL)",
+          "if a replica may be promoted, turn on semi-synchronous replication: an asynchronous "
+          "replica loses acknowledged lock writes when promoted");
+    }
+  }
+
+  void isolation() {
+    const Result r = conn_.execute(sql_.session_isolation);
+    std::string level = r.empty() || r.columns().empty()
+                            ? std::string("unknown")
+                            : r.at(0, r.columns().size() - 1).value_or("unknown");
+    add("isolation", Status::kOk,
+        "default isolation " + level +
+            ": dblock sets the level its own transactions need, so any default works",
+        "");
+  }
+
+  void time_zone() {
+    add("time_zone", Status::kOk,
+        "server time zone " + text(conn_.execute(sql_.doctor_time_zone), "zone") +
+            ": dblock's times are UTC, so any zone works",
+        "");
+  }
+
+  void clock() {
+    using namespace std::chrono;
+    const auto before = system_clock::now();
+    const std::int64_t server_us = conn_.execute(sql_.doctor_clock).int64_at(0, "us");
+    const auto after = system_clock::now();
+    const std::int64_t local_us =
+        duration_cast<microseconds>((before + (after - before) / 2).time_since_epoch()).count();
+    const double offset_ms = static_cast<double>(server_us - local_us) / 1000.0;
+    const double within_ms =
+        static_cast<double>(duration_cast<microseconds>(after - before).count()) / 2000.0;
+    char line[160];
+    std::snprintf(line, sizeof line,
+                  "the server's clock is %.1f ms %s this host's (within %.1f ms)",
+                  std::abs(offset_ms), offset_ms >= 0 ? "ahead of" : "behind", within_ms);
+    add("clock", Status::kOk,
+        std::string(line) + ": leases run on the server clock only, so this changes no guarantee",
+        "");
+  }
+
+  bool migrations() {
+    Migrator migrator(conn_, tables_);
+    int pending = 0, modified = 0, unknown = 0, applied = 0;
+    for (const auto& m : migrator.status()) {
+      switch (m.status) {
+        case MigrationState::Status::kPending:
+          ++pending;
+          break;
+        case MigrationState::Status::kApplied:
+          ++applied;
+          break;
+        case MigrationState::Status::kModified:
+          ++modified;
+          break;
+        case MigrationState::Status::kUnknown:
+          ++unknown;
+          break;
+      }
+    }
+    const std::string where = "tables " + tables_.qualified(dialect_, "locks") + " and the rest";
+    if (pending > 0) {
+      add("migrations", Status::kFailure,
+          std::to_string(pending) + " migration(s) not applied to " + where,
+          "run `dblock migrate up` with the same --prefix/--schema");
+      return false;
+    }
+    if (modified > 0) {
+      add("migrations", Status::kFailure,
+          std::to_string(modified) + " applied migration(s) differ from this dblock's",
+          "run `dblock migrate status` and use the dblock version that applied them");
+      return true;
+    }
+    if (unknown > 0) {
+      add("migrations", Status::kWarning,
+          std::to_string(unknown) +
+              " migration(s) applied that this dblock does not know: the "
+              "tables are newer than this program",
+          "upgrade dblock to the version that applied them");
+      return true;
+    }
+    add("migrations", Status::kOk, "all " + std::to_string(applied) + " migrations applied", "");
+    return true;
+  }
+
+  // True when `templ` runs on table `base`; false when the server refuses it for lack of a
+  // privilege. Other errors propagate.
+  bool allowed(std::string_view templ, std::string_view base) {
+    std::string sql =
+        detail::replace_all(std::string(templ), "{{target}}", tables_.qualified(dialect_, base));
+    sql = detail::replace_all(std::move(sql), "{{column}}", quote_identifier(dialect_, "lock_key"));
+    try {
+      conn_.execute(sql);
+      return true;
+    } catch (const Error& e) {
+      if (e.code() == ErrorCode::kAccessDenied) return false;
+      throw;
+    }
+  }
+
+  void privileges() {
+    std::string missing, cleaner_missing;
+    auto note = [](std::string& list, std::string_view what, const std::string& table) {
+      list += (list.empty() ? "" : ", ") + std::string(what) + " on " + table;
+    };
+    for (std::string_view base : {"locks", "row_locks", "versions"}) {
+      const std::string table = tables_.qualified(dialect_, base);
+      const bool select = allowed(sql_.doctor_probe_select, base);
+      if (!select) note(missing, "SELECT", table);
+      if (!allowed(sql_.doctor_probe_insert, base)) note(missing, "INSERT", table);
+      if (!allowed(sql_.doctor_probe_update, base)) note(missing, "UPDATE", table);
+      if (!select) note(cleaner_missing, "SELECT", table);
+      if (!allowed(sql_.doctor_probe_delete, base)) note(cleaner_missing, "DELETE", table);
+    }
+    if (!sql_.doctor_sequence_usage.empty()) {
+      const std::string sequence = tables_.qualified(dialect_, "row_lock_tokens");
+      const Result r =
+          conn_.execute(detail::render_sql(sql_.doctor_sequence_usage, dialect_, tables_));
+      if (r.int64_at(0, "ok") != 1) note(missing, "USAGE", sequence);
+    }
+    if (missing.empty()) {
+      add("privileges", Status::kOk,
+          "this user may take, renew and release locks of every strategy", "");
+    } else {
+      add("privileges", Status::kFailure, "this user lacks " + missing,
+          "GRANT them to dblock's user (the lock statements need SELECT, INSERT and UPDATE on "
+          "the three tables" +
+              std::string(dialect_ == Dialect::kPostgreSQL ? ", USAGE on the sequence" : "") + ")");
+    }
+    if (cleaner_missing.empty()) {
+      add("cleaner", Status::kOk, "this user may run the cleaner (SELECT, DELETE)", "");
+    } else {
+      add("cleaner", Status::kWarning,
+          "this user cannot run the cleaner: it lacks " + cleaner_missing,
+          "run `dblock clean` as a user that has them (check it with `dblock doctor` and that "
+          "user's URL)");
+    }
+  }
+
+  Connection& conn_;
+  const TableNames& tables_;
+  Dialect dialect_;
+  const detail::DialectSql& sql_;
+  std::vector<Finding> findings_;
+};
+
+}  // namespace
+
+std::string_view to_string(Finding::Status status) noexcept {
+  switch (status) {
+    case Finding::Status::kOk:
+      return "ok";
+    case Finding::Status::kWarning:
+      return "warning";
+    case Finding::Status::kFailure:
+      return "failure";
+  }
+  return "unknown";
+}
+
+std::vector<Finding> check_deployment(Connection& conn, const TableNames& tables) {
+  return Doctor(conn, tables).run();
+}
+
+}  // namespace dblock

@@ -1,0 +1,130 @@
+// `dblock doctor` against each database x driver pair: a migrated single server passes every
+// check; missing migrations and a user without write privileges are failures that say what to
+// do, and the exit status says whether every guarantee holds. (Standbys, Galera and synchronous
+// replication are checked in tests/ha, on the clusters there.)
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli_fixture.hpp"
+#include "dblock/url.hpp"
+
+namespace dblock::testing {
+namespace {
+
+const std::vector<std::string> kChecks = {"server",     "writable",   "replication",
+                                          "isolation",  "time_zone",  "clock",
+                                          "migrations", "privileges", "cleaner"};
+
+// The output's line for `check`, or "" when there is none.
+std::string line_of(const std::string& out, const std::string& check) {
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto space = line.find(' ');
+    if (space != std::string::npos && line.compare(space + 1, check.size() + 1, check + ":") == 0) {
+      return line;
+    }
+  }
+  return "";
+}
+
+// `url` with another user name and password.
+std::string with_user(const std::string& url, const std::string& user, const std::string& pw) {
+  const auto start = url.find("://") + 3;
+  const auto at = url.find('@', start);
+  return url.substr(0, start) + user + ":" + pw + url.substr(at);
+}
+
+class CliDoctorTest : public CliFixture {};
+
+TEST_P(CliDoctorTest, AMigratedSingleServerPassesEveryCheck) {
+  const ProcessResult r = run(cli("doctor", {}));
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  for (const auto& check : kChecks) {
+    EXPECT_EQ(line_of(r.out, check).rfind("ok " + check + ": ", 0), 0u)
+        << "check " << check << " in:\n"
+        << r.out;
+  }
+  EXPECT_NE(line_of(r.out, "replication").find("a single server"), std::string::npos) << r.out;
+  EXPECT_NE(line_of(r.out, "migrations").find("all 4 migrations applied"), std::string::npos)
+      << r.out;
+
+  const ProcessResult json = run(cli("doctor", {"--json"}));
+  EXPECT_EQ(json.exit_code, 0) << json.err;
+  const auto findings = nlohmann::json::parse(json.out);
+  ASSERT_EQ(findings.size(), kChecks.size()) << json.out;
+  for (std::size_t i = 0; i < kChecks.size(); ++i) {
+    EXPECT_EQ(findings[i]["check"], kChecks[i]);
+    EXPECT_EQ(findings[i]["status"], "ok") << findings[i].dump();
+    EXPECT_FALSE(findings[i]["message"].get<std::string>().empty());
+  }
+}
+
+TEST_P(CliDoctorTest, MissingMigrationsAreAFailureThatSaysWhatToRun) {
+  std::vector<std::string> argv = cli("doctor", {});
+  argv[3] = unique_name("none") + "_";  // a prefix with no tables
+  const ProcessResult r = run(argv);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  const std::string line = line_of(r.out, "migrations");
+  EXPECT_EQ(line.rfind("failure migrations: 4 migration(s) not applied", 0), 0u) << r.out;
+  EXPECT_NE(line.find("to fix: run `dblock migrate up`"), std::string::npos) << line;
+  EXPECT_EQ(line_of(r.out, "privileges").rfind("warning privileges: not checked", 0), 0u) << r.out;
+}
+
+// A user that may read dblock's tables but not write them: the lock statements would fail, so
+// doctor fails, naming each missing privilege; the cleaner's DELETE is a warning of its own.
+TEST_P(CliDoctorTest, AUserWithoutWritePrivilegesIsAFailureNamingThem) {
+  const std::string user = unique_name("doc");
+  const std::string pw = "doctor-pw-1";
+  auto admin = backend().connect();
+  const Dialect d = backend().dialect;
+  const TableNames names(prefix_);
+  std::vector<std::string> accounts;
+  if (d == Dialect::kPostgreSQL) {
+    accounts.push_back(quote_identifier(d, user));
+    admin->execute("CREATE ROLE " + accounts[0] + " LOGIN PASSWORD '" + pw + "'");
+  } else {
+    for (const char* host : {"127.0.0.1", "localhost"}) {
+      accounts.push_back("'" + user + "'@'" + host + "'");
+      admin->execute("CREATE USER " + accounts.back() + " IDENTIFIED BY '" + pw + "'");
+    }
+  }
+  for (const auto& account : accounts) {
+    for (const char* base : {"locks", "row_locks", "versions", "schema_migrations"}) {
+      admin->execute("GRANT SELECT ON " + names.qualified(d, base) + " TO " + account);
+    }
+  }
+  const ProcessResult r = run_process(cli("doctor", {}), env(with_user(url_, user, pw)));
+  if (d == Dialect::kPostgreSQL) {
+    admin->execute("DROP OWNED BY " + accounts[0]);
+    admin->execute("DROP ROLE " + accounts[0]);
+  } else {
+    for (const auto& account : accounts) admin->execute("DROP USER " + account);
+  }
+
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_EQ(line_of(r.out, "migrations").rfind("ok migrations:", 0), 0u) << r.out;
+  const std::string privileges = line_of(r.out, "privileges");
+  EXPECT_EQ(privileges.rfind("failure privileges: this user lacks INSERT on", 0), 0u) << r.out;
+  for (const char* base : {"locks", "row_locks", "versions"}) {
+    EXPECT_NE(privileges.find("UPDATE on " + names.qualified(d, base)), std::string::npos)
+        << privileges;
+  }
+  EXPECT_EQ(privileges.find("SELECT on"), std::string::npos) << privileges;
+  EXPECT_NE(privileges.find("to fix: GRANT"), std::string::npos) << privileges;
+  if (d == Dialect::kPostgreSQL) {
+    EXPECT_NE(privileges.find("USAGE on " + names.qualified(d, "row_lock_tokens")),
+              std::string::npos)
+        << privileges;
+  }
+  const std::string cleaner = line_of(r.out, "cleaner");
+  EXPECT_EQ(cleaner.rfind("warning cleaner: this user cannot run the cleaner", 0), 0u) << r.out;
+  EXPECT_NE(cleaner.find("DELETE on " + names.qualified(d, "locks")), std::string::npos) << cleaner;
+}
+
+INSTANTIATE_TEST_SUITE_P(Pairs, CliDoctorTest, ::testing::ValuesIn(all_backends()), BackendName());
+
+}  // namespace
+}  // namespace dblock::testing
