@@ -56,6 +56,9 @@ ErrorCode code_from_mysql_errno(unsigned int e) noexcept {
     case 2003:  // CR_CONN_HOST_ERROR
     case 2005:  // CR_UNKNOWN_HOST
     case 1040:  // ER_CON_COUNT_ERROR
+    // ER_UNKNOWN_COM_ERROR: on a Galera node, "WSREP has not yet prepared node for application
+    // use" (joining, or outside the primary component): this server cannot serve now.
+    case 1047:
       return ErrorCode::kConnectFailed;
     case 2006:  // CR_SERVER_GONE_ERROR
     case 2013:  // CR_SERVER_LOST

@@ -112,11 +112,17 @@ std::string ContentionStats::summary() const {
 ContentionStats run_contention(const ContentionOptions& o, const std::function<void()>& during) {
   Shared shared;
   std::vector<std::thread> threads;
+  const int nodes = static_cast<int>(o.urls.size());
   for (int i = 0; i < o.clients; ++i) {
+    // Every other client on a node goes through SOCI, the rest through the dialect's own
+    // driver (libpqxx, libmysqlclient).
+    const bool soci = (i / nodes) % 2 == 1;
     const std::string client =
-        "c" + std::to_string(i) + "n" + std::to_string(i % static_cast<int>(o.urls.size()) + 1);
+        "c" + std::to_string(i) + "n" + std::to_string(i % nodes + 1) + (soci ? "-soci" : "");
+    std::string url = o.urls[i % nodes];
+    if (soci) url += (url.find('?') == std::string::npos ? "?" : "&") + std::string("driver=soci");
     shared.stats.histories.push_back(o.history_dir + "/" + client + ".history");
-    threads.emplace_back([&o, &shared, client, url = o.urls[i % o.urls.size()]] {
+    threads.emplace_back([&o, &shared, client, url] {
       try {
         client_loop(o, url, client, shared);
       } catch (const std::exception& e) {

@@ -1,6 +1,7 @@
 // Clients contending for one key across the nodes of a cluster, each recording its history
 // (tests/faults/history.hpp), while the test injects its faults. Client i connects to urls[i %
-// urls.size()] through a pool of its own and loops: acquire (waiting up to 200 ms), the critical
+// urls.size()] through a pool of its own (every other client on a node through SOCI, the rest
+// through the dialect's own driver) and loops: acquire (waiting up to 200 ms), the critical
 // section (transactional strategies: increment the resource counter in the lease's
 // transaction), a short pause, release. Every dblock::Error is counted by where it was thrown
 // (acquire, critical section, release) and code, and the client goes on after 50 ms.

@@ -20,6 +20,7 @@ TEST(Classify, Sqlstates) {
 TEST(Classify, MysqlErrnos) {
   EXPECT_EQ(code_from_mysql_errno(1062), ErrorCode::kUniqueViolation);
   EXPECT_EQ(code_from_mysql_errno(1213), ErrorCode::kDeadlock);
+  EXPECT_EQ(code_from_mysql_errno(1047), ErrorCode::kConnectFailed);  // a Galera node not ready
   EXPECT_EQ(code_from_mysql_errno(1205), ErrorCode::kLockWaitTimeout);
   EXPECT_EQ(code_from_mysql_errno(1969), ErrorCode::kLockWaitTimeout);  // max_statement_time
   EXPECT_EQ(code_from_mysql_errno(3024), ErrorCode::kLockWaitTimeout);  // MAX_EXECUTION_TIME
