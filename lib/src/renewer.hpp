@@ -19,6 +19,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -45,6 +46,9 @@ class Renewer {
   void reschedule();
   // Leases currently watched (for tests and metrics).
   std::size_t watched() const;
+  // How many times the scheduling thread and the watchdog have looked at the leases (for tests:
+  // an acquisition with a TTL of 3 s or more wakes neither).
+  std::uint64_t passes() const;
 
  private:
   struct Entry {
@@ -69,6 +73,10 @@ class Renewer {
   std::thread thread_;
   std::condition_variable watchdog_cv_;
   std::thread watchdog_;
+  // When each thread next looks at the leases by itself (min: looking now, or about to start).
+  BootClock::time_point scheduler_wakes_at_ = BootClock::time_point::min();
+  BootClock::time_point watchdog_wakes_at_ = BootClock::time_point::min();
+  std::uint64_t passes_ = 0;
   // Renewals handed to the workers, and the workers.
   std::condition_variable work_cv_;
   std::deque<std::shared_ptr<LeaseCore>> queue_;

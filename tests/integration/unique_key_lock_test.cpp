@@ -12,6 +12,7 @@
 #include "dblock/migrator.hpp"
 #include "dblock/open.hpp"
 #include "dblock/timed_lockable.hpp"
+#include "renewer.hpp"
 #include "sql/dialect_sql.hpp"
 #include "sql/statement.hpp"
 
@@ -178,6 +179,32 @@ TEST_P(UniqueKeyLockTest, TheRenewerKeepsTheTtlOfTheLatestRenew) {
   EXPECT_FALSE(lock->try_acquire("k", as("intruder")));
   EXPECT_FALSE(held->lost());
   EXPECT_EQ(held->release(), ReleaseOutcome::kReleased);
+}
+
+// Per-call cost: acquiring an auto-renewed lease whose first renewal is seconds away wakes
+// neither the renewer's scheduling thread nor its watchdog (each used to look at every watched
+// lease on every acquisition). 200 acquisitions, 200 releases: the threads look a few times a
+// second by themselves, never once per acquisition.
+TEST_P(UniqueKeyLockTest, AcquiringALongLeaseWakesNoRenewerThread) {
+  auto lock = make_lock();
+  {
+    auto first = lock->try_acquire("warm-up", as("holder", milliseconds(30000)));
+    ASSERT_TRUE(first);  // starts the renewer's threads
+    EXPECT_EQ(first->release(), ReleaseOutcome::kReleased);
+  }
+  const std::uint64_t before = detail::Renewer::instance().passes();
+  const auto started = Clock::now();
+  for (int i = 0; i < 200; ++i) {
+    auto lease = lock->try_acquire("k" + std::to_string(i), as("holder", milliseconds(30000)));
+    ASSERT_TRUE(lease);
+    EXPECT_EQ(lease->release(), ReleaseOutcome::kReleased);
+  }
+  const std::uint64_t passes = detail::Renewer::instance().passes() - before;
+  const auto seconds =
+      std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - started).count() + 1;
+  // Each thread looks at least once a second; allow three looks per thread and second.
+  EXPECT_LE(passes, static_cast<std::uint64_t>(6 * seconds))
+      << passes << " looks in " << seconds << " s for 200 acquisitions";
 }
 
 TEST_P(UniqueKeyLockTest, ALeaseTakenAwayIsReportedLost) {
