@@ -40,11 +40,8 @@ TransactionSql::TransactionSql(Dialect d, const TableNames& tables)
       commit("COMMIT"),
       rollback("ROLLBACK") {
   const detail::DialectSql& sql = detail::dialect_sql(d);
-  auto render = [&](std::string_view templ) {
-    return templ.empty() ? std::string() : detail::render_sql(templ, d, tables);
-  };
-  row_lock_try = render(sql.row_lock_try);
-  row_lock_stamp = render(sql.row_lock_stamp);
+  row_lock_try = detail::Statement(sql.row_lock_try, d, tables);
+  row_lock_stamp = detail::Statement(sql.row_lock_stamp, d, tables);
   version_read = detail::Statement(sql.version_read, d, tables);
   version_create = detail::Statement(sql.version_create, d, tables);
   version_cas = detail::Statement(sql.version_cas, d, tables);
@@ -52,13 +49,18 @@ TransactionSql::TransactionSql(Dialect d, const TableNames& tables)
 
 std::vector<Value> TransactionSql::row_lock_try_params(const std::string& key,
                                                        const Owner& owner) const {
-  if (!row_lock_stamp.empty()) return {Value(key)};
-  return {Value(key), Value(owner.host), Value(owner.process), Value(owner.thread)};
+  return row_lock_try.bind({{"key", Value(key)},
+                            {"host", Value(owner.host)},
+                            {"process", Value(owner.process)},
+                            {"thread", Value(owner.thread)}});
 }
 
 std::vector<Value> TransactionSql::row_lock_stamp_params(const std::string& key,
                                                          const Owner& owner) const {
-  return {Value(owner.host), Value(owner.process), Value(owner.thread), Value(key)};
+  return row_lock_stamp.bind({{"key", Value(key)},
+                              {"host", Value(owner.host)},
+                              {"process", Value(owner.process)},
+                              {"thread", Value(owner.thread)}});
 }
 
 std::string random_key(const std::string& prefix) { return prefix + detail::random_lease_id(); }

@@ -37,14 +37,14 @@ struct LockSql {
 struct TransactionSql {
   TransactionSql(Dialect dialect, const TableNames& tables);
 
-  // Row lock try: params key, host, process, thread (PostgreSQL: one statement that locks and
-  // stamps); MySQL: params key, then row_lock_stamp with host, process, thread, key.
+  // The row lock try's parameters (PostgreSQL: one statement that locks and stamps; MySQL:
+  // the try, then row_lock_stamp), bound from one argument list as RowLock binds them.
   std::vector<Value> row_lock_try_params(const std::string& key, const Owner& owner) const;
   std::vector<Value> row_lock_stamp_params(const std::string& key, const Owner& owner) const;
 
   Dialect dialect;
   std::string begin, commit, rollback;
-  std::string row_lock_try, row_lock_stamp;  // row_lock_stamp empty on PostgreSQL
+  detail::Statement row_lock_try, row_lock_stamp;  // row_lock_stamp empty on PostgreSQL
   // Bound with "key" (version_cas also "version", the version read).
   detail::Statement version_read, version_create, version_cas;
 };

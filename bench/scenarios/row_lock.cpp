@@ -27,13 +27,13 @@ Operation raw_operation(const Target& target, const TransactionSql& sql, const K
   return [client, &sql, &keys, thread, owner] {
     const std::string& key = keys.pick(thread);
     client->execute(sql.begin);
-    RawResult r = client->execute(sql.row_lock_try, sql.row_lock_try_params(key, owner));
+    RawResult r = client->execute(sql.row_lock_try.sql(), sql.row_lock_try_params(key, owner));
     if (!r.has_row) {
       client->execute(sql.rollback);
       return false;
     }
     if (!sql.row_lock_stamp.empty()) {
-      client->execute(sql.row_lock_stamp, sql.row_lock_stamp_params(key, owner));
+      client->execute(sql.row_lock_stamp.sql(), sql.row_lock_stamp_params(key, owner));
     }
     client->execute(sql.commit);
     return true;

@@ -92,9 +92,9 @@ TEST(Statement, TheCleanerStatementsBindTheGraceInMilliseconds) {
   }
 }
 
-// The unique-key acquire, renew and claim, the optimistic version statements and the operators'
-// statements bind from the one argument list their caller gives, on both dialects, and every
-// placeholder the server sees gets a value.
+// The unique-key acquire, renew and claim, the row lock's, the optimistic version statements and
+// the operators' statements bind from the one argument list their caller gives, on both dialects,
+// and every placeholder the server sees gets a value.
 TEST(Statement, TheLockStatementsBindFromTheirCallersArguments) {
   const std::initializer_list<Arg> lease = {{"key", Value("k")},
                                             {"lease_id", Value("l")},
@@ -107,12 +107,16 @@ TEST(Statement, TheLockStatementsBindFromTheirCallersArguments) {
                                             {"token", Value(std::int64_t{1})},
                                             {"version", Value(std::int64_t{2})},
                                             {"prefix", Value("k")},
-                                            {"channel", Value("ch")}};
+                                            {"channel", Value("ch")},
+                                            {"timeout", Value("300ms")}};
   for (Dialect d : {Dialect::kPostgreSQL, Dialect::kMySQL}) {
     const DialectSql& sql = dialect_sql(d);
     for (std::string_view templ :
          {sql.lock_acquire, sql.lock_renew, sql.lock_claim, sql.version_read, sql.version_create,
-          sql.version_cas, sql.lock_list_prefix, sql.lock_operator_release}) {
+          sql.version_cas, sql.lock_list_prefix, sql.lock_operator_release, sql.row_lock_exists,
+          sql.row_lock_create, sql.row_lock_create_mariadb, sql.row_lock_set_timeout,
+          sql.row_lock_try, sql.row_lock_stamp}) {
+      if (templ.empty()) continue;  // a step this dialect does not have
       Statement s(templ, d, TableNames());
       EXPECT_EQ(s.sql().find("{{"), std::string::npos) << s.sql();
       const auto values = s.bind(lease);

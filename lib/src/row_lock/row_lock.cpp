@@ -15,6 +15,7 @@
 #include "lease_core.hpp"
 #include "lock_keys.hpp"
 #include "sql/dialect_sql.hpp"
+#include "sql/statement.hpp"
 #include "transaction_hold.hpp"
 
 namespace dblock {
@@ -63,15 +64,15 @@ struct RowLock::Impl {
         dialect(src.dialect()),
         sql(detail::dialect_sql(dialect)) {}
 
-  std::string render(std::string_view templ) const {
-    return detail::render_sql(templ, dialect, options.tables);
+  detail::Statement statement(std::string_view templ) const {
+    return detail::Statement(templ, dialect, options.tables);
   }
 
-  // The wait statement for `wait`, numbers filled in; `templ_default` / `templ_mariadb` are the
-  // dialect's two forms (the MariaDB one is empty on PostgreSQL).
-  std::string wait_sql(Connection& conn, const Wait& wait, std::string_view try_templ,
-                       std::string_view wait_templ, std::string_view mariadb_templ,
-                       const std::string& target = {}, const std::string& column = {}) {
+  // The lock statement for `wait`, numbers filled in: `try_templ` for a try, else `wait_templ`
+  // or, on MariaDB, `mariadb_templ` (empty on PostgreSQL).
+  detail::Statement wait_statement(Connection& conn, const Wait& wait, std::string_view try_templ,
+                                   std::string_view wait_templ, std::string_view mariadb_templ,
+                                   const std::string& target = {}, const std::string& column = {}) {
     std::string templ(wait.nowait ? try_templ : wait_templ);
     if (!wait.nowait && dialect == Dialect::kMySQL && flavor(conn) == Flavor::kMariaDB) {
       templ = mariadb_templ;
@@ -89,7 +90,7 @@ struct RowLock::Impl {
     }
     templ = detail::replace_all(std::move(templ), "{{target}}", target);
     templ = detail::replace_all(std::move(templ), "{{column}}", column);
-    return render(templ);
+    return statement(templ);
   }
 
   // PostgreSQL: bounds the next statement's lock wait, for this transaction only. MySQL 8.0:
@@ -111,8 +112,10 @@ struct RowLock::Impl {
     if (sql.row_lock_set_timeout.empty()) return std::nullopt;
     const std::string value =
         wait.timeout == milliseconds::max() ? "0" : std::to_string(wait.timeout.count()) + "ms";
-    const Value params[] = {Value(value)};
-    return conn.execute(render(sql.row_lock_set_timeout), params).at(0, "previous").value_or("0");
+    const detail::Statement set = statement(sql.row_lock_set_timeout);
+    return conn.execute(set.sql(), set.bind({{"timeout", Value(value)}}))
+        .at(0, "previous")
+        .value_or("0");
   }
 
   void restore_timeout(Connection& conn, const std::optional<std::string>& previous) {
@@ -121,8 +124,8 @@ struct RowLock::Impl {
       conn.execute(sql.row_lock_session_wait_reset);
       return;
     }
-    const Value params[] = {Value(*previous)};
-    conn.execute(render(sql.row_lock_set_timeout), params);
+    const detail::Statement set = statement(sql.row_lock_set_timeout);
+    conn.execute(set.sql(), set.bind({{"timeout", Value(*previous)}}));
   }
 
   // Opens the lease's transaction. On PostgreSQL at READ COMMITTED whatever the session's
@@ -176,12 +179,12 @@ struct RowLock::Impl {
       std::lock_guard lock(mu);
       if (known_rows.count(key) != 0) return;
     }
-    const Value params[] = {Value(key)};
     bool exists = false;
     if (!sql.row_lock_exists.empty()) {
-      exists = !conn.execute(render(sql.row_lock_exists), params).empty();
+      const detail::Statement find = statement(sql.row_lock_exists);
+      exists = !conn.execute(find.sql(), find.bind({{"key", Value(key)}})).empty();
     }
-    if (!exists) create_row(conn, params);
+    if (!exists) create_row(conn, key);
     std::lock_guard lock(mu);
     if (known_rows.size() >= 100000) known_rows.clear();  // bounded memory; rows are re-checked
     known_rows.insert(key);
@@ -193,7 +196,7 @@ struct RowLock::Impl {
   // wait is bounded (PostgreSQL: kCreateWait; MySQL: one second, in the statement), and then
   // the row exists or is about to: the lock statement decides, and a row still missing is made
   // again by lock_target's retry.
-  void create_row(Connection& conn, std::span<const Value> params) {
+  void create_row(Connection& conn, const std::string& key) {
     const bool pg_timeout = !sql.row_lock_set_timeout.empty();
     std::string_view templ = sql.row_lock_create;
     if (!sql.row_lock_create_mariadb.empty() && flavor(conn) == Flavor::kMariaDB) {
@@ -203,7 +206,8 @@ struct RowLock::Impl {
     if (pg_timeout) begin(conn);
     try {
       if (pg_timeout || session) set_timeout(conn, Wait{false, kCreateWait});
-      conn.execute(render(templ), params);
+      const detail::Statement create = statement(templ);
+      conn.execute(create.sql(), create.bind({{"key", Value(key)}}));
       if (pg_timeout) conn.commit();
       if (session) restore_timeout(conn, std::string());
     } catch (const Error& e) {
@@ -365,10 +369,10 @@ std::optional<Lease> lock_target(const std::shared_ptr<RowLock::Impl>& impl, Tar
       previous_timeout = impl->set_timeout(*conn, wait);
       std::optional<std::int64_t> token;
       if (target.own_table) {
-        std::string s = impl->wait_sql(*conn, wait, sql.target_lock_try, sql.target_lock_wait,
-                                       sql.target_lock_wait_mariadb, target.table, target.column);
-        const Value params[] = {target.row_key};
-        if (conn->execute(s, params).empty()) {
+        const detail::Statement lock =
+            impl->wait_statement(*conn, wait, sql.target_lock_try, sql.target_lock_wait,
+                                 sql.target_lock_wait_mariadb, target.table, target.column);
+        if (conn->execute(lock.sql(), lock.bind({{"row_key", target.row_key}})).empty()) {
           conn->rollback();
           throw Error(ErrorCode::kFailedPrecondition,
                       "no row with " + target.display_key +
@@ -377,21 +381,21 @@ std::optional<Lease> lock_target(const std::shared_ptr<RowLock::Impl>& impl, Tar
         }
         token = 0;
       } else {
-        std::string s = impl->wait_sql(*conn, wait, sql.row_lock_try, sql.row_lock_wait,
-                                       sql.row_lock_wait_mariadb);
+        const detail::Statement lock = impl->wait_statement(
+            *conn, wait, sql.row_lock_try, sql.row_lock_wait, sql.row_lock_wait_mariadb);
         const Owner& o = info.owner;
-        if (sql.row_lock_stamp.empty()) {
-          const Value params[] = {Value(target.display_key), Value(o.host), Value(o.process),
-                                  Value(o.thread)};
-          Result r = conn->execute(s, params);
-          if (!r.empty()) token = r.int64_at(0, "fencing_token");
-        } else {
-          const Value params[] = {Value(target.display_key)};
-          if (!conn->execute(s, params).empty()) {
-            const Value stamp[] = {Value(o.host), Value(o.process), Value(o.thread),
-                                   Value(target.display_key)};
+        const std::initializer_list<detail::Arg> holder = {{"key", Value(target.display_key)},
+                                                           {"host", Value(o.host)},
+                                                           {"process", Value(o.process)},
+                                                           {"thread", Value(o.thread)}};
+        Result r = conn->execute(lock.sql(), lock.bind(holder));
+        if (!r.empty()) {
+          if (sql.row_lock_stamp.empty()) {
+            token = r.int64_at(0, "fencing_token");  // PostgreSQL: locked and stamped at once
+          } else {
+            const detail::Statement stamp = impl->statement(sql.row_lock_stamp);
             token = static_cast<std::int64_t>(
-                conn->execute(impl->render(sql.row_lock_stamp), stamp).last_insert_id());
+                conn->execute(stamp.sql(), stamp.bind(holder)).last_insert_id());
           }
         }
       }

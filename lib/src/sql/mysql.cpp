@@ -208,53 +208,59 @@ const DialectSql kMySQL = {
     // holder's FOR UPDATE blocks). Then, in the lease's transaction, the row is locked (NOWAIT
     // for a try; a bounded wait otherwise) and stamped with the holder and a fencing token,
     // GREATEST(previous + 1, clock in µs), returned through LAST_INSERT_ID().
-    // params: key. Column "found" when the row exists.
-    .row_lock_exists = "SELECT 1 AS found FROM {{table:row_locks}} WHERE lock_key = ?",
-    // params: key
+    // Statements (sql/statement.hpp): key, host, process, thread (the holder), row_key (a row
+    // of the caller's own table). row_lock_exists: column "found" when the row exists.
+    .row_lock_exists = "SELECT 1 AS found FROM {{table:row_locks}} WHERE lock_key = {{param:key}}",
     // InnoDB's duplicate check waits for a transaction that locked the row meanwhile (a holder
     // that created and locked it after we looked); the wait is cut to InnoDB's shortest, one
     // second, and the strategy then lets the lock statement decide. MySQL 8.0: the session's
     // innodb_lock_wait_timeout, set around the statement (row_lock_session_wait; SET_VAR cannot
     // set it there, not being hint-updatable); MariaDB: SET STATEMENT.
     .row_lock_create =
-        "INSERT IGNORE INTO {{table:row_locks}} (lock_key, used_at) VALUES (?, UTC_TIMESTAMP(6))",
+        "INSERT IGNORE INTO {{table:row_locks}} (lock_key, used_at)"
+        " VALUES ({{param:key}}, UTC_TIMESTAMP(6))",
     .row_lock_create_mariadb =
         "SET STATEMENT innodb_lock_wait_timeout=1 FOR INSERT IGNORE INTO {{table:row_locks}}"
-        " (lock_key, used_at) VALUES (?, UTC_TIMESTAMP(6))",
+        " (lock_key, used_at) VALUES ({{param:key}}, UTC_TIMESTAMP(6))",
     .row_lock_set_timeout = "",
     // MySQL 8.0 only (MariaDB carries its waits in SET STATEMENT): innodb_lock_wait_timeout is not
     // hint-updatable, so the session's value is set before a bounded wait ({{seconds}}, whole
     // seconds, at least 1) and reset to the server's default after it, whatever its outcome.
     .row_lock_session_wait = "SET SESSION innodb_lock_wait_timeout = {{seconds}}",
     .row_lock_session_wait_reset = "SET SESSION innodb_lock_wait_timeout = DEFAULT",
-    // params: key. One row when the row exists and is now locked by this transaction.
+    // One row when the row exists and is now locked by this transaction.
     .row_lock_try =
-        "SELECT fencing_token FROM {{table:row_locks}} WHERE lock_key = ? FOR UPDATE NOWAIT",
+        "SELECT fencing_token FROM {{table:row_locks}} WHERE lock_key = {{param:key}}"
+        " FOR UPDATE NOWAIT",
     // MySQL 8.0: after row_lock_session_wait; MAX_EXECUTION_TIME in ms ends the wait at the
     // exact deadline.
     .row_lock_wait =
         "SELECT /*+ MAX_EXECUTION_TIME({{ms}}) */"
-        " fencing_token FROM {{table:row_locks}} WHERE lock_key = ? FOR UPDATE",
+        " fencing_token FROM {{table:row_locks}} WHERE lock_key = {{param:key}} FOR UPDATE",
     // MariaDB: WAIT takes whole seconds only; max_statement_time (seconds, fractional) ends the
     // wait at the exact deadline (0: no limit).
     .row_lock_wait_mariadb =
         "SET STATEMENT max_statement_time={{max_seconds}} FOR"
-        " SELECT fencing_token FROM {{table:row_locks}} WHERE lock_key = ? FOR UPDATE"
+        " SELECT fencing_token FROM {{table:row_locks}} WHERE lock_key = {{param:key}} FOR UPDATE"
         " WAIT {{seconds}}",
-    // params: host, process, thread, key. LAST_INSERT_ID() = the new fencing token.
+    // LAST_INSERT_ID() = the new fencing token.
     .row_lock_stamp =
-        "UPDATE {{table:row_locks}} SET owner_host = ?, owner_process = ?, owner_thread = ?,"
+        "UPDATE {{table:row_locks}} SET owner_host = {{param:host}},"
+        " owner_process = {{param:process}}, owner_thread = {{param:thread}},"
         " used_at = UTC_TIMESTAMP(6), fencing_token = LAST_INSERT_ID(GREATEST(fencing_token + 1,"
         " TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))))"
-        " WHERE lock_key = ?",
-    // params: the primary key value. One row when the row exists and is locked.
-    .target_lock_try = "SELECT 1 AS found FROM {{target}} WHERE {{column}} = ? FOR UPDATE NOWAIT",
+        " WHERE lock_key = {{param:key}}",
+    // One row when the row exists and is locked.
+    .target_lock_try =
+        "SELECT 1 AS found FROM {{target}} WHERE {{column}} = {{param:row_key}} FOR UPDATE NOWAIT",
     .target_lock_wait =
-        "SELECT /*+ MAX_EXECUTION_TIME({{ms}}) */ 1 AS found FROM {{target}} WHERE {{column}} = ?"
+        "SELECT /*+ MAX_EXECUTION_TIME({{ms}}) */ 1 AS found FROM {{target}}"
+        " WHERE {{column}} = {{param:row_key}}"
         " FOR UPDATE",
     .target_lock_wait_mariadb =
         "SET STATEMENT max_statement_time={{max_seconds}} FOR"
-        " SELECT 1 AS found FROM {{target}} WHERE {{column}} = ? FOR UPDATE WAIT {{seconds}}",
+        " SELECT 1 AS found FROM {{target}} WHERE {{column}} = {{param:row_key}}"
+        " FOR UPDATE WAIT {{seconds}}",
 
     // Optimistic versions. A version is the database clock in µs, raised past the previous
     // version (GREATEST(previous + 1, clock)): a row deleted and created again starts above every

@@ -254,43 +254,50 @@ const DialectSql kPostgreSQL = {
     // transaction that never committed may then come again.) clock_timestamp(), not
     // statement_timestamp(): a wait may end long after the statement started. No row returned:
     // the key's row is missing (the cleaner deleted it); the strategy creates it again.
-    // $1 key. Column "found" when the row exists. Asked first because the INSERT below waits
-    // when the row's latest version was written by a transaction still open (a holder stamps
+    // Statements (sql/statement.hpp): key, host, process, thread (the holder), timeout (a
+    // lock_timeout as text), row_key (a row of the caller's own table).
+    // row_lock_exists: column "found" when the row exists. Asked first because the INSERT below
+    // waits when the row's latest version was written by a transaction still open (a holder stamps
     // the row it locks), which would turn a NOWAIT try into a wait for the holder's commit.
-    .row_lock_exists = "SELECT 1 AS found FROM {{table:row_locks}} WHERE lock_key = $1",
-    // $1 key
+    .row_lock_exists = "SELECT 1 AS found FROM {{table:row_locks}} WHERE lock_key = {{param:key}}",
     .row_lock_create =
-        "INSERT INTO {{table:row_locks}} (lock_key, used_at) VALUES ($1, clock_timestamp())"
+        "INSERT INTO {{table:row_locks}} (lock_key, used_at)"
+        " VALUES ({{param:key}}, clock_timestamp())"
         " ON CONFLICT (lock_key) DO NOTHING",
     .row_lock_create_mariadb = "",
-    // $1 lock_timeout as text ('300ms'; '0' waits forever), for this transaction only. Column
+    // The timeout as text ('300ms'; '0' waits forever), for this transaction only. Column
     // "previous": the setting replaced (select-list items are evaluated left to right), which the
     // strategy puts back once the lock is held.
     .row_lock_set_timeout =
         "SELECT current_setting('lock_timeout') AS previous,"
-        " set_config('lock_timeout', $1, true) AS lock_timeout",
+        " set_config('lock_timeout', {{param:timeout}}, true) AS lock_timeout",
     .row_lock_session_wait = "",
     .row_lock_session_wait_reset = "",
-    // $1 key, $2 host, $3 process, $4 thread. Column "fencing_token".
+    // Column "fencing_token".
     .row_lock_try =
-        "WITH l AS (SELECT lock_key FROM {{table:row_locks}} WHERE lock_key = $1"
+        "WITH l AS (SELECT lock_key FROM {{table:row_locks}} WHERE lock_key = {{param:key}}"
         " FOR UPDATE NOWAIT)"
-        " UPDATE {{table:row_locks}} r SET owner_host = $2, owner_process = $3,"
-        " owner_thread = $4, used_at = clock_timestamp(), fencing_token = GREATEST("
+        " UPDATE {{table:row_locks}} r SET owner_host = {{param:host}},"
+        " owner_process = {{param:process}}, owner_thread = {{param:thread}},"
+        " used_at = clock_timestamp(), fencing_token = GREATEST("
         "r.fencing_token + 1, nextval('{{table:row_lock_tokens}}'))"
         " FROM l WHERE r.lock_key = l.lock_key RETURNING r.fencing_token",
     .row_lock_wait =
-        "WITH l AS (SELECT lock_key FROM {{table:row_locks}} WHERE lock_key = $1 FOR UPDATE)"
-        " UPDATE {{table:row_locks}} r SET owner_host = $2, owner_process = $3,"
-        " owner_thread = $4, used_at = clock_timestamp(), fencing_token = GREATEST("
+        "WITH l AS (SELECT lock_key FROM {{table:row_locks}} WHERE lock_key = {{param:key}}"
+        " FOR UPDATE)"
+        " UPDATE {{table:row_locks}} r SET owner_host = {{param:host}},"
+        " owner_process = {{param:process}}, owner_thread = {{param:thread}},"
+        " used_at = clock_timestamp(), fencing_token = GREATEST("
         "r.fencing_token + 1, nextval('{{table:row_lock_tokens}}'))"
         " FROM l WHERE r.lock_key = l.lock_key RETURNING r.fencing_token",
     .row_lock_wait_mariadb = "",
     .row_lock_stamp = "",
-    // $1 the primary key value (sent untyped: the server takes the column's type, and the
+    // row_key: the primary key value (sent untyped: the server takes the column's type, and the
     // primary key index).
-    .target_lock_try = "SELECT 1 AS found FROM {{target}} WHERE {{column}} = $1 FOR UPDATE NOWAIT",
-    .target_lock_wait = "SELECT 1 AS found FROM {{target}} WHERE {{column}} = $1 FOR UPDATE",
+    .target_lock_try =
+        "SELECT 1 AS found FROM {{target}} WHERE {{column}} = {{param:row_key}} FOR UPDATE NOWAIT",
+    .target_lock_wait =
+        "SELECT 1 AS found FROM {{target}} WHERE {{column}} = {{param:row_key}} FOR UPDATE",
     .target_lock_wait_mariadb = "",
 
     // Optimistic versions. A version is the database clock in µs, raised past the previous
