@@ -8,6 +8,7 @@
 #include "migrations.hpp"
 #include "sha256.hpp"
 #include "sql/dialect_sql.hpp"
+#include "sql/statement.hpp"
 #include "sql_scanner.hpp"
 
 namespace dblock {
@@ -51,16 +52,13 @@ Migrator::Migrator(Connection& conn, TableNames names,
 }
 
 bool Migrator::migrations_table_exists() {
-  const auto& sql = detail::dialect_sql(conn_.dialect());
-  Result r;
-  if (conn_.dialect() == Dialect::kPostgreSQL) {
-    r = conn_.execute(sql.migrations_table_exists,
-                      {Value(names_.qualified(conn_.dialect(), "schema_migrations"))});
-  } else {
-    Value schema = names_.schema().empty() ? Value() : Value(names_.schema());
-    r = conn_.execute(sql.migrations_table_exists,
-                      {schema, Value(names_.name("schema_migrations"))});
-  }
+  const Dialect d = conn_.dialect();
+  const detail::Statement exists(detail::dialect_sql(d).migrations_table_exists, d, names_);
+  Result r = conn_.execute(
+      exists.sql(),
+      exists.bind({{"qualified", Value(names_.qualified(d, "schema_migrations"))},
+                   {"schema", names_.schema().empty() ? Value() : Value(names_.schema())},
+                   {"table", Value(names_.name("schema_migrations"))}}));
   return r.int64_at(0, "present") != 0;
 }
 
@@ -116,8 +114,10 @@ void Migrator::apply(const Migration& migration) {
                   e.sqlstate(), e.server_errno());
     }
   }
-  conn_.execute(detail::render_sql(detail::dialect_sql(d).insert_migration, d, names_),
-                {Value(migration.version), Value(migration.name), Value(migration.checksum())});
+  const detail::Statement insert(detail::dialect_sql(d).insert_migration, d, names_);
+  conn_.execute(insert.sql(), insert.bind({{"version", Value(migration.version)},
+                                           {"name", Value(migration.name)},
+                                           {"checksum", Value(migration.checksum())}}));
 }
 
 std::vector<MigrationState> Migrator::up_locked() {
@@ -157,7 +157,8 @@ std::vector<MigrationState> Migrator::up() {
       // Before the lock: the isolation level must be set before the transaction's first query
       // (see migrator_isolation in the dialect file).
       if (!sql.migrator_isolation.empty()) conn_.execute(sql.migrator_isolation);
-      conn_.execute(sql.migrator_lock, {Value(key)});
+      const detail::Statement lock(sql.migrator_lock, d, names_);
+      conn_.execute(lock.sql(), lock.bind({{"lock", Value(key)}}));
       auto applied = up_locked();
       conn_.commit();
       return applied;
@@ -186,8 +187,12 @@ std::vector<MigrationState> Migrator::up() {
 }
 
 std::vector<MigrationState> Migrator::up_serialised(const std::string& key) {
-  const auto& sql = detail::dialect_sql(conn_.dialect());
-  Result got = conn_.execute(sql.migrator_lock, {Value(key), Value(kMySQLLockTimeoutSeconds)});
+  const Dialect d = conn_.dialect();
+  const detail::Statement lock(detail::dialect_sql(d).migrator_lock, d, names_);
+  const detail::Statement unlock(detail::dialect_sql(d).migrator_unlock, d, names_);
+  Result got = conn_.execute(
+      lock.sql(),
+      lock.bind({{"lock", Value(key)}, {"timeout_s", Value(kMySQLLockTimeoutSeconds)}}));
   if (!got.at(0, "got") || *got.at(0, "got") != "1") {
     throw Error(ErrorCode::kLockWaitTimeout, "another migrator held the migration lock for " +
                                                  std::to_string(kMySQLLockTimeoutSeconds) +
@@ -196,12 +201,12 @@ std::vector<MigrationState> Migrator::up_serialised(const std::string& key) {
   }
   try {
     auto applied = up_locked();
-    conn_.execute(sql.migrator_unlock, {Value(key)});
+    conn_.execute(unlock.sql(), unlock.bind({{"lock", Value(key)}}));
     return applied;
   } catch (...) {
     if (!conn_.broken()) {
       try {
-        conn_.execute(sql.migrator_unlock, {Value(key)});
+        conn_.execute(unlock.sql(), unlock.bind({{"lock", Value(key)}}));
       } catch (const Error&) {
         // The server drops the lock with the session anyway.
       }

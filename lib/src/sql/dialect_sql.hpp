@@ -19,16 +19,17 @@
 namespace dblock::detail {
 
 struct DialectSql {
-  // Migrator.
+  // Migrator. Statements (statement.hpp) bound from lock, timeout_s, qualified (the quoted
+  // migrations table), schema (NULL: the current one), table, version, name, checksum.
   std::string_view create_schema;            // {{schema}}
-  std::string_view migrator_lock;            // params: lock key; returns one row, column "got"
-  std::string_view migrator_unlock;          // params: lock key; empty when the lock ends at COMMIT
+  std::string_view migrator_lock;            // one row, column "got"
+  std::string_view migrator_unlock;          // empty when the lock ends at COMMIT
   bool migrations_in_one_transaction;        // DDL is transactional
   std::string_view migrator_isolation;       // the transaction's first statement; empty: none
-  std::string_view migrations_table_exists;  // params: dialect-specific (see the .cpp)
+  std::string_view migrations_table_exists;  // column "present"
   std::string_view create_migrations_table;
   std::string_view select_migrations;  // columns: version, name, checksum, applied_at
-  std::string_view insert_migration;   // params: version, name, checksum
+  std::string_view insert_migration;
 
   // The session's default isolation level, in the last column of the first row (isolation.hpp).
   std::string_view session_isolation;

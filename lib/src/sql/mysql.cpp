@@ -9,16 +9,17 @@ const DialectSql kMySQL = {
     .create_schema = "CREATE DATABASE IF NOT EXISTS {{schema}}",
     // Session-scoped named lock, held across the run's DDL (which commits implicitly).
     // params: lock name (at most 64 characters), timeout in seconds. got = 1 when obtained.
-    .migrator_lock = "SELECT GET_LOCK(?, ?) AS got",
-    .migrator_unlock = "SELECT RELEASE_LOCK(?) AS released",
+    .migrator_lock = "SELECT GET_LOCK({{param:lock}}, {{param:timeout_s}}) AS got",
+    .migrator_unlock = "SELECT RELEASE_LOCK({{param:lock}}) AS released",
     .migrations_in_one_transaction = false,
     // No transaction: DDL commits implicitly, and every statement runs in autocommit, so each
     // read sees what was committed before it whatever transaction_isolation says.
     .migrator_isolation = "",
-    // params: schema name or NULL for the current database, table name
+    // schema: NULL for the current database.
     .migrations_table_exists =
         "SELECT COUNT(*) AS present FROM information_schema.tables"
-        " WHERE table_schema = COALESCE(?, DATABASE()) AND table_name = ?",
+        " WHERE table_schema = COALESCE({{param:schema}}, DATABASE())"
+        " AND table_name = {{param:table}}",
     .create_migrations_table =
         "CREATE TABLE IF NOT EXISTS {{table:schema_migrations}} ("
         " version INT NOT NULL PRIMARY KEY,"
@@ -32,7 +33,7 @@ const DialectSql kMySQL = {
         " FROM {{table:schema_migrations}} ORDER BY version",
     .insert_migration =
         "INSERT INTO {{table:schema_migrations}} (version, name, checksum, applied_at)"
-        " VALUES (?, ?, ?, UTC_TIMESTAMP(6))",
+        " VALUES ({{param:version}}, {{param:name}}, {{param:checksum}}, UTC_TIMESTAMP(6))",
 
     // MySQL 8.0 calls the variable transaction_isolation, MariaDB 10.x tx_isolation; SHOW
     // answers for either (columns Variable_name, Value: the level is the last column).

@@ -16,7 +16,7 @@ namespace {
 const DialectSql kPostgreSQL = {
     .create_schema = "CREATE SCHEMA IF NOT EXISTS {{schema}}",
     // Transaction-scoped: released by COMMIT/ROLLBACK, and works through transaction poolers.
-    .migrator_lock = "SELECT pg_advisory_xact_lock($1::bigint) IS NULL AS got",
+    .migrator_lock = "SELECT pg_advisory_xact_lock({{param:lock}}::bigint) IS NULL AS got",
     .migrator_unlock = "",
     .migrations_in_one_transaction = true,
     // Read committed whatever default_transaction_isolation says: every statement after the
@@ -28,7 +28,7 @@ const DialectSql kPostgreSQL = {
     .migrator_isolation = "SET TRANSACTION ISOLATION LEVEL READ COMMITTED",
     // param: the qualified, quoted table name
     .migrations_table_exists =
-        "SELECT CASE WHEN to_regclass($1) IS NULL THEN 0 ELSE 1 END AS present",
+        "SELECT CASE WHEN to_regclass({{param:qualified}}) IS NULL THEN 0 ELSE 1 END AS present",
     .create_migrations_table =
         "CREATE TABLE IF NOT EXISTS {{table:schema_migrations}} ("
         " version integer PRIMARY KEY,"
@@ -41,7 +41,7 @@ const DialectSql kPostgreSQL = {
         " FROM {{table:schema_migrations}} ORDER BY version",
     .insert_migration =
         "INSERT INTO {{table:schema_migrations}} (version, name, checksum, applied_at)"
-        " VALUES ($1, $2, $3, clock_timestamp())",
+        " VALUES ({{param:version}}, {{param:name}}, {{param:checksum}}, clock_timestamp())",
 
     // The level is the last column.
     .session_isolation = "SELECT current_setting('default_transaction_isolation') AS level",
