@@ -183,14 +183,14 @@ const DialectSql kPostgreSQL = {
         " metadata::text AS metadata"
         " FROM {{table:locks}} WHERE hold_count > 0 ORDER BY lock_key",
 
-    // The cleaner. $1 grace in ms, $2 batch size. Deletes at most $2 rows whose expires_at lies
-    // more than the grace in the past, oldest first. The cut-off is computed once (an InitPlan),
-    // so the inner SELECT is a range scan of the expires_at index, and ctid = ANY(ARRAY(...))
-    // makes the DELETE fetch each row straight by its physical address (a TID scan; looking
-    // the keys up in the primary key index again cost most of the statement's time, and
-    // IN (...) plans a sequential scan of the table). The rows the inner SELECT returns are
-    // locked by this statement, so no one can update or delete them (and move their ctid)
-    // before the DELETE; a row updated just before it was locked has a new version the
+    // The cleaner. Statements (sql/statement.hpp): grace_ms, limit (batch size). Deletes at most
+    // that many rows whose expires_at lies more than the grace in the past, oldest first. The
+    // cut-off is computed once (an InitPlan), so the inner SELECT is a range scan of the expires_at
+    // index, and ctid = ANY(ARRAY(...)) makes the DELETE fetch each row straight by its physical
+    // address (a TID scan; looking the keys up in the primary key index again cost most of the
+    // statement's time, and IN (...) plans a sequential scan of the table). The rows the inner
+    // SELECT returns are locked by this statement, so no one can update or delete them (and move
+    // their ctid) before the DELETE; a row updated just before it was locked has a new version the
     // statement's snapshot does not see, so it is left for a later run, never deleted wrongly.
     // SKIP LOCKED leaves rows another session is changing (a renewal, an acquire, another
     // cleaner) alone, so two cleaners never wait on or count the same row; the outer WHERE
