@@ -1,10 +1,9 @@
 #include "dblock/doctor.hpp"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <map>
-#include <optional>
 
 #include "dblock/error.hpp"
 #include "dblock/migrator.hpp"
@@ -56,10 +55,10 @@ class Doctor {
     if (writable && migrated) {
       privileges();
     } else {
-      add("privileges", Status::kWarning,
-          "not checked: " + std::string(!writable ? "the server is not writable"
-                                                  : "dblock's tables are not all there"),
-          "");
+      const std::string why = !writable ? "not checked: the server is not writable"
+                                        : "not checked: dblock's tables are not all there";
+      add("privileges", Status::kWarning, why, "");
+      add("cleaner", Status::kWarning, why, "");
     }
     return std::move(findings_);
   }

@@ -71,6 +71,7 @@ TEST_P(CliDoctorTest, MissingMigrationsAreAFailureThatSaysWhatToRun) {
   EXPECT_EQ(line.rfind("failure migrations: 4 migration(s) not applied", 0), 0u) << r.out;
   EXPECT_NE(line.find("to fix: run `dblock migrate up`"), std::string::npos) << line;
   EXPECT_EQ(line_of(r.out, "privileges").rfind("warning privileges: not checked", 0), 0u) << r.out;
+  EXPECT_EQ(line_of(r.out, "cleaner").rfind("warning cleaner: not checked", 0), 0u) << r.out;
 }
 
 // A user that may read dblock's tables but not write them: the lock statements would fail, so
