@@ -13,12 +13,13 @@
 #include <charconv>
 #include <csignal>
 #include <cstring>
-#include <fstream>
+#include <memory>
 #include <sstream>
 #include <thread>
 
 #include "common.hpp"
 #include "dblock/error.hpp"
+#include "proc_files.hpp"
 
 namespace dblock::cli {
 
@@ -39,10 +40,10 @@ bool is_cgroup2(const char* path) {
 // remove their own (SIGKILL, a crash): "dblock-run-<pid>" whose pid is gone. Only empty ones go
 // (rmdir refuses the rest): processes still in one outlived their run and are left alone.
 void sweep_stale_cgroups(const std::string& parent) {
-  DIR* dir = ::opendir(parent.c_str());
+  const std::unique_ptr<DIR, int (*)(DIR*)> dir(::opendir(parent.c_str()), ::closedir);
   if (dir == nullptr) return;
   constexpr std::string_view kPrefix = "dblock-run-";
-  while (const dirent* entry = ::readdir(dir)) {
+  while (const dirent* entry = ::readdir(dir.get())) {
     const std::string_view name = entry->d_name;
     if (!name.starts_with(kPrefix)) continue;
     const std::string_view digits = name.substr(kPrefix.size());
@@ -51,7 +52,6 @@ void sweep_stale_cgroups(const std::string& parent) {
     if (ec != std::errc() || end != digits.data() + digits.size() || pid <= 0) continue;
     if (::kill(pid, 0) != 0 && errno == ESRCH) ::rmdir((parent + "/" + std::string(name)).c_str());
   }
-  ::closedir(dir);
 }
 
 // Makes a cgroup for the job under dblock's own cgroup v2, or returns "" when the machine does
@@ -65,7 +65,7 @@ std::string make_cgroup() {
     }
   }
   if (root.empty()) return "";
-  std::ifstream in("/proc/self/cgroup");
+  std::istringstream in(read_small_file("/proc/self/cgroup"));
   std::string line, own;
   while (std::getline(in, line)) {
     if (line.rfind("0::", 0) == 0) own = line.substr(3);
@@ -91,12 +91,12 @@ bool write_control(const std::string& path, const std::string& text) {
 std::vector<pid_t> children_of_this_process() {
   std::vector<pid_t> out;
   const pid_t self = ::getpid();
-  DIR* proc = ::opendir("/proc");
+  const std::unique_ptr<DIR, int (*)(DIR*)> proc(::opendir("/proc"), ::closedir);
   if (proc == nullptr) return out;
-  while (dirent* entry = ::readdir(proc)) {
+  while (dirent* entry = ::readdir(proc.get())) {
     if (entry->d_name[0] < '0' || entry->d_name[0] > '9') continue;
-    std::ifstream stat(std::string("/proc/") + entry->d_name + "/stat");
-    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    // "" when the process exited since readdir saw it.
+    const std::string text = read_small_file(std::string("/proc/") + entry->d_name + "/stat");
     // pid (comm) state ppid ...; comm may hold spaces and parentheses, so read after the last ')'.
     const auto close = text.rfind(')');
     if (close == std::string::npos) continue;
@@ -106,7 +106,6 @@ std::vector<pid_t> children_of_this_process() {
     if (!(rest >> state >> ppid) || ppid != self || state == 'Z') continue;
     out.push_back(static_cast<pid_t>(std::stol(entry->d_name)));
   }
-  ::closedir(proc);
   return out;
 }
 
@@ -220,7 +219,7 @@ std::optional<int> Job::reap() {
 std::vector<pid_t> Job::cgroup_members() const {
   std::vector<pid_t> out;
   if (cgroup_.empty()) return out;
-  std::ifstream in(cgroup_ + "/cgroup.procs");
+  std::istringstream in(read_small_file(cgroup_ + "/cgroup.procs"));
   pid_t pid;
   while (in >> pid) out.push_back(pid);
   return out;

@@ -52,12 +52,21 @@ void Renewer::watch(const std::shared_ptr<LeaseCore>& lease, BootClock::time_poi
     // which on a machine shared with the database costs more than the statement.
     wake_scheduler = sent + interval(*lease) < scheduler_wakes_at_;
     wake_watchdog = sent + lease->ttl() < watchdog_wakes_at_;
+    scheduler_rescan_ = scheduler_rescan_ || wake_scheduler;
+    watchdog_rescan_ = watchdog_rescan_ || wake_watchdog;
   }
   if (wake_scheduler) cv_.notify_all();
   if (wake_watchdog) watchdog_cv_.notify_all();
 }
 
 void Renewer::reschedule() {
+  {
+    // Under the mutex: a thread looking at the leases right now may have read the old TTL, and
+    // would miss a bare notify (it is not waiting yet); the flag makes it look again.
+    std::lock_guard lock(mu_);
+    scheduler_rescan_ = true;
+    watchdog_rescan_ = true;
+  }
   cv_.notify_all();
   watchdog_cv_.notify_all();
 }
@@ -73,6 +82,7 @@ void Renewer::watch_deadlines() {
   std::unique_lock lock(mu_);
   while (!stop_) {
     ++passes_;
+    watchdog_rescan_ = false;
     auto now = BootClock::now();
     auto next = now + std::chrono::seconds(1);
     std::vector<std::shared_ptr<LeaseCore>> expired;
@@ -88,7 +98,7 @@ void Renewer::watch_deadlines() {
     }
     if (expired.empty()) {
       watchdog_wakes_at_ = next;
-      watchdog_cv_.wait_for(lock, until(next));
+      watchdog_cv_.wait_for(lock, until(next), [&] { return stop_ || watchdog_rescan_; });
       watchdog_wakes_at_ = BootClock::time_point::min();  // looking now: no wake-up needed
       continue;
     }
@@ -114,6 +124,7 @@ void Renewer::run() {
   std::unique_lock lock(mu_);
   while (!stop_) {
     ++passes_;
+    scheduler_rescan_ = false;
     auto now = BootClock::now();
     // Drop released, lost and destroyed leases; hand the due ones to the workers.
     auto next = now + std::chrono::seconds(1);
@@ -145,7 +156,7 @@ void Renewer::run() {
       work_cv_.notify_all();
     }
     scheduler_wakes_at_ = next;
-    cv_.wait_for(lock, until(next));
+    cv_.wait_for(lock, until(next), [&] { return stop_ || scheduler_rescan_; });
     scheduler_wakes_at_ = BootClock::time_point::min();  // looking now: no wake-up needed
   }
 }
@@ -184,6 +195,7 @@ void Renewer::renew_one(const std::shared_ptr<LeaseCore>& lease) {
           failed ? std::optional(after + std::min(interval(*lease), std::chrono::milliseconds(250)))
                  : std::nullopt;
     }
+    scheduler_rescan_ = true;
   }
   cv_.notify_all();
   if (give_up) lease->mark_lost();  // calls on_lost: never under the renewer's mutex

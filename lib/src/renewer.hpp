@@ -77,6 +77,10 @@ class Renewer {
   BootClock::time_point scheduler_wakes_at_ = BootClock::time_point::min();
   BootClock::time_point watchdog_wakes_at_ = BootClock::time_point::min();
   std::uint64_t passes_ = 0;
+  // Set (under mu_) when a thread must look again before it sleeps: a notify alone is lost
+  // while the thread is busy looking rather than waiting.
+  bool scheduler_rescan_ = false;
+  bool watchdog_rescan_ = false;
   // Renewals handed to the workers, and the workers.
   std::condition_variable work_cv_;
   std::deque<std::shared_ptr<LeaseCore>> queue_;
