@@ -112,7 +112,7 @@ std::optional<Lease> OptimisticLock::try_acquire(std::string_view key, const Loc
   detail::LeaseInfo info{std::string(key), 0, detail::random_lease_id(),
                          options.owner ? *options.owner : Owner::current_thread(), options.ttl};
   PooledConnection conn = impl_->source.acquire();
-  const auto params = impl_->read.bind({{"key", Value(info.key)}});  // create takes the same
+  const auto params = impl_->read.bind({{"key", Value(info.key)}});
   for (int attempt = 0;; ++attempt) {
     impl_->begin(*conn);
     try {
