@@ -245,10 +245,8 @@ class Doctor {
   }
 
   void isolation() {
-    const Result r = conn_.execute(sql_.session_isolation);
-    std::string level = r.empty() || r.columns().empty()
-                            ? std::string("unknown")
-                            : r.at(0, r.columns().size() - 1).value_or("unknown");
+    std::string level = detail::last_column(conn_.execute(sql_.session_isolation));
+    if (level.empty()) level = "unknown";
     add("isolation", Status::kOk,
         "default isolation " + level +
             ": dblock sets the level its own transactions need, so any default works",
@@ -283,23 +281,12 @@ class Doctor {
 
   bool migrations() {
     Migrator migrator(conn_, tables_);
-    int pending = 0, modified = 0, unknown = 0, applied = 0;
-    for (const auto& m : migrator.status()) {
-      switch (m.status) {
-        case MigrationState::Status::kPending:
-          ++pending;
-          break;
-        case MigrationState::Status::kApplied:
-          ++applied;
-          break;
-        case MigrationState::Status::kModified:
-          ++modified;
-          break;
-        case MigrationState::Status::kUnknown:
-          ++unknown;
-          break;
-      }
-    }
+    std::map<MigrationState::Status, int> count;
+    for (const auto& m : migrator.status()) ++count[m.status];
+    const int pending = count[MigrationState::Status::kPending];
+    const int modified = count[MigrationState::Status::kModified];
+    const int unknown = count[MigrationState::Status::kUnknown];
+    const int applied = count[MigrationState::Status::kApplied];
     const std::string where = "tables " + tables_.qualified(dialect_, "locks") + " and the rest";
     if (pending > 0) {
       add("migrations", Status::kFailure,

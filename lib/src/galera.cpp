@@ -7,16 +7,6 @@
 
 namespace dblock::detail {
 
-namespace {
-
-// The value in the last column of the first row, or "" when there is no row.
-std::string last_column(const Result& r) {
-  if (r.empty() || r.columns().empty()) return "";
-  return r.at(0, r.columns().size() - 1).value_or("");
-}
-
-}  // namespace
-
 bool galera_node(Connection& conn) {
   const auto& sql = dialect_sql(conn.dialect());
   if (sql.galera_check.empty()) return false;

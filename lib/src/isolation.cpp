@@ -55,9 +55,7 @@ Isolation SessionIsolation::default_level(Connection& conn) {
   Isolation known = level_.load();
   if (known != Isolation::kUnknown) return known;
   Result r = conn.execute(dialect_sql(conn.dialect()).session_isolation);
-  const Isolation level = r.empty() || r.columns().empty()
-                              ? Isolation::kUnknown
-                              : parse_level(r.at(0, r.columns().size() - 1).value_or(""));
+  const Isolation level = parse_level(last_column(r));
   // An answer nobody knows is treated as the strictest, so the level is always set.
   level_ = level == Isolation::kUnknown ? Isolation::kSerializable : level;
   return level_.load();

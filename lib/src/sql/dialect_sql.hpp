@@ -105,6 +105,10 @@ struct DialectSql {
 
 const DialectSql& dialect_sql(Dialect dialect);
 
+// The value in the last column of the first row, or "" when there is none: where the statements
+// that answer with a setting (session_isolation, galera_check, galera_sync_wait) put it.
+std::string last_column(const Result& r);
+
 // Replaces every `marker` in `text` with `value` (for the numeric and caller-identifier
 // placeholders some statements carry besides render_sql's).
 std::string replace_all(std::string text, std::string_view marker, std::string_view value);

@@ -12,6 +12,11 @@ const DialectSql& dialect_sql(Dialect dialect) {
   return dialect == Dialect::kPostgreSQL ? postgresql_sql() : mysql_sql();
 }
 
+std::string last_column(const Result& r) {
+  if (r.empty() || r.columns().empty()) return "";
+  return r.at(0, r.columns().size() - 1).value_or("");
+}
+
 std::string replace_all(std::string text, std::string_view marker, std::string_view value) {
   for (std::size_t pos = text.find(marker); pos != std::string::npos;
        pos = text.find(marker, pos + value.size())) {
