@@ -1,15 +1,25 @@
 #include "lock_sql.hpp"
 
 #include "lock_keys.hpp"
-#include "sql/dialect_sql.hpp"
+#include "sql/server_sql.hpp"
 
 namespace dblock::bench {
 
+namespace {
+
+// The statements of the dialect's servers that these loops send: MariaDB's are MySQL's (its own
+// statements are only the row lock's bounded waits, which no raw loop sends).
+const detail::ServerSql& sql_for(Dialect d) {
+  return detail::server_sql(d == Dialect::kPostgreSQL ? Server::kPostgreSQL : Server::kMySQL);
+}
+
+}  // namespace
+
 LockSql::LockSql(Dialect d, const TableNames& tables)
     : dialect(d),
-      acquire(detail::dialect_sql(d).lock_acquire, d, tables),
+      acquire(sql_for(d).unique_key.acquire, d, tables),
       channel(tables.name("locks")),
-      release(detail::dialect_sql(d).lock_release, d, tables) {}
+      release(sql_for(d).unique_key.release, d, tables) {}
 
 std::vector<Value> LockSql::acquire_params(const std::string& key, const std::string& lease_id,
                                            const Owner& owner, std::int64_t ttl_ms) const {
@@ -39,12 +49,12 @@ TransactionSql::TransactionSql(Dialect d, const TableNames& tables)
       begin(d == Dialect::kPostgreSQL ? "BEGIN" : "START TRANSACTION"),
       commit("COMMIT"),
       rollback("ROLLBACK") {
-  const detail::DialectSql& sql = detail::dialect_sql(d);
-  row_lock_try = detail::Statement(sql.row_lock_try, d, tables);
-  row_lock_stamp = detail::Statement(sql.row_lock_stamp, d, tables);
-  version_read = detail::Statement(sql.version_read, d, tables);
-  version_create = detail::Statement(sql.version_create, d, tables);
-  version_cas = detail::Statement(sql.version_cas, d, tables);
+  const detail::ServerSql& sql = sql_for(d);
+  row_lock_try = detail::Statement(sql.row_lock.try_lock, d, tables);
+  row_lock_stamp = detail::Statement(sql.row_lock.stamp, d, tables);
+  version_read = detail::Statement(sql.versions.read, d, tables);
+  version_create = detail::Statement(sql.versions.create, d, tables);
+  version_cas = detail::Statement(sql.versions.cas, d, tables);
 }
 
 std::vector<Value> TransactionSql::row_lock_try_params(const std::string& key,

@@ -7,7 +7,7 @@
 
 #include "dblock/error.hpp"
 #include "isolation.hpp"
-#include "sql/dialect_sql.hpp"
+#include "sql/server_sql.hpp"
 #include "sql/statement.hpp"
 
 namespace dblock {
@@ -27,10 +27,10 @@ struct CleanTable {
   std::string_view count_sql;
 };
 
-std::vector<CleanTable> clean_tables(const detail::DialectSql& sql) {
-  return {{"locks", sql.clean_delete, sql.clean_count},
-          {"row_locks", sql.clean_row_locks_delete, sql.clean_row_locks_count},
-          {"versions", sql.clean_versions_delete, sql.clean_versions_count}};
+std::vector<CleanTable> clean_tables(const detail::CleanerSql& sql) {
+  return {{"locks", sql.locks_delete, sql.locks_count},
+          {"row_locks", sql.row_locks_delete, sql.row_locks_count},
+          {"versions", sql.versions_delete, sql.versions_count}};
 }
 
 bool stopped(const CleanOptions& options) {
@@ -103,7 +103,7 @@ CleanResult clean(Connection& conn, const TableNames& tables, const CleanOptions
   }
   const auto started = Clock::now();
   const Dialect dialect = conn.dialect();
-  const detail::DialectSql& sql = detail::dialect_sql(dialect);
+  const detail::CleanerSql& sql = detail::server_sql(conn.server()).cleaner;
   constexpr std::uint64_t kNoLimit =
       static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
   const std::uint64_t budget = options.max_rows == 0 ? kNoLimit : options.max_rows;
@@ -153,7 +153,7 @@ CleanResult clean(Connection& conn, const TableNames& tables, const CleanOptions
     if (!result.complete) break;
   }
 
-  Result oldest = conn.execute(detail::render_sql(sql.clean_oldest, dialect, tables));
+  Result oldest = conn.execute(detail::render_sql(sql.locks_oldest, dialect, tables));
   if (!oldest.empty()) result.oldest_expiry_left = oldest.at(0, "oldest");
   result.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
   return result;

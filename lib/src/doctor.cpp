@@ -8,7 +8,7 @@
 #include "dblock/error.hpp"
 #include "dblock/migrator.hpp"
 #include "galera.hpp"
-#include "sql/dialect_sql.hpp"
+#include "sql/server_sql.hpp"
 
 namespace dblock {
 
@@ -37,7 +37,8 @@ class Doctor {
       : conn_(conn),
         tables_(tables),
         dialect_(conn.dialect()),
-        sql_(detail::dialect_sql(dialect_)) {}
+        sql_(detail::server_sql(conn_.server()).doctor),
+        session_sql_(detail::server_sql(conn_.server()).session) {}
 
   std::vector<Finding> run() {
     server();
@@ -69,7 +70,7 @@ class Doctor {
   }
 
   void server() {
-    const Result r = conn_.execute(sql_.doctor_server);
+    const Result r = conn_.execute(sql_.server);
     const std::string version = text(r, "version");
     const std::string flavour = text(r, "flavour");
     const auto [major, minor] = major_minor(version);
@@ -97,7 +98,7 @@ class Doctor {
   }
 
   bool check_writable() {
-    const std::string state = text(conn_.execute(sql_.doctor_writable), "state");
+    const std::string state = text(conn_.execute(sql_.writable), "state");
     if (state.empty()) {
       add("writable", Status::kOk, "a writable primary", "");
       return true;
@@ -127,7 +128,7 @@ class Doctor {
   }
 
   void postgresql_replication() {
-    const Result r = conn_.execute(sql_.doctor_replication);
+    const Result r = conn_.execute(sql_.replication);
     const std::string commit = text(r, "synchronous_commit");
     const std::string names = text(r, "standby_names");
     const std::int64_t standbys = r.int64_at(0, "standbys");
@@ -194,7 +195,7 @@ class Doctor {
 
   void mysql_replication() {
     std::map<std::string, std::string> status;
-    const Result r = conn_.execute(sql_.doctor_replication);
+    const Result r = conn_.execute(sql_.replication);
     for (std::size_t i = 0; i < r.size(); ++i) {
       status[r.at(i, "Variable_name").value_or("")] = r.at(i, "Value").value_or("");
     }
@@ -245,7 +246,7 @@ class Doctor {
   }
 
   void isolation() {
-    std::string level = detail::last_column(conn_.execute(sql_.session_isolation));
+    std::string level = detail::last_column(conn_.execute(session_sql_.isolation));
     if (level.empty()) level = "unknown";
     add("isolation", Status::kOk,
         "default isolation " + level +
@@ -255,7 +256,7 @@ class Doctor {
 
   void time_zone() {
     add("time_zone", Status::kOk,
-        "server time zone " + text(conn_.execute(sql_.doctor_time_zone), "zone") +
+        "server time zone " + text(conn_.execute(sql_.time_zone), "zone") +
             ": dblock's times are UTC, so any zone works",
         "");
   }
@@ -263,7 +264,7 @@ class Doctor {
   void clock() {
     using namespace std::chrono;
     const auto before = system_clock::now();
-    const std::int64_t server_us = conn_.execute(sql_.doctor_clock).int64_at(0, "us");
+    const std::int64_t server_us = conn_.execute(sql_.clock).int64_at(0, "us");
     const auto after = system_clock::now();
     const std::int64_t local_us =
         duration_cast<microseconds>((before + (after - before) / 2).time_since_epoch()).count();
@@ -334,17 +335,16 @@ class Doctor {
     };
     for (std::string_view base : {"locks", "row_locks", "versions"}) {
       const std::string table = tables_.qualified(dialect_, base);
-      const bool select = allowed(sql_.doctor_probe_select, base);
+      const bool select = allowed(sql_.probe_select, base);
       if (!select) note(missing, "SELECT", table);
-      if (!allowed(sql_.doctor_probe_insert, base)) note(missing, "INSERT", table);
-      if (!allowed(sql_.doctor_probe_update, base)) note(missing, "UPDATE", table);
+      if (!allowed(sql_.probe_insert, base)) note(missing, "INSERT", table);
+      if (!allowed(sql_.probe_update, base)) note(missing, "UPDATE", table);
       if (!select) note(cleaner_missing, "SELECT", table);
-      if (!allowed(sql_.doctor_probe_delete, base)) note(cleaner_missing, "DELETE", table);
+      if (!allowed(sql_.probe_delete, base)) note(cleaner_missing, "DELETE", table);
     }
-    if (!sql_.doctor_sequence_usage.empty()) {
+    if (!sql_.sequence_usage.empty()) {
       const std::string sequence = tables_.qualified(dialect_, "row_lock_tokens");
-      const Result r =
-          conn_.execute(detail::render_sql(sql_.doctor_sequence_usage, dialect_, tables_));
+      const Result r = conn_.execute(detail::render_sql(sql_.sequence_usage, dialect_, tables_));
       if (r.int64_at(0, "ok") != 1) note(missing, "USAGE", sequence);
     }
     if (missing.empty()) {
@@ -369,7 +369,8 @@ class Doctor {
   Connection& conn_;
   const TableNames& tables_;
   Dialect dialect_;
-  const detail::DialectSql& sql_;
+  const detail::DoctorSql& sql_;
+  const detail::SessionSql& session_sql_;
   std::vector<Finding> findings_;
 };
 

@@ -3,19 +3,19 @@
 #include <charconv>
 
 #include "dblock/error.hpp"
-#include "sql/dialect_sql.hpp"
+#include "sql/server_sql.hpp"
 
 namespace dblock::detail {
 
 bool galera_node(Connection& conn) {
-  const auto& sql = dialect_sql(conn.dialect());
+  const auto& sql = server_sql(conn.server()).session;
   if (sql.galera_check.empty()) return false;
   return last_column(conn.execute(sql.galera_check)) == "ON";
 }
 
 CausalReads::CausalReads(Connection& conn) : conn_(conn) {
   if (!galera_node(conn_)) return;
-  const auto& sql = dialect_sql(conn_.dialect());
+  const auto& sql = server_sql(conn_.server()).session;
   const std::string current = last_column(conn_.execute(sql.galera_sync_wait));
   long bits = 0;
   const auto parsed = std::from_chars(current.data(), current.data() + current.size(), bits);

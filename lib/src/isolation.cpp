@@ -4,7 +4,7 @@
 #include <cctype>
 #include <string>
 
-#include "sql/dialect_sql.hpp"
+#include "sql/server_sql.hpp"
 
 namespace dblock::detail {
 
@@ -54,7 +54,7 @@ void begin_at(Connection& conn, Isolation level) {
 Isolation SessionIsolation::default_level(Connection& conn) {
   Isolation known = level_.load();
   if (known != Isolation::kUnknown) return known;
-  Result r = conn.execute(dialect_sql(conn.dialect()).session_isolation);
+  Result r = conn.execute(server_sql(conn.server()).session.isolation);
   const Isolation level = parse_level(last_column(r));
   // An answer nobody knows is treated as the strictest, so the level is always set.
   level_ = level == Isolation::kUnknown ? Isolation::kSerializable : level;

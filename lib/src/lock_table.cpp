@@ -1,6 +1,6 @@
 #include "dblock/lock_table.hpp"
 
-#include "sql/dialect_sql.hpp"
+#include "sql/server_sql.hpp"
 #include "sql/statement.hpp"
 
 namespace dblock {
@@ -24,19 +24,20 @@ std::vector<LockRow> to_rows(const Result& r) {
 
 std::vector<LockRow> list_locks(Connection& conn, const TableNames& tables) {
   const Dialect d = conn.dialect();
-  return to_rows(conn.execute(detail::render_sql(detail::dialect_sql(d).lock_list, d, tables)));
+  return to_rows(conn.execute(
+      detail::render_sql(detail::server_sql(conn.server()).operators.list, d, tables)));
 }
 
 std::vector<LockRow> list_locks(Connection& conn, const TableNames& tables,
                                 std::string_view key_prefix) {
   const Dialect d = conn.dialect();
-  const detail::Statement list(detail::dialect_sql(d).lock_list_prefix, d, tables);
+  const detail::Statement list(detail::server_sql(conn.server()).operators.list_prefix, d, tables);
   return to_rows(conn.execute(list.sql(), list.bind({{"prefix", Value(std::string(key_prefix))}})));
 }
 
 bool release_lock_row(Connection& conn, const TableNames& tables, const LockRow& row) {
   const Dialect d = conn.dialect();
-  const detail::Statement release(detail::dialect_sql(d).lock_operator_release, d, tables);
+  const detail::Statement release(detail::server_sql(conn.server()).operators.release, d, tables);
   Result r = conn.execute(release.sql(), release.bind({{"key", Value(row.key)},
                                                        {"lease_id", Value(row.lease_id)},
                                                        {"token", Value(row.fencing_token)},

@@ -7,7 +7,7 @@
 #include "galera.hpp"
 #include "migrations.hpp"
 #include "sha256.hpp"
-#include "sql/dialect_sql.hpp"
+#include "sql/server_sql.hpp"
 #include "sql/statement.hpp"
 #include "sql_scanner.hpp"
 
@@ -23,6 +23,10 @@ std::string lock_key(Dialect dialect, const std::string& qualified_table) {
   if (dialect == Dialect::kMySQL) return "dblock_migrate_" + digest.substr(0, 40);
   // A signed 64-bit integer from the digest's first 15 hex digits (always positive).
   return std::to_string(std::stoll(digest.substr(0, 15), nullptr, 16));
+}
+
+const detail::MigratorSql& migrator_sql(const Connection& conn) {
+  return detail::server_sql(conn.server()).migrator;
 }
 
 }  // namespace
@@ -53,7 +57,7 @@ Migrator::Migrator(Connection& conn, TableNames names,
 
 bool Migrator::migrations_table_exists() {
   const Dialect d = conn_.dialect();
-  const detail::Statement exists(detail::dialect_sql(d).migrations_table_exists, d, names_);
+  const detail::Statement exists(migrator_sql(conn_).table_exists, d, names_);
   Result r = conn_.execute(
       exists.sql(),
       exists.bind({{"qualified", Value(names_.qualified(d, "schema_migrations"))},
@@ -69,10 +73,10 @@ std::vector<MigrationState> Migrator::read_states(bool table_known_present) {
         MigrationState{m.version, m.name, MigrationState::Status::kPending, m.checksum(), {}, {}};
   }
   if (table_known_present || migrations_table_exists()) {
-    const auto& sql = detail::dialect_sql(conn_.dialect());
+    const auto& sql = migrator_sql(conn_);
     // On a Galera node, see what a migrator on another node committed a moment ago.
     detail::CausalReads causal(conn_);
-    Result r = conn_.execute(detail::render_sql(sql.select_migrations, conn_.dialect(), names_));
+    Result r = conn_.execute(detail::render_sql(sql.select, conn_.dialect(), names_));
     for (std::size_t i = 0; i < r.size(); ++i) {
       int version = static_cast<int>(r.int64_at(i, "version"));
       auto& s = states[version];
@@ -104,7 +108,7 @@ void Migrator::apply(const Migration& migration) {
     try {
       conn_.execute(statements[i]);
     } catch (const Error& e) {
-      std::string undo = detail::dialect_sql(d).migrations_in_one_transaction
+      std::string undo = migrator_sql(conn_).in_one_transaction
                              ? "nothing of this run was kept"
                              : "statements before it stay applied (MySQL DDL is not "
                                "transactional); fix the cause and run `dblock migrate up` again";
@@ -114,7 +118,7 @@ void Migrator::apply(const Migration& migration) {
                   e.sqlstate(), e.server_errno());
     }
   }
-  const detail::Statement insert(detail::dialect_sql(d).insert_migration, d, names_);
+  const detail::Statement insert(migrator_sql(conn_).insert, d, names_);
   conn_.execute(insert.sql(), insert.bind({{"version", Value(migration.version)},
                                            {"name", Value(migration.name)},
                                            {"checksum", Value(migration.checksum())}}));
@@ -122,9 +126,9 @@ void Migrator::apply(const Migration& migration) {
 
 std::vector<MigrationState> Migrator::up_locked() {
   const Dialect d = conn_.dialect();
-  const auto& sql = detail::dialect_sql(d);
+  const auto& sql = migrator_sql(conn_);
   if (!names_.schema().empty()) conn_.execute(detail::render_sql(sql.create_schema, d, names_));
-  conn_.execute(detail::render_sql(sql.create_migrations_table, d, names_));
+  conn_.execute(detail::render_sql(sql.create_table, d, names_));
   auto states = read_states(true);
   for (const auto& s : states) {
     if (s.status == MigrationState::Status::kModified) {
@@ -149,15 +153,15 @@ std::vector<MigrationState> Migrator::up_locked() {
 
 std::vector<MigrationState> Migrator::up() {
   const Dialect d = conn_.dialect();
-  const auto& sql = detail::dialect_sql(d);
+  const auto& sql = migrator_sql(conn_);
   const std::string key = lock_key(d, names_.qualified(d, "schema_migrations"));
-  if (sql.migrations_in_one_transaction) {
+  if (sql.in_one_transaction) {
     conn_.begin();
     try {
       // Before the lock: the isolation level must be set before the transaction's first query
-      // (see migrator_isolation in the dialect file).
-      if (!sql.migrator_isolation.empty()) conn_.execute(sql.migrator_isolation);
-      const detail::Statement lock(sql.migrator_lock, d, names_);
+      // (see MigratorSql::isolation in the server's SQL file).
+      if (!sql.isolation.empty()) conn_.execute(sql.isolation);
+      const detail::Statement lock(sql.lock, d, names_);
       conn_.execute(lock.sql(), lock.bind({{"lock", Value(key)}}));
       auto applied = up_locked();
       conn_.commit();
@@ -188,8 +192,8 @@ std::vector<MigrationState> Migrator::up() {
 
 std::vector<MigrationState> Migrator::up_serialised(const std::string& key) {
   const Dialect d = conn_.dialect();
-  const detail::Statement lock(detail::dialect_sql(d).migrator_lock, d, names_);
-  const detail::Statement unlock(detail::dialect_sql(d).migrator_unlock, d, names_);
+  const detail::Statement lock(migrator_sql(conn_).lock, d, names_);
+  const detail::Statement unlock(migrator_sql(conn_).unlock, d, names_);
   Result got = conn_.execute(
       lock.sql(),
       lock.bind({{"lock", Value(key)}, {"timeout_s", Value(kMySQLLockTimeoutSeconds)}}));

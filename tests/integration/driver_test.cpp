@@ -56,6 +56,19 @@ TEST_P(DriverTest, ReportsItsDialectAndDescribesItselfWithoutPassword) {
   EXPECT_FALSE(conn_->in_transaction());
 }
 
+// The server is what the server says it is: MariaDB's version string names it, MySQL's does not.
+TEST_P(DriverTest, ReportsTheServerItTalksTo) {
+  const std::string version = conn_->execute("SELECT VERSION() AS v").at(0, "v").value_or("");
+  Server expected = Server::kMySQL;
+  if (backend().dialect == Dialect::kPostgreSQL) {
+    expected = Server::kPostgreSQL;
+  } else if (version.find("MariaDB") != std::string::npos) {
+    expected = Server::kMariaDB;
+  }
+  EXPECT_EQ(to_string(conn_->server()), to_string(expected)) << version;
+  EXPECT_EQ(dialect_of(conn_->server()), backend().dialect);
+}
+
 TEST_P(DriverTest, RoundTripsBoundValues) {
   const std::string quoted = "it's \"quoted\" \\ back; -- not a comment";
   const std::string unicode = "Grüße, 世界, 🔒";

@@ -69,6 +69,9 @@ TEST(NativeHandles, WrapsAServicesMysqlHandle) {
   {
     auto conn = wrap_mysql(native);
     EXPECT_EQ(conn->dialect(), Dialect::kMySQL);
+    const bool mariadb =
+        std::string(mysql_get_server_info(native)).find("MariaDB") != std::string::npos;
+    EXPECT_EQ(conn->server(), mariadb ? Server::kMariaDB : Server::kMySQL);
     EXPECT_EQ(conn->execute("SELECT ? + 1 AS n", {Value(41)}).int64_at(0, "n"), 42);
   }
   // dblock does not close a handle it did not open.
@@ -112,16 +115,23 @@ TEST(NativeHandles, DrawsFromAServicesSociPool) {
   EXPECT_EQ(source->dialect(), Dialect::kMySQL);
   std::vector<std::thread> threads;
   std::atomic<int> sum{0};
+  std::atomic<bool> wrong_server{false};
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&] {
       for (int i = 0; i < 10; ++i) {
         auto c = source->acquire();
+        const auto version = c->execute("SELECT VERSION() AS v").at(0, "v").value_or("");
+        if (c->server() !=
+            (version.find("MariaDB") != std::string::npos ? Server::kMariaDB : Server::kMySQL)) {
+          wrong_server = true;
+        }
         sum += static_cast<int>(c->execute("SELECT ? AS n", {Value(1)}).int64_at(0, "n"));
       }
     });
   }
   for (auto& t : threads) t.join();
   EXPECT_EQ(sum.load(), 40);
+  EXPECT_FALSE(wrong_server.load()) << "a pooled SOCI session misreported its server";
 }
 #endif
 

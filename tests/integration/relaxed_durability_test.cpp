@@ -9,7 +9,7 @@
 #include "backends.hpp"
 #include "dblock/connection_source.hpp"
 #include "dblock/unique_key_lock.hpp"
-#include "sql/dialect_sql.hpp"
+#include "sql/server_sql.hpp"
 #include "sql/statement.hpp"
 
 namespace dblock::testing {
@@ -57,8 +57,8 @@ class RelaxedDurabilityTest : public MigratedTablesTest {
 TEST_P(RelaxedDurabilityTest, PostgreSQLLockStatementsCommitAsynchronouslyAndOnlyThemselves) {
   if (backend().dialect == Dialect::kMySQL) {
     // Documented: no effect on MySQL/MariaDB, whose flush-at-commit setting is global only.
-    const detail::DialectSql& sql = detail::dialect_sql(Dialect::kMySQL);
-    for (std::string_view t : {sql.lock_acquire, sql.lock_release, sql.lock_renew}) {
+    const detail::UniqueKeySql& sql = detail::server_sql(Server::kMySQL).unique_key;
+    for (std::string_view t : {sql.acquire, sql.release, sql.renew}) {
       EXPECT_EQ(detail::Statement(t, Dialect::kMySQL, tables_, true).sql(),
                 detail::Statement(t, Dialect::kMySQL, tables_, false).sql());
     }

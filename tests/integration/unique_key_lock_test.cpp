@@ -13,7 +13,7 @@
 #include "dblock/open.hpp"
 #include "dblock/timed_lockable.hpp"
 #include "renewer.hpp"
-#include "sql/dialect_sql.hpp"
+#include "sql/server_sql.hpp"
 #include "sql/statement.hpp"
 
 namespace dblock::testing {
@@ -230,8 +230,9 @@ TEST_P(UniqueKeyLockTest, ALeaseTakenAwayIsReportedLost) {
 
 TEST_P(UniqueKeyLockTest, RetryWithTheSameLeaseIdRecognisesItsOwnAcquisition) {
   // A lost reply: the server applied the insert, the client retries the same statement.
-  const auto& sql = detail::dialect_sql(backend().dialect);
-  const detail::Statement statement(sql.lock_acquire, backend().dialect, tables_);
+  auto c = pool_->acquire();
+  const auto& sql = detail::server_sql(c->server()).unique_key;
+  const detail::Statement statement(sql.acquire, backend().dialect, tables_);
   const std::string& acquire = statement.sql();
   Owner me = Owner::named("retrier");
   const auto params = statement.bind({{"key", Value("k")},
@@ -241,10 +242,9 @@ TEST_P(UniqueKeyLockTest, RetryWithTheSameLeaseIdRecognisesItsOwnAcquisition) {
                                       {"thread", Value(me.thread)},
                                       {"ttl_ms", Value(30000)},
                                       {"metadata", Value()}});
-  auto c = pool_->acquire();
   auto token_of = [&](const Result& r) {
-    return sql.lock_results_in_rows ? (r.empty() ? 0 : r.int64_at(0, "fencing_token"))
-                                    : static_cast<std::int64_t>(r.last_insert_id());
+    return sql.results_in_rows ? (r.empty() ? 0 : r.int64_at(0, "fencing_token"))
+                               : static_cast<std::int64_t>(r.last_insert_id());
   };
   auto first = token_of(c->execute(acquire, params));
   auto retry = token_of(c->execute(acquire, params));

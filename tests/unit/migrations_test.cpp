@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "dblock/error.hpp"
-#include "sql/dialect_sql.hpp"
+#include "sql/server_sql.hpp"
 #include "sql_scanner.hpp"
 
 namespace dblock {

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "dblock/error.hpp"
-#include "sql/dialect_sql.hpp"
+#include "sql/server_sql.hpp"
 #include "sql/statement.hpp"
 
 namespace dblock::detail {
@@ -33,18 +33,17 @@ TEST(RenderSql, RejectsUnknownOrBrokenPlaceholders) {
   EXPECT_THROW(render_sql("{{table:bad-name}}", Dialect::kMySQL, names), Error);
 }
 
-TEST(DialectSql, EveryTemplateRendersForBothDialects) {
+TEST(ServerSql, EveryTemplateRendersForEveryServer) {
   TableNames names("p_", "s");
-  for (Dialect d : {Dialect::kPostgreSQL, Dialect::kMySQL}) {
-    const DialectSql& sql = dialect_sql(d);
-    for (std::string_view t :
-         {sql.create_schema, sql.create_migrations_table, sql.select_migrations}) {
+  for (Server server : {Server::kPostgreSQL, Server::kMySQL, Server::kMariaDB}) {
+    const Dialect d = dialect_of(server);
+    const MigratorSql& sql = server_sql(server).migrator;
+    for (std::string_view t : {sql.create_schema, sql.create_table, sql.select}) {
       std::string out = render_sql(t, d, names);
       EXPECT_EQ(out.find("{{"), std::string::npos) << out;
     }
     // The migrator's statements with parameters bind from the Migrator's argument lists.
-    for (std::string_view t : {sql.migrator_lock, sql.migrator_unlock, sql.migrations_table_exists,
-                               sql.insert_migration}) {
+    for (std::string_view t : {sql.lock, sql.unlock, sql.table_exists, sql.insert}) {
       if (t.empty()) continue;  // PostgreSQL's lock ends at COMMIT: no unlock
       Statement s(t, d, names);
       EXPECT_EQ(s.sql().find("{{"), std::string::npos) << s.sql();
@@ -58,6 +57,25 @@ TEST(DialectSql, EveryTemplateRendersForBothDialects) {
                               {"checksum", Value("c")}}));
     }
   }
+}
+
+// MariaDB's set is MySQL's, but for the row lock's waits, which MariaDB bounds in the statement.
+TEST(ServerSql, MariaDBTakesMySQLsStatementsButBoundsRowLockWaitsInTheStatement) {
+  const ServerSql& mysql = server_sql(Server::kMySQL);
+  const ServerSql& mariadb = server_sql(Server::kMariaDB);
+  EXPECT_EQ(mariadb.unique_key.acquire, mysql.unique_key.acquire);
+  EXPECT_EQ(mariadb.cleaner.locks_delete, mysql.cleaner.locks_delete);
+  EXPECT_EQ(mariadb.versions.cas, mysql.versions.cas);
+  EXPECT_EQ(mariadb.row_lock.try_lock, mysql.row_lock.try_lock);
+  EXPECT_FALSE(mysql.row_lock.session_wait.empty());
+  EXPECT_TRUE(mariadb.row_lock.session_wait.empty());
+  EXPECT_TRUE(mariadb.row_lock.session_wait_reset.empty());
+  for (std::string_view wait : {mariadb.row_lock.wait, mariadb.row_lock.target_wait}) {
+    EXPECT_TRUE(wait.starts_with("SET STATEMENT max_statement_time=")) << wait;
+    EXPECT_TRUE(wait.ends_with("FOR UPDATE WAIT {{seconds}}")) << wait;
+  }
+  EXPECT_NE(mariadb.row_lock.create.find("innodb_lock_wait_timeout=1"), std::string_view::npos);
+  EXPECT_NE(mysql.row_lock.wait.find("MAX_EXECUTION_TIME"), std::string_view::npos);
 }
 
 }  // namespace

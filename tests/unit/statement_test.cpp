@@ -5,10 +5,12 @@
 #include <algorithm>
 
 #include "dblock/error.hpp"
-#include "sql/dialect_sql.hpp"
+#include "sql/server_sql.hpp"
 
 namespace dblock::detail {
 namespace {
+
+constexpr Server kServers[] = {Server::kPostgreSQL, Server::kMySQL, Server::kMariaDB};
 
 constexpr const char* kTemplate =
     "UPDATE {{table:locks}} SET lease_id = {{param:id}}"
@@ -59,10 +61,12 @@ TEST(Statement, ParametersOnlyInStatements) {
   EXPECT_TRUE(Statement("", Dialect::kMySQL, TableNames()).empty());
 }
 
-// The unique-key release of both dialects binds from the one argument list UniqueKeyLock gives.
+// The unique-key release of every server binds from the one argument list UniqueKeyLock gives.
 TEST(Statement, TheReleaseStatementsBindFromOneArgumentList) {
-  for (Dialect d : {Dialect::kPostgreSQL, Dialect::kMySQL}) {
-    for (std::string_view templ : {dialect_sql(d).lock_release, dialect_sql(d).lock_release_rest}) {
+  for (Server server : kServers) {
+    const Dialect d = dialect_of(server);
+    const UniqueKeySql& sql = server_sql(server).unique_key;
+    for (std::string_view templ : {sql.release, sql.release_rest}) {
       Statement s(templ, d, TableNames());
       EXPECT_EQ(s.sql().find("{{"), std::string::npos) << s.sql();
       EXPECT_NO_THROW(s.bind({{"key", Value("k")},
@@ -76,13 +80,13 @@ TEST(Statement, TheReleaseStatementsBindFromOneArgumentList) {
   }
 }
 
-// The cleaner's statements take the grace in milliseconds on both dialects.
+// The cleaner's statements take the grace in milliseconds on every server.
 TEST(Statement, TheCleanerStatementsBindTheGraceInMilliseconds) {
-  for (Dialect d : {Dialect::kPostgreSQL, Dialect::kMySQL}) {
-    const DialectSql& sql = dialect_sql(d);
-    for (std::string_view templ :
-         {sql.clean_delete, sql.clean_count, sql.clean_row_locks_delete, sql.clean_row_locks_count,
-          sql.clean_versions_delete, sql.clean_versions_count}) {
+  for (Server server : kServers) {
+    const Dialect d = dialect_of(server);
+    const CleanerSql& sql = server_sql(server).cleaner;
+    for (std::string_view templ : {sql.locks_delete, sql.locks_count, sql.row_locks_delete,
+                                   sql.row_locks_count, sql.versions_delete, sql.versions_count}) {
       Statement s(templ, d, TableNames());
       const auto values =
           texts(s.bind({{"grace_ms", Value(std::int64_t{1500})}, {"limit", Value(10)}}));
@@ -93,7 +97,7 @@ TEST(Statement, TheCleanerStatementsBindTheGraceInMilliseconds) {
 }
 
 // The unique-key acquire, renew and claim, the row lock's, the optimistic version statements and
-// the operators' statements bind from the one argument list their caller gives, on both dialects,
+// the operators' statements bind from the one argument list their caller gives, on every server,
 // and every placeholder the server sees gets a value.
 TEST(Statement, TheLockStatementsBindFromTheirCallersArguments) {
   const std::initializer_list<Arg> lease = {{"key", Value("k")},
@@ -109,13 +113,14 @@ TEST(Statement, TheLockStatementsBindFromTheirCallersArguments) {
                                             {"prefix", Value("k")},
                                             {"channel", Value("ch")},
                                             {"timeout", Value("300ms")}};
-  for (Dialect d : {Dialect::kPostgreSQL, Dialect::kMySQL}) {
-    const DialectSql& sql = dialect_sql(d);
+  for (Server server : kServers) {
+    const Dialect d = dialect_of(server);
+    const ServerSql& sql = server_sql(server);
     for (std::string_view templ :
-         {sql.lock_acquire, sql.lock_renew, sql.lock_claim, sql.version_read, sql.version_create,
-          sql.version_cas, sql.lock_list_prefix, sql.lock_operator_release, sql.row_lock_exists,
-          sql.row_lock_create, sql.row_lock_create_mariadb, sql.row_lock_set_timeout,
-          sql.row_lock_try, sql.row_lock_stamp}) {
+         {sql.unique_key.acquire, sql.unique_key.renew, sql.unique_key.claim, sql.versions.read,
+          sql.versions.create, sql.versions.cas, sql.operators.list_prefix, sql.operators.release,
+          sql.row_lock.exists, sql.row_lock.create, sql.row_lock.set_timeout, sql.row_lock.try_lock,
+          sql.row_lock.stamp}) {
       if (templ.empty()) continue;  // a step this dialect does not have
       Statement s(templ, d, TableNames());
       EXPECT_EQ(s.sql().find("{{"), std::string::npos) << s.sql();

@@ -23,10 +23,21 @@
 
 namespace dblock {
 
+// The SQL a connection speaks: placeholders, quoting, and which statements dblock sends.
 enum class Dialect { kPostgreSQL, kMySQL };
 
 // "postgresql" or "mysql".
 std::string_view to_string(Dialect dialect) noexcept;
+
+// The server behind a connection. MySQL and MariaDB share the MySQL dialect but differ in what
+// they accept beyond it (MariaDB's SET STATEMENT and FOR UPDATE WAIT n, MySQL 8.0's optimizer
+// hints), so dblock picks some statements by server.
+enum class Server { kPostgreSQL, kMySQL, kMariaDB };
+
+// "postgresql", "mysql" or "mariadb".
+std::string_view to_string(Server server) noexcept;
+// kPostgreSQL for kPostgreSQL, kMySQL for kMySQL and kMariaDB.
+Dialect dialect_of(Server server) noexcept;
 
 // A bound parameter: NULL, a 64-bit integer, a double, or text (bytes, UTF-8 expected).
 class Value {
@@ -111,6 +122,15 @@ class Connection {
   Connection& operator=(const Connection&) = delete;
 
   virtual Dialect dialect() const noexcept = 0;
+
+  // Which server this connection talks to. The default says kPostgreSQL or kMySQL by dialect;
+  // a driver that can tell MariaDB from MySQL (dblock's own drivers read the version the server
+  // sent when the session opened) overrides it. A MariaDB server reported as kMySQL still works:
+  // dblock then bounds row-lock waits the MySQL 8.0 way (the session's
+  // innodb_lock_wait_timeout, in whole seconds) instead of to the millisecond.
+  virtual Server server() const noexcept {
+    return dialect() == Dialect::kPostgreSQL ? Server::kPostgreSQL : Server::kMySQL;
+  }
 
   // Runs one statement with bound parameters and returns its rows and affected-row count.
   // Throws Error with a classified code; after kConnectionLost, broken() is true.

@@ -4,20 +4,29 @@
 #include "isolation.hpp"
 #include "lease_core.hpp"
 #include "lock_keys.hpp"
-#include "sql/dialect_sql.hpp"
+#include "sql/by_server.hpp"
+#include "sql/server_sql.hpp"
 #include "sql/statement.hpp"
 #include "transaction_hold.hpp"
 
 namespace dblock {
 
 struct OptimisticLock::Impl {
+  // The lock's statements for one server.
+  struct Statements {
+    detail::Statement read, create, cas;
+  };
+
   Impl(ConnectionSource& src, OptimisticLockOptions opts)
-      : source(src), options(std::move(opts)), dialect(src.dialect()) {
-    const auto& sql = detail::dialect_sql(dialect);
-    read = detail::Statement(sql.version_read, dialect, options.tables);
-    create = detail::Statement(sql.version_create, dialect, options.tables);
-    cas = detail::Statement(sql.version_cas, dialect, options.tables);
-  }
+      : source(src),
+        options(std::move(opts)),
+        dialect(src.dialect()),
+        statements(dialect, [&](const detail::ServerSql& server) {
+          const detail::VersionSql& sql = server.versions;
+          return Statements{detail::Statement(sql.read, dialect, options.tables),
+                            detail::Statement(sql.create, dialect, options.tables),
+                            detail::Statement(sql.cas, dialect, options.tables)};
+        }) {}
 
   // Opens the lease's transaction. On MySQL/MariaDB at REPEATABLE READ when the session's
   // default is SERIALIZABLE, where the version read would take a shared lock and two writers of
@@ -35,7 +44,7 @@ struct OptimisticLock::Impl {
   ConnectionSource& source;
   OptimisticLockOptions options;
   Dialect dialect;
-  detail::Statement read, create, cas;
+  detail::ByServer<Statements> statements;
   detail::SessionIsolation isolation;
 };
 
@@ -56,7 +65,7 @@ class OptimisticLease final : public detail::LeaseCore {
   ReleaseOutcome do_release() override {
     const auto& i = info();
     if (tx_.broken()) tx_.commit();  // throws the "lost before the release" error
-    const auto& cas = impl_->cas;
+    const auto& cas = impl_->statements[tx_.connection().server()].cas;
     try {
       Result r = tx_.connection().execute(
           cas.sql(), cas.bind({{"key", Value(i.key)}, {"version", Value(i.fencing_token)}}));
@@ -112,13 +121,14 @@ std::optional<Lease> OptimisticLock::try_acquire(std::string_view key, const Loc
   detail::LeaseInfo info{std::string(key), 0, detail::random_lease_id(),
                          options.owner ? *options.owner : Owner::current_thread(), options.ttl};
   PooledConnection conn = impl_->source.acquire();
-  const auto params = impl_->read.bind({{"key", Value(info.key)}});
+  const auto& statements = impl_->statements[conn->server()];
+  const auto params = statements.read.bind({{"key", Value(info.key)}});
   for (int attempt = 0;; ++attempt) {
     impl_->begin(*conn);
     try {
       // Read inside the transaction: on InnoDB (REPEATABLE READ) this read also fixes the
       // snapshot the critical section reads from.
-      Result r = conn->execute(impl_->read.sql(), params);
+      Result r = conn->execute(statements.read.sql(), params);
       if (!r.empty()) {
         info.fencing_token = r.int64_at(0, "version");
         return Lease(std::make_shared<OptimisticLease>(impl_, std::move(conn), std::move(info)));
@@ -134,7 +144,7 @@ std::optional<Lease> OptimisticLock::try_acquire(std::string_view key, const Loc
                                          "' keeps disappearing; is something deleting it?");
     }
     try {
-      conn->execute(impl_->create.sql(), impl_->create.bind({{"key", Value(info.key)}}));
+      conn->execute(statements.create.sql(), statements.create.bind({{"key", Value(info.key)}}));
     } catch (const Error& e) {
       // Idempotent: on Galera two nodes creating the row at once fail certification (1213);
       // the next attempt reads the row the winner created.

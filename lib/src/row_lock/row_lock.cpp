@@ -14,7 +14,7 @@
 #include "isolation.hpp"
 #include "lease_core.hpp"
 #include "lock_keys.hpp"
-#include "sql/dialect_sql.hpp"
+#include "sql/server_sql.hpp"
 #include "sql/statement.hpp"
 #include "transaction_hold.hpp"
 
@@ -56,27 +56,24 @@ std::string format_seconds(milliseconds ms) {
 }  // namespace
 
 struct RowLock::Impl {
-  enum class Flavor { kUnknown, kMariaDB, kMySQL };
-
   Impl(ConnectionSource& src, RowLockOptions opts)
-      : source(src),
-        options(std::move(opts)),
-        dialect(src.dialect()),
-        sql(detail::dialect_sql(dialect)) {}
+      : source(src), options(std::move(opts)), dialect(src.dialect()) {}
+
+  // The row lock's statements for the server of `conn` (MariaDB bounds its waits in the
+  // statement, MySQL 8.0 through the session).
+  static const detail::RowLockSql& sql(const Connection& conn) {
+    return detail::server_sql(conn.server()).row_lock;
+  }
 
   detail::Statement statement(std::string_view templ) const {
     return detail::Statement(templ, dialect, options.tables);
   }
 
-  // The lock statement for `wait`, numbers filled in: `try_templ` for a try, else `wait_templ`
-  // or, on MariaDB, `mariadb_templ` (empty on PostgreSQL).
-  detail::Statement wait_statement(Connection& conn, const Wait& wait, std::string_view try_templ,
-                                   std::string_view wait_templ, std::string_view mariadb_templ,
-                                   const std::string& target = {}, const std::string& column = {}) {
+  // The lock statement for `wait`, numbers filled in: `try_templ` for a try, else `wait_templ`.
+  detail::Statement wait_statement(const Wait& wait, std::string_view try_templ,
+                                   std::string_view wait_templ, const std::string& target = {},
+                                   const std::string& column = {}) {
     std::string templ(wait.nowait ? try_templ : wait_templ);
-    if (!wait.nowait && dialect == Dialect::kMySQL && flavor(conn) == Flavor::kMariaDB) {
-      templ = mariadb_templ;
-    }
     if (!wait.nowait && dialect == Dialect::kMySQL) {
       const bool forever = wait.timeout == milliseconds::max();
       const long long secs =
@@ -94,7 +91,7 @@ struct RowLock::Impl {
   }
 
   // PostgreSQL: bounds the next statement's lock wait, for this transaction only. MySQL 8.0:
-  // sets the session's innodb_lock_wait_timeout (see row_lock_session_wait). Returns what
+  // sets the session's innodb_lock_wait_timeout (see RowLockSql::session_wait). Returns what
   // restore_timeout needs to put the setting back (the critical section's own statements must
   // not inherit the wait's bound): the replaced value on PostgreSQL, "" on MySQL 8.0; nullopt
   // when nothing was set.
@@ -105,14 +102,14 @@ struct RowLock::Impl {
                                  ? kMaxInnodbWaitSeconds
                                  : std::clamp<long long>((wait.timeout.count() + 999) / 1000, 1,
                                                          kMaxInnodbWaitSeconds);
-      conn.execute(detail::replace_all(std::string(sql.row_lock_session_wait), "{{seconds}}",
+      conn.execute(detail::replace_all(std::string(sql(conn).session_wait), "{{seconds}}",
                                        std::to_string(secs)));
       return std::string();
     }
-    if (sql.row_lock_set_timeout.empty()) return std::nullopt;
+    if (sql(conn).set_timeout.empty()) return std::nullopt;
     const std::string value =
         wait.timeout == milliseconds::max() ? "0" : std::to_string(wait.timeout.count()) + "ms";
-    const detail::Statement set = statement(sql.row_lock_set_timeout);
+    const detail::Statement set = statement(sql(conn).set_timeout);
     return conn.execute(set.sql(), set.bind({{"timeout", Value(value)}}))
         .at(0, "previous")
         .value_or("0");
@@ -121,10 +118,10 @@ struct RowLock::Impl {
   void restore_timeout(Connection& conn, const std::optional<std::string>& previous) {
     if (!previous) return;
     if (session_wait(conn)) {
-      conn.execute(sql.row_lock_session_wait_reset);
+      conn.execute(sql(conn).session_wait_reset);
       return;
     }
-    const detail::Statement set = statement(sql.row_lock_set_timeout);
+    const detail::Statement set = statement(sql(conn).set_timeout);
     conn.execute(set.sql(), set.bind({{"timeout", Value(*previous)}}));
   }
 
@@ -141,10 +138,8 @@ struct RowLock::Impl {
     }
   }
 
-  // MySQL 8.0, whose lock waits are bounded through the session (row_lock_session_wait).
-  bool session_wait(Connection& conn) {
-    return !sql.row_lock_session_wait.empty() && flavor(conn) == Flavor::kMySQL;
-  }
+  // MySQL 8.0, whose lock waits are bounded through the session (RowLockSql::session_wait).
+  static bool session_wait(const Connection& conn) { return !sql(conn).session_wait.empty(); }
 
   // Throws unless row locks hold on this server: not on a multi-writer Galera cluster.
   void check_server(Connection& conn) {
@@ -163,16 +158,6 @@ struct RowLock::Impl {
     }
   }
 
-  Flavor flavor(Connection& conn) {
-    Flavor f = flavor_.load();
-    if (f != Flavor::kUnknown) return f;
-    Result r = conn.execute("SELECT VERSION() AS v");
-    const auto& v = r.at(0, "v");
-    f = v && v->find("MariaDB") != std::string::npos ? Flavor::kMariaDB : Flavor::kMySQL;
-    flavor_ = f;
-    return f;
-  }
-
   // Makes the key's row exist (outside any transaction), unless it is known to.
   void ensure_row(Connection& conn, const std::string& key) {
     {
@@ -180,8 +165,8 @@ struct RowLock::Impl {
       if (known_rows.count(key) != 0) return;
     }
     bool exists = false;
-    if (!sql.row_lock_exists.empty()) {
-      const detail::Statement find = statement(sql.row_lock_exists);
+    if (!sql(conn).exists.empty()) {
+      const detail::Statement find = statement(sql(conn).exists);
       exists = !conn.execute(find.sql(), find.bind({{"key", Value(key)}})).empty();
     }
     if (!exists) create_row(conn, key);
@@ -197,16 +182,12 @@ struct RowLock::Impl {
   // the row exists or is about to: the lock statement decides, and a row still missing is made
   // again by lock_target's retry.
   void create_row(Connection& conn, const std::string& key) {
-    const bool pg_timeout = !sql.row_lock_set_timeout.empty();
-    std::string_view templ = sql.row_lock_create;
-    if (!sql.row_lock_create_mariadb.empty() && flavor(conn) == Flavor::kMariaDB) {
-      templ = sql.row_lock_create_mariadb;
-    }
+    const bool pg_timeout = !sql(conn).set_timeout.empty();
     const bool session = session_wait(conn);
     if (pg_timeout) begin(conn);
     try {
       if (pg_timeout || session) set_timeout(conn, Wait{false, kCreateWait});
-      const detail::Statement create = statement(templ);
+      const detail::Statement create = statement(sql(conn).create);
       conn.execute(create.sql(), create.bind({{"key", Value(key)}}));
       if (pg_timeout) conn.commit();
       if (session) restore_timeout(conn, std::string());
@@ -228,7 +209,7 @@ struct RowLock::Impl {
   // After a failed bounded wait on MySQL 8.0: the session setting outlives the rollback.
   void reset_quietly(Connection& conn) noexcept {
     try {
-      if (!conn.broken() && session_wait(conn)) conn.execute(sql.row_lock_session_wait_reset);
+      if (!conn.broken() && session_wait(conn)) conn.execute(sql(conn).session_wait_reset);
     } catch (...) {
       // The connection is broken or about to be found so; a pool drops it.
     }
@@ -270,8 +251,6 @@ struct RowLock::Impl {
   ConnectionSource& source;
   RowLockOptions options;
   Dialect dialect;
-  const detail::DialectSql& sql;
-  std::atomic<Flavor> flavor_{Flavor::kUnknown};
   std::atomic<int> galera_{-1};  // -1 not asked yet, 0 no, 1 a Galera node
   detail::SessionIsolation isolation;
   std::mutex mu;
@@ -358,8 +337,8 @@ std::optional<Lease> lock_target(const std::shared_ptr<RowLock::Impl>& impl, Tar
     info.fencing_token = hold->fencing_token;
     return Lease(std::make_shared<RowLease>(impl, std::move(hold), std::move(info)));
   }
-  const auto& sql = impl->sql;
   PooledConnection conn = impl->source.acquire();
+  const detail::RowLockSql& sql = RowLock::Impl::sql(*conn);
   impl->check_server(*conn);
   for (int attempt = 0;; ++attempt) {
     if (!target.own_table) impl->ensure_row(*conn, target.display_key);
@@ -369,9 +348,8 @@ std::optional<Lease> lock_target(const std::shared_ptr<RowLock::Impl>& impl, Tar
       previous_timeout = impl->set_timeout(*conn, wait);
       std::optional<std::int64_t> token;
       if (target.own_table) {
-        const detail::Statement lock =
-            impl->wait_statement(*conn, wait, sql.target_lock_try, sql.target_lock_wait,
-                                 sql.target_lock_wait_mariadb, target.table, target.column);
+        const detail::Statement lock = impl->wait_statement(wait, sql.target_try, sql.target_wait,
+                                                            target.table, target.column);
         if (conn->execute(lock.sql(), lock.bind({{"row_key", target.row_key}})).empty()) {
           conn->rollback();
           throw Error(ErrorCode::kFailedPrecondition,
@@ -381,8 +359,7 @@ std::optional<Lease> lock_target(const std::shared_ptr<RowLock::Impl>& impl, Tar
         }
         token = 0;
       } else {
-        const detail::Statement lock = impl->wait_statement(
-            *conn, wait, sql.row_lock_try, sql.row_lock_wait, sql.row_lock_wait_mariadb);
+        const detail::Statement lock = impl->wait_statement(wait, sql.try_lock, sql.wait);
         const Owner& o = info.owner;
         const std::initializer_list<detail::Arg> holder = {{"key", Value(target.display_key)},
                                                            {"host", Value(o.host)},
@@ -390,10 +367,10 @@ std::optional<Lease> lock_target(const std::shared_ptr<RowLock::Impl>& impl, Tar
                                                            {"thread", Value(o.thread)}};
         Result r = conn->execute(lock.sql(), lock.bind(holder));
         if (!r.empty()) {
-          if (sql.row_lock_stamp.empty()) {
+          if (sql.stamp.empty()) {
             token = r.int64_at(0, "fencing_token");  // PostgreSQL: locked and stamped at once
           } else {
-            const detail::Statement stamp = impl->statement(sql.row_lock_stamp);
+            const detail::Statement stamp = impl->statement(sql.stamp);
             token = static_cast<std::int64_t>(
                 conn->execute(stamp.sql(), stamp.bind(holder)).last_insert_id());
           }

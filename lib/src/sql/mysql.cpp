@@ -1,48 +1,54 @@
-// All of dblock's SQL for MySQL (8.0+) and MariaDB (10.6+). Only syntax both accept.
-#include "sql/dialect_sql.hpp"
+// All of dblock's SQL for MySQL (8.0+), and for MariaDB (10.6+) but for the statements
+// mariadb.cpp replaces. Only syntax both accept, so a connection that cannot tell MariaDB from
+// MySQL (Connection::server()) works with this set on either.
+#include "sql/server_sql.hpp"
 
 namespace dblock::detail {
 
 namespace {
 
-const DialectSql kMySQL = {
+constexpr MigratorSql kMigrator = {
     .create_schema = "CREATE DATABASE IF NOT EXISTS {{schema}}",
     // Session-scoped named lock, held across the run's DDL (which commits implicitly).
     // params: lock name (at most 64 characters), timeout in seconds. got = 1 when obtained.
-    .migrator_lock = "SELECT GET_LOCK({{param:lock}}, {{param:timeout_s}}) AS got",
-    .migrator_unlock = "SELECT RELEASE_LOCK({{param:lock}}) AS released",
-    .migrations_in_one_transaction = false,
+    .lock = "SELECT GET_LOCK({{param:lock}}, {{param:timeout_s}}) AS got",
+    .unlock = "SELECT RELEASE_LOCK({{param:lock}}) AS released",
+    .in_one_transaction = false,
     // No transaction: DDL commits implicitly, and every statement runs in autocommit, so each
     // read sees what was committed before it whatever transaction_isolation says.
-    .migrator_isolation = "",
+    .isolation = "",
     // schema: NULL for the current database.
-    .migrations_table_exists =
+    .table_exists =
         "SELECT COUNT(*) AS present FROM information_schema.tables"
         " WHERE table_schema = COALESCE({{param:schema}}, DATABASE())"
         " AND table_name = {{param:table}}",
-    .create_migrations_table =
+    .create_table =
         "CREATE TABLE IF NOT EXISTS {{table:schema_migrations}} ("
         " version INT NOT NULL PRIMARY KEY,"
         " name VARCHAR(255) NOT NULL,"
         " checksum CHAR(64) NOT NULL,"
         " applied_at DATETIME(6) NOT NULL"
         ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
-    .select_migrations =
+    .select =
         "SELECT version, name, checksum,"
         " DATE_FORMAT(applied_at, '%Y-%m-%dT%H:%i:%s.%fZ') AS applied_at"
         " FROM {{table:schema_migrations}} ORDER BY version",
-    .insert_migration =
+    .insert =
         "INSERT INTO {{table:schema_migrations}} (version, name, checksum, applied_at)"
         " VALUES ({{param:version}}, {{param:name}}, {{param:checksum}}, UTC_TIMESTAMP(6))",
+};
 
+constexpr SessionSql kSession = {
     // MySQL 8.0 calls the variable transaction_isolation, MariaDB 10.x tx_isolation; SHOW
     // answers for either (columns Variable_name, Value: the level is the last column).
-    .session_isolation =
+    .isolation =
         "SHOW SESSION VARIABLES WHERE Variable_name IN ('transaction_isolation', 'tx_isolation')",
     // MariaDB has wsrep_on (OFF unless the server is a Galera node); MySQL 8 has none: no row.
     .galera_check = "SHOW GLOBAL VARIABLES LIKE 'wsrep_on'",
     .galera_sync_wait = "SHOW SESSION VARIABLES LIKE 'wsrep_sync_wait'",
+};
 
+constexpr UniqueKeySql kUniqueKey = {
     // Times are UTC_TIMESTAMP(6) (the server's clock, constant within a statement). A row is
     // free when expires_at has passed: release sets hold_count = 0 and expires_at to now.
     // Release frees rows, never deletes them; only the cleaner deletes (rows long past expiry).
@@ -54,12 +60,12 @@ const DialectSql kMySQL = {
     // (read from the OK packet: no extra round trip). ON DUPLICATE KEY UPDATE assigns left to
     // right and later expressions see earlier assignments, so every assignment below only reads
     // columns assigned after it; expires_at, which decides "free", is assigned last.
-    .lock_results_in_rows = false,
+    .results_in_rows = false,
     // A Statement (sql/statement.hpp): key, lease_id (this attempt's; a retry reuses it), host,
     // process, thread, ttl_ms, metadata (JSON or NULL). LAST_INSERT_ID() = the fencing token when
     // acquired (fresh, re-entered or a retry of an attempt that already succeeded), 0 when another
     // owner holds the key.
-    .lock_acquire =
+    .acquire =
         "INSERT INTO {{table:locks}} (lock_key, lease_id, owner_host, owner_process, owner_thread,"
         " hold_count, fencing_token, acquired_at, expires_at, metadata)"
         " VALUES ({{param:key}}, {{param:lease_id}}, {{param:host}}, {{param:process}},"
@@ -100,7 +106,7 @@ const DialectSql kMySQL = {
     // that already carries it was released by this very call, so the retry changes nothing and
     // reports the count left by the first attempt (a decrement applied twice would drop an outer
     // hold). Assignments run left to right and read columns assigned after them only.
-    .lock_release =
+    .release =
         "UPDATE {{table:locks}}"
         " SET expires_at = IF(lease_id = {{param:release_id}}, expires_at,"
         "   IF(hold_count = 1, UTC_TIMESTAMP(6), expires_at)),"
@@ -111,12 +117,12 @@ const DialectSql kMySQL = {
         " AND owner_process = {{param:process}} AND owner_thread = {{param:thread}}"
         " AND fencing_token = {{param:token}} AND (lease_id = {{param:release_id}}"
         "   OR (hold_count > 0 AND expires_at > UTC_TIMESTAMP(6)))",
-    // Parameters as lock_release. Run right after a release
+    // Parameters as release. Run right after a release
     // that left holds behind although this process holds no other lease of the owner on the
     // key: those holds belong to acquires whose reply never came (the caller got an error and
     // no lease), and would otherwise keep the key for as long as the owner keeps re-entering it.
     // Frees the row only if it still carries the release id that release just wrote.
-    .lock_release_rest =
+    .release_rest =
         "UPDATE {{table:locks}} SET hold_count = 0, expires_at = UTC_TIMESTAMP(6)"
         " WHERE lock_key = {{param:key}} AND owner_host = {{param:host}}"
         " AND owner_process = {{param:process}} AND owner_thread = {{param:thread}}"
@@ -126,7 +132,7 @@ const DialectSql kMySQL = {
     // lease is still held (CLIENT_FOUND_ROWS: also when expires_at stays as it was). Never moves
     // expires_at earlier: the row is shared by every reentrant hold of the owner, and another of
     // them (acquired or renewed with a longer TTL) relies on the later expiry.
-    .lock_renew =
+    .renew =
         "UPDATE {{table:locks}} SET expires_at = GREATEST(expires_at,"
         "   UTC_TIMESTAMP(6) + INTERVAL {{param:ttl_ms}} * 1000 MICROSECOND)"
         " WHERE lock_key = {{param:key}} AND owner_host = {{param:host}}"
@@ -135,7 +141,7 @@ const DialectSql kMySQL = {
     // A Statement: key, claim_id, host, process, thread, metadata (JSON or NULL). A claim never
     // expires ('9999-12-31'). LAST_INSERT_ID() = the fencing token when this call (or an earlier
     // attempt with the same claim id) claimed the key, 0 when it is already claimed or held.
-    .lock_claim =
+    .claim =
         "INSERT INTO {{table:locks}} (lock_key, lease_id, owner_host, owner_process, owner_thread,"
         " hold_count, fencing_token, acquired_at, expires_at, metadata)"
         " VALUES ({{param:key}}, {{param:claim_id}}, {{param:host}}, {{param:process}},"
@@ -155,54 +161,51 @@ const DialectSql kMySQL = {
         " owner_thread = IF(expires_at <= UTC_TIMESTAMP(6), VALUES(owner_thread), owner_thread),"
         " lease_id = IF(expires_at <= UTC_TIMESTAMP(6), VALUES(lease_id), lease_id),"
         " expires_at = IF(expires_at <= UTC_TIMESTAMP(6), VALUES(expires_at), expires_at)",
-    .lock_list =
-        "SELECT lock_key AS `key`, lease_id, owner_host, owner_process, owner_thread, hold_count,"
-        " fencing_token, DATE_FORMAT(acquired_at, '%Y-%m-%dT%H:%i:%s.%fZ') AS acquired_at,"
-        " IF(expires_at >= '9999-12-31', 'never',"
-        "   DATE_FORMAT(expires_at, '%Y-%m-%dT%H:%i:%s.%fZ')) AS expires_at,"
-        " IF(expires_at <= UTC_TIMESTAMP(6), 1, 0) AS expired, CAST(metadata AS CHAR) AS metadata"
-        " FROM {{table:locks}} WHERE hold_count > 0 ORDER BY lock_key",
+};
 
+constexpr CleanerSql kCleaner = {
     // The cleaner. Statements (sql/statement.hpp): grace_ms, limit (batch size). Deletes at most
     // that many rows whose expires_at lies more than the grace in the past, oldest first, walking
     // the expires_at index (MySQL 8 and MariaDB both accept DELETE ... ORDER BY ... LIMIT). InnoDB
     // re-evaluates the WHERE on the latest committed version of each row it locks, so a row renewed
     // by a transaction this DELETE waited for survives; a row another cleaner deleted first is not
     // seen, so no row is counted twice. Claims ('9999-12-31') never qualify.
-    .clean_delete =
+    .locks_delete =
         "DELETE FROM {{table:locks}}"
         " WHERE expires_at <= UTC_TIMESTAMP(6) - INTERVAL {{param:grace_ms}} * 1000 MICROSECOND"
         " ORDER BY expires_at LIMIT {{param:limit}}",
     // grace_ms, limit (the most rows to count). A read: changes nothing.
-    .clean_count =
+    .locks_count =
         "SELECT COUNT(*) AS n FROM (SELECT 1 FROM {{table:locks}}"
         " WHERE expires_at <= UTC_TIMESTAMP(6) - INTERVAL {{param:grace_ms}} * 1000 MICROSECOND "
         "LIMIT {{param:limit}}) s",
     // No params. NULL when no row has expired.
-    .clean_oldest =
+    .locks_oldest =
         "SELECT DATE_FORMAT(MIN(expires_at), '%Y-%m-%dT%H:%i:%s.%fZ') AS oldest"
         " FROM {{table:locks}} WHERE expires_at <= UTC_TIMESTAMP(6)",
     // Row locks and versions unused for longer than the grace. grace_ms, limit (batch size).
     // A row lock held longer than the grace makes a batch wait for it (InnoDB's DELETE cannot
     // skip locked rows); the batch is retried after a lock wait timeout.
-    .clean_row_locks_delete =
+    .row_locks_delete =
         "DELETE FROM {{table:row_locks}}"
         " WHERE used_at <= UTC_TIMESTAMP(6) - INTERVAL {{param:grace_ms}} * 1000 MICROSECOND ORDER "
         "BY used_at LIMIT {{param:limit}}",
-    .clean_row_locks_count =
+    .row_locks_count =
         "SELECT COUNT(*) AS n FROM (SELECT 1 FROM {{table:row_locks}}"
         " WHERE used_at <= UTC_TIMESTAMP(6) - INTERVAL {{param:grace_ms}} * 1000 MICROSECOND LIMIT "
         "{{param:limit}}) s",
-    .clean_versions_delete =
+    .versions_delete =
         "DELETE FROM {{table:versions}}"
         " WHERE updated_at <= UTC_TIMESTAMP(6) - INTERVAL {{param:grace_ms}} * 1000 MICROSECOND "
         "ORDER BY updated_at LIMIT "
         "{{param:limit}}",
-    .clean_versions_count =
+    .versions_count =
         "SELECT COUNT(*) AS n FROM (SELECT 1 FROM {{table:versions}}"
         " WHERE updated_at <= UTC_TIMESTAMP(6) - INTERVAL {{param:grace_ms}} * 1000 MICROSECOND "
         "LIMIT {{param:limit}}) s",
+};
 
+constexpr RowLockSql kRowLock = {
     // Row locks. SELECT ... FOR UPDATE on a missing row takes a gap lock in InnoDB, so the key's
     // row is made to exist first: a plain (non-locking) read, and INSERT IGNORE only when the
     // row is missing (INSERT IGNORE on an existing row waits for a shared lock on it, which a
@@ -210,68 +213,57 @@ const DialectSql kMySQL = {
     // for a try; a bounded wait otherwise) and stamped with the holder and a fencing token,
     // GREATEST(previous + 1, clock in µs), returned through LAST_INSERT_ID().
     // Statements (sql/statement.hpp): key, host, process, thread (the holder), row_key (a row
-    // of the caller's own table). row_lock_exists: column "found" when the row exists.
-    .row_lock_exists = "SELECT 1 AS found FROM {{table:row_locks}} WHERE lock_key = {{param:key}}",
+    // of the caller's own table). exists: column "found" when the row exists.
+    .exists = "SELECT 1 AS found FROM {{table:row_locks}} WHERE lock_key = {{param:key}}",
     // InnoDB's duplicate check waits for a transaction that locked the row meanwhile (a holder
     // that created and locked it after we looked); the wait is cut to InnoDB's shortest, one
-    // second, and the strategy then lets the lock statement decide. MySQL 8.0: the session's
-    // innodb_lock_wait_timeout, set around the statement (row_lock_session_wait; SET_VAR cannot
-    // set it there, not being hint-updatable); MariaDB: SET STATEMENT.
-    .row_lock_create =
+    // second, and the strategy then lets the lock statement decide: through the session's
+    // innodb_lock_wait_timeout, set around the statement (session_wait; SET_VAR cannot set it
+    // there, not being hint-updatable). MariaDB sets it in the statement (mariadb.cpp).
+    .create =
         "INSERT IGNORE INTO {{table:row_locks}} (lock_key, used_at)"
         " VALUES ({{param:key}}, UTC_TIMESTAMP(6))",
-    .row_lock_create_mariadb =
-        "SET STATEMENT innodb_lock_wait_timeout=1 FOR INSERT IGNORE INTO {{table:row_locks}}"
-        " (lock_key, used_at) VALUES ({{param:key}}, UTC_TIMESTAMP(6))",
-    .row_lock_set_timeout = "",
-    // MySQL 8.0 only (MariaDB carries its waits in SET STATEMENT): innodb_lock_wait_timeout is not
-    // hint-updatable, so the session's value is set before a bounded wait ({{seconds}}, whole
-    // seconds, at least 1) and reset to the server's default after it, whatever its outcome.
-    .row_lock_session_wait = "SET SESSION innodb_lock_wait_timeout = {{seconds}}",
-    .row_lock_session_wait_reset = "SET SESSION innodb_lock_wait_timeout = DEFAULT",
+    .set_timeout = "",
+    // innodb_lock_wait_timeout is not hint-updatable, so the session's value is set before a
+    // bounded wait ({{seconds}}, whole seconds, at least 1) and reset to the server's default
+    // after it, whatever its outcome. (MariaDB carries its waits in SET STATEMENT instead.)
+    .session_wait = "SET SESSION innodb_lock_wait_timeout = {{seconds}}",
+    .session_wait_reset = "SET SESSION innodb_lock_wait_timeout = DEFAULT",
     // One row when the row exists and is now locked by this transaction.
-    .row_lock_try =
+    .try_lock =
         "SELECT fencing_token FROM {{table:row_locks}} WHERE lock_key = {{param:key}}"
         " FOR UPDATE NOWAIT",
-    // MySQL 8.0: after row_lock_session_wait; MAX_EXECUTION_TIME in ms ends the wait at the
-    // exact deadline.
-    .row_lock_wait =
+    // After session_wait; MAX_EXECUTION_TIME in ms ends the wait at the exact deadline (MariaDB
+    // reads the hint as a comment; its bound is then session_wait's whole seconds).
+    .wait =
         "SELECT /*+ MAX_EXECUTION_TIME({{ms}}) */"
         " fencing_token FROM {{table:row_locks}} WHERE lock_key = {{param:key}} FOR UPDATE",
-    // MariaDB: WAIT takes whole seconds only; max_statement_time (seconds, fractional) ends the
-    // wait at the exact deadline (0: no limit).
-    .row_lock_wait_mariadb =
-        "SET STATEMENT max_statement_time={{max_seconds}} FOR"
-        " SELECT fencing_token FROM {{table:row_locks}} WHERE lock_key = {{param:key}} FOR UPDATE"
-        " WAIT {{seconds}}",
     // LAST_INSERT_ID() = the new fencing token.
-    .row_lock_stamp =
+    .stamp =
         "UPDATE {{table:row_locks}} SET owner_host = {{param:host}},"
         " owner_process = {{param:process}}, owner_thread = {{param:thread}},"
         " used_at = UTC_TIMESTAMP(6), fencing_token = LAST_INSERT_ID(GREATEST(fencing_token + 1,"
         " TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))))"
         " WHERE lock_key = {{param:key}}",
     // One row when the row exists and is locked.
-    .target_lock_try =
+    .target_try =
         "SELECT 1 AS found FROM {{target}} WHERE {{column}} = {{param:row_key}} FOR UPDATE NOWAIT",
-    .target_lock_wait =
+    .target_wait =
         "SELECT /*+ MAX_EXECUTION_TIME({{ms}}) */ 1 AS found FROM {{target}}"
         " WHERE {{column}} = {{param:row_key}}"
         " FOR UPDATE",
-    .target_lock_wait_mariadb =
-        "SET STATEMENT max_statement_time={{max_seconds}} FOR"
-        " SELECT 1 AS found FROM {{target}} WHERE {{column}} = {{param:row_key}}"
-        " FOR UPDATE WAIT {{seconds}}",
+};
 
+constexpr VersionSql kVersions = {
     // Optimistic versions. A version is the database clock in µs, raised past the previous
     // version (GREATEST(previous + 1, clock)): a row deleted and created again starts above every
     // version handed out before, so an old reader's compare-and-set can never match it (no ABA).
-    // Statements: key (version_cas also the version read). Column "version". A consistent
+    // Statements: key (cas also the version read). Column "version". A consistent
     // (non-locking) read.
-    .version_read = "SELECT version FROM {{table:versions}} WHERE lock_key = {{param:key}}",
-    // Run in autocommit after version_read found no row (INSERT IGNORE on an existing
+    .read = "SELECT version FROM {{table:versions}} WHERE lock_key = {{param:key}}",
+    // Run in autocommit after read found no row (INSERT IGNORE on an existing
     // row would wait for a shared lock behind a committer).
-    .version_create =
+    .create =
         "INSERT IGNORE INTO {{table:versions}} (lock_key, version, updated_at)"
         " VALUES ({{param:key}},"
         " TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)),"
@@ -279,15 +271,24 @@ const DialectSql kMySQL = {
     // One row matched when it still was that version;
     // LAST_INSERT_ID() = the new version. The UPDATE reads the latest committed row, not the
     // transaction's snapshot, so a version moved on by another commit does not match.
-    .version_cas =
+    .cas =
         "UPDATE {{table:versions}} SET updated_at = UTC_TIMESTAMP(6),"
         " version = LAST_INSERT_ID(GREATEST(version + 1,"
         " TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))))"
         " WHERE lock_key = {{param:key}} AND version = {{param:version}}",
+};
 
-    // A Statement: prefix. lock_list for the keys that start with it,
+constexpr OperatorSql kOperators = {
+    .list =
+        "SELECT lock_key AS `key`, lease_id, owner_host, owner_process, owner_thread, hold_count,"
+        " fencing_token, DATE_FORMAT(acquired_at, '%Y-%m-%dT%H:%i:%s.%fZ') AS acquired_at,"
+        " IF(expires_at >= '9999-12-31', 'never',"
+        "   DATE_FORMAT(expires_at, '%Y-%m-%dT%H:%i:%s.%fZ')) AS expires_at,"
+        " IF(expires_at <= UTC_TIMESTAMP(6), 1, 0) AS expired, CAST(metadata AS CHAR) AS metadata"
+        " FROM {{table:locks}} WHERE hold_count > 0 ORDER BY lock_key",
+    // A Statement: prefix. list for the keys that start with it,
     // byte for byte (lock_key is VARBINARY, so LEFT counts bytes); % and _ are plain bytes.
-    .lock_list_prefix =
+    .list_prefix =
         "SELECT lock_key AS `key`, lease_id, owner_host, owner_process, owner_thread, hold_count,"
         " fencing_token, DATE_FORMAT(acquired_at, '%Y-%m-%dT%H:%i:%s.%fZ') AS acquired_at,"
         " IF(expires_at >= '9999-12-31', 'never',"
@@ -302,38 +303,50 @@ const DialectSql kMySQL = {
     // but only while it still carries the lease the operator was shown. The fencing token
     // stays, so the next holder's is higher; the old holder's renewals and release then match
     // nothing (the lease is lost). One affected row when it freed the row.
-    .lock_operator_release =
+    .release =
         "UPDATE {{table:locks}} SET hold_count = 0, expires_at = UTC_TIMESTAMP(6)"
         " WHERE lock_key = {{param:key}} AND lease_id = {{param:lease_id}}"
         " AND fencing_token = {{param:token}} AND hold_count > 0",
+};
 
+constexpr DoctorSql kDoctor = {
     // `dblock doctor`. Columns "version" and "flavour".
-    .doctor_server =
+    .server =
         "SELECT VERSION() AS version,"
         " IF(VERSION() LIKE '%MariaDB%', 'MariaDB', 'MySQL') AS flavour",
     // Column "state": empty on a writable server, else "read_only" (a replica, usually).
-    .doctor_writable = "SELECT IF(@@global.read_only, 'read_only', '') AS state",
+    .writable = "SELECT IF(@@global.read_only, 'read_only', '') AS state",
     // Rows of Variable_name, Value: a Galera node's cluster state, the replicas connected
     // (MariaDB only), and whether semi-synchronous replication is on (source side; MySQL 8.0.26
     // renamed the variable). Names absent from this server give no row.
-    .doctor_replication =
+    .replication =
         "SHOW GLOBAL STATUS WHERE Variable_name IN ('wsrep_cluster_size', 'wsrep_cluster_status',"
         " 'wsrep_ready', 'Slaves_connected', 'Rpl_semi_sync_master_status',"
         " 'Rpl_semi_sync_source_status')",
-    .doctor_time_zone =
+    .time_zone =
         "SELECT IF(@@time_zone = 'SYSTEM', CONCAT('SYSTEM (', @@system_time_zone, ')'),"
         " @@time_zone) AS zone",
-    .doctor_clock =
-        "SELECT TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AS us",
-    .doctor_probe_select = "SELECT {{column}} FROM {{target}} WHERE 1 = 0",
-    .doctor_probe_insert = "INSERT INTO {{target}} SELECT * FROM {{target}} WHERE 1 = 0",
-    .doctor_probe_update = "UPDATE {{target}} SET {{column}} = {{column}} WHERE 1 = 0",
-    .doctor_probe_delete = "DELETE FROM {{target}} WHERE 1 = 0",
-    .doctor_sequence_usage = "",
+    .clock = "SELECT TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) AS us",
+    .probe_select = "SELECT {{column}} FROM {{target}} WHERE 1 = 0",
+    .probe_insert = "INSERT INTO {{target}} SELECT * FROM {{target}} WHERE 1 = 0",
+    .probe_update = "UPDATE {{target}} SET {{column}} = {{column}} WHERE 1 = 0",
+    .probe_delete = "DELETE FROM {{target}} WHERE 1 = 0",
+    .sequence_usage = "",
+};
+
+constexpr ServerSql kMySQL = {
+    .migrator = kMigrator,
+    .session = kSession,
+    .unique_key = kUniqueKey,
+    .cleaner = kCleaner,
+    .row_lock = kRowLock,
+    .versions = kVersions,
+    .operators = kOperators,
+    .doctor = kDoctor,
 };
 
 }  // namespace
 
-const DialectSql& mysql_sql() { return kMySQL; }
+const ServerSql& mysql_sql() { return kMySQL; }
 
 }  // namespace dblock::detail

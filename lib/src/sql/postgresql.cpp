@@ -1,5 +1,5 @@
 // All of dblock's SQL for PostgreSQL (12+).
-#include "sql/dialect_sql.hpp"
+#include "sql/server_sql.hpp"
 
 namespace dblock::detail {
 
@@ -13,41 +13,45 @@ namespace {
 // whether a row is written: whenever the statement writes, the call has run (a qual that fails
 // first means no row, no write, nothing to flush). The session's own setting is untouched, which
 // matters on a connection borrowed from a service. Costs no extra round trip.
-const DialectSql kPostgreSQL = {
+constexpr MigratorSql kMigrator = {
     .create_schema = "CREATE SCHEMA IF NOT EXISTS {{schema}}",
     // Transaction-scoped: released by COMMIT/ROLLBACK, and works through transaction poolers.
-    .migrator_lock = "SELECT pg_advisory_xact_lock({{param:lock}}::bigint) IS NULL AS got",
-    .migrator_unlock = "",
-    .migrations_in_one_transaction = true,
+    .lock = "SELECT pg_advisory_xact_lock({{param:lock}}::bigint) IS NULL AS got",
+    .unlock = "",
+    .in_one_transaction = true,
     // Read committed whatever default_transaction_isolation says: every statement after the
     // lock wait must see what the migrator that held the lock committed. Under repeatable read
     // or serializable the snapshot is taken by the transaction's first query, the lock itself,
     // before it waits, so the migrations table would look as it did before the other migrator
     // ran and its migrations would be applied a second time (a duplicate key on the migrations
     // table, or a DDL error). SET TRANSACTION is allowed only before the first query.
-    .migrator_isolation = "SET TRANSACTION ISOLATION LEVEL READ COMMITTED",
+    .isolation = "SET TRANSACTION ISOLATION LEVEL READ COMMITTED",
     // param: the qualified, quoted table name
-    .migrations_table_exists =
+    .table_exists =
         "SELECT CASE WHEN to_regclass({{param:qualified}}) IS NULL THEN 0 ELSE 1 END AS present",
-    .create_migrations_table =
+    .create_table =
         "CREATE TABLE IF NOT EXISTS {{table:schema_migrations}} ("
         " version integer PRIMARY KEY,"
         " name text NOT NULL,"
         " checksum char(64) NOT NULL,"
         " applied_at timestamptz NOT NULL)",
-    .select_migrations =
+    .select =
         "SELECT version, name, checksum,"
         " to_char(applied_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') AS applied_at"
         " FROM {{table:schema_migrations}} ORDER BY version",
-    .insert_migration =
+    .insert =
         "INSERT INTO {{table:schema_migrations}} (version, name, checksum, applied_at)"
         " VALUES ({{param:version}}, {{param:name}}, {{param:checksum}}, clock_timestamp())",
+};
 
+constexpr SessionSql kSession = {
     // The level is the last column.
-    .session_isolation = "SELECT current_setting('default_transaction_isolation') AS level",
+    .isolation = "SELECT current_setting('default_transaction_isolation') AS level",
     .galera_check = "",
     .galera_sync_wait = "",
+};
 
+constexpr UniqueKeySql kUniqueKey = {
     // Times come from statement_timestamp(): the server's clock when the statement started,
     // one value for the whole statement (clock_timestamp() is read anew by every expression,
     // so two CASEs of one statement could disagree about whether a row had expired). Lock
@@ -60,14 +64,14 @@ const DialectSql kPostgreSQL = {
     // token: GREATEST(previous + 1, clock). Strictly increasing per key while the row exists,
     // and for a row recreated after the cleaner deleted it, as long as the server clock does
     // not step back by more than the cleaner's grace period.
-    .lock_results_in_rows = true,
+    .results_in_rows = true,
     // A Statement (sql/statement.hpp): key, lease_id (this attempt's; a retry reuses it), host,
     // process, thread, ttl_ms, metadata (JSON or NULL).
     // Takes a free/expired row, re-enters our own (hold_count + 1, same token), or recognises a
     // retry of an attempt that already succeeded (same lease_id: nothing changes). Returns no
     // row when another owner holds the key. The NOT EXISTS pre-check makes a busy try read-only;
     // ON CONFLICT ... WHERE decides races between concurrent inserts.
-    .lock_acquire =
+    .acquire =
         "INSERT INTO {{table:locks}} AS l (lock_key, lease_id, owner_host, owner_process,"
         " owner_thread, hold_count, fencing_token, acquired_at, expires_at, metadata)"
         " SELECT {{param:key}}::text, {{param:lease_id}}::text, {{param:host}}::text,"
@@ -106,7 +110,7 @@ const DialectSql kPostgreSQL = {
     // Idempotent under retry: the release id is written into lease_id, and a row that already
     // carries it was released by this very call, so the retry changes nothing and reports the
     // count left by the first attempt (a decrement applied twice would drop an outer hold).
-    .lock_release =
+    .release =
         "WITH r AS (UPDATE {{table:locks}} SET"
         " hold_count = CASE WHEN lease_id = {{param:release_id}} THEN hold_count"
         "   ELSE hold_count - 1 END,"
@@ -123,12 +127,12 @@ const DialectSql kPostgreSQL = {
         " CASE WHEN hold_count = 0 THEN pg_notify({{param:channel}}, lock_key)::text END"
         "   AS notified"
         " FROM r",
-    // Parameters as lock_release. Run right after a release that left holds behind although this
+    // Parameters as release. Run right after a release that left holds behind although this
     // process holds no other lease of the owner on the key: those holds belong to acquires whose
     // reply never came (the caller got an error and no lease), and would otherwise keep the key
     // for as long as the owner keeps re-entering it. Frees the row only if it still carries the
     // release id that release just wrote (nothing happened to it since), and NOTIFYs waiters.
-    .lock_release_rest =
+    .release_rest =
         "WITH r AS (UPDATE {{table:locks}} SET hold_count = 0, expires_at = statement_timestamp()"
         " WHERE {{relaxed:set_config('synchronous_commit', 'off', true) IS NOT NULL AND}}"
         " lock_key = {{param:key}} AND owner_host = {{param:host}}"
@@ -141,7 +145,7 @@ const DialectSql kPostgreSQL = {
     // still held. Never moves expires_at earlier: the row is shared by every reentrant hold of the
     // owner, and another of them (acquired or renewed with a longer TTL) relies on the later
     // expiry.
-    .lock_renew =
+    .renew =
         "UPDATE {{table:locks}}"
         " SET expires_at = GREATEST(expires_at,"
         "   statement_timestamp() + {{param:ttl_ms}}::bigint * interval '1 millisecond')"
@@ -153,7 +157,7 @@ const DialectSql kPostgreSQL = {
     // A Statement: key, claim_id, host, process, thread, metadata (JSON or NULL).
     // A claim never expires. Succeeds for a new or free key, or for a retry with the same claim
     // id; returns no row when the key is already claimed or held.
-    .lock_claim =
+    .claim =
         "INSERT INTO {{table:locks}} AS l (lock_key, lease_id, owner_host, owner_process,"
         " owner_thread, hold_count, fencing_token, acquired_at, expires_at, metadata)"
         " VALUES ({{param:key}}, {{param:claim_id}}, {{param:host}}, {{param:process}},"
@@ -170,19 +174,9 @@ const DialectSql kPostgreSQL = {
         " expires_at = 'infinity', metadata = EXCLUDED.metadata"
         " WHERE l.expires_at <= statement_timestamp() OR l.lease_id = EXCLUDED.lease_id"
         " RETURNING fencing_token",
-    // Rows held now or expired but not yet cleaned (free rows are left out).
-    .lock_list =
-        "SELECT lock_key AS key, lease_id, owner_host, owner_process, owner_thread, hold_count,"
-        " fencing_token,"
-        " to_char(acquired_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') AS "
-        "acquired_at,"
-        " CASE WHEN expires_at = 'infinity' THEN 'never' ELSE"
-        " to_char(expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') END"
-        " AS expires_at,"
-        " CASE WHEN expires_at <= clock_timestamp() THEN 1 ELSE 0 END AS expired,"
-        " metadata::text AS metadata"
-        " FROM {{table:locks}} WHERE hold_count > 0 ORDER BY lock_key",
+};
 
+constexpr CleanerSql kCleaner = {
     // The cleaner. Statements (sql/statement.hpp): grace_ms, limit (batch size). Deletes at most
     // that many rows whose expires_at lies more than the grace in the past, oldest first. The
     // cut-off is computed once (an InitPlan), so the inner SELECT is a range scan of the expires_at
@@ -196,7 +190,7 @@ const DialectSql kPostgreSQL = {
     // cleaner) alone, so two cleaners never wait on or count the same row; the outer WHERE
     // re-checks expiry on the row version the DELETE sees, so a row renewed after the inner
     // SELECT survives. Claims ('infinity') never qualify.
-    .clean_delete =
+    .locks_delete =
         "DELETE FROM {{table:locks}} WHERE ctid = ANY(ARRAY("
         " SELECT ctid FROM {{table:locks}}"
         " WHERE expires_at <= (SELECT clock_timestamp() - {{param:grace_ms}}::bigint * interval '1 "
@@ -205,31 +199,31 @@ const DialectSql kPostgreSQL = {
         " AND expires_at <= clock_timestamp() - {{param:grace_ms}}::bigint * interval '1 "
         "millisecond'",
     // grace_ms, limit (the most rows to count). A read: changes nothing.
-    .clean_count =
+    .locks_count =
         "SELECT count(*) AS n FROM (SELECT 1 FROM {{table:locks}}"
         " WHERE expires_at <= (SELECT clock_timestamp() - {{param:grace_ms}}::bigint * interval '1 "
         "millisecond')"
         " LIMIT {{param:limit}}) s",
     // No params. NULL when no row has expired.
-    .clean_oldest =
+    .locks_oldest =
         "SELECT to_char(min(expires_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
         " AS oldest FROM {{table:locks}} WHERE expires_at <= clock_timestamp()",
     // Row locks and versions unused for longer than the grace. grace_ms, limit (batch size).
     // SKIP LOCKED leaves a row that a holder has locked (or a committer is updating) alone.
-    // Rows are deleted by ctid, as in clean_delete.
-    .clean_row_locks_delete =
+    // Rows are deleted by ctid, as in locks_delete.
+    .row_locks_delete =
         "DELETE FROM {{table:row_locks}} WHERE ctid = ANY(ARRAY("
         " SELECT ctid FROM {{table:row_locks}}"
         " WHERE used_at <= (SELECT clock_timestamp() - {{param:grace_ms}}::bigint * interval '1 "
         "millisecond')"
         " ORDER BY used_at LIMIT {{param:limit}} FOR UPDATE SKIP LOCKED))"
         " AND used_at <= clock_timestamp() - {{param:grace_ms}}::bigint * interval '1 millisecond'",
-    .clean_row_locks_count =
+    .row_locks_count =
         "SELECT count(*) AS n FROM (SELECT 1 FROM {{table:row_locks}}"
         " WHERE used_at <= (SELECT clock_timestamp() - {{param:grace_ms}}::bigint * interval '1 "
         "millisecond')"
         " LIMIT {{param:limit}}) s",
-    .clean_versions_delete =
+    .versions_delete =
         "DELETE FROM {{table:versions}} WHERE ctid = ANY(ARRAY("
         " SELECT ctid FROM {{table:versions}}"
         " WHERE updated_at <= (SELECT clock_timestamp() - {{param:grace_ms}}::bigint * interval '1 "
@@ -237,12 +231,14 @@ const DialectSql kPostgreSQL = {
         " ORDER BY updated_at LIMIT {{param:limit}} FOR UPDATE SKIP LOCKED))"
         " AND updated_at <= clock_timestamp() - {{param:grace_ms}}::bigint * interval '1 "
         "millisecond'",
-    .clean_versions_count =
+    .versions_count =
         "SELECT count(*) AS n FROM (SELECT 1 FROM {{table:versions}}"
         " WHERE updated_at <= (SELECT clock_timestamp() - {{param:grace_ms}}::bigint * interval '1 "
         "millisecond')"
         " LIMIT {{param:limit}}) s",
+};
 
+constexpr RowLockSql kRowLock = {
     // Row locks. The key's row is created first, in autocommit (ON CONFLICT DO NOTHING does not
     // wait on a row another transaction has locked), then locked and stamped in one statement
     // inside the lease's transaction: the CTE takes the row lock (NOWAIT for a try; bounded by
@@ -256,25 +252,24 @@ const DialectSql kPostgreSQL = {
     // the key's row is missing (the cleaner deleted it); the strategy creates it again.
     // Statements (sql/statement.hpp): key, host, process, thread (the holder), timeout (a
     // lock_timeout as text), row_key (a row of the caller's own table).
-    // row_lock_exists: column "found" when the row exists. Asked first because the INSERT below
+    // exists: column "found" when the row exists. Asked first because the INSERT below
     // waits when the row's latest version was written by a transaction still open (a holder stamps
     // the row it locks), which would turn a NOWAIT try into a wait for the holder's commit.
-    .row_lock_exists = "SELECT 1 AS found FROM {{table:row_locks}} WHERE lock_key = {{param:key}}",
-    .row_lock_create =
+    .exists = "SELECT 1 AS found FROM {{table:row_locks}} WHERE lock_key = {{param:key}}",
+    .create =
         "INSERT INTO {{table:row_locks}} (lock_key, used_at)"
         " VALUES ({{param:key}}, clock_timestamp())"
         " ON CONFLICT (lock_key) DO NOTHING",
-    .row_lock_create_mariadb = "",
     // The timeout as text ('300ms'; '0' waits forever), for this transaction only. Column
     // "previous": the setting replaced (select-list items are evaluated left to right), which the
     // strategy puts back once the lock is held.
-    .row_lock_set_timeout =
+    .set_timeout =
         "SELECT current_setting('lock_timeout') AS previous,"
         " set_config('lock_timeout', {{param:timeout}}, true) AS lock_timeout",
-    .row_lock_session_wait = "",
-    .row_lock_session_wait_reset = "",
+    .session_wait = "",
+    .session_wait_reset = "",
     // Column "fencing_token".
-    .row_lock_try =
+    .try_lock =
         "WITH l AS (SELECT lock_key FROM {{table:row_locks}} WHERE lock_key = {{param:key}}"
         " FOR UPDATE NOWAIT)"
         " UPDATE {{table:row_locks}} r SET owner_host = {{param:host}},"
@@ -282,7 +277,7 @@ const DialectSql kPostgreSQL = {
         " used_at = clock_timestamp(), fencing_token = GREATEST("
         "r.fencing_token + 1, nextval('{{table:row_lock_tokens}}'))"
         " FROM l WHERE r.lock_key = l.lock_key RETURNING r.fencing_token",
-    .row_lock_wait =
+    .wait =
         "WITH l AS (SELECT lock_key FROM {{table:row_locks}} WHERE lock_key = {{param:key}}"
         " FOR UPDATE)"
         " UPDATE {{table:row_locks}} r SET owner_host = {{param:host}},"
@@ -290,34 +285,48 @@ const DialectSql kPostgreSQL = {
         " used_at = clock_timestamp(), fencing_token = GREATEST("
         "r.fencing_token + 1, nextval('{{table:row_lock_tokens}}'))"
         " FROM l WHERE r.lock_key = l.lock_key RETURNING r.fencing_token",
-    .row_lock_wait_mariadb = "",
-    .row_lock_stamp = "",
+    .stamp = "",
     // row_key: the primary key value (sent untyped: the server takes the column's type, and the
     // primary key index).
-    .target_lock_try =
+    .target_try =
         "SELECT 1 AS found FROM {{target}} WHERE {{column}} = {{param:row_key}} FOR UPDATE NOWAIT",
-    .target_lock_wait =
+    .target_wait =
         "SELECT 1 AS found FROM {{target}} WHERE {{column}} = {{param:row_key}} FOR UPDATE",
-    .target_lock_wait_mariadb = "",
+};
 
+constexpr VersionSql kVersions = {
     // Optimistic versions. A version is the database clock in µs, raised past the previous
     // version (GREATEST(previous + 1, clock)): a row deleted and created again starts above every
     // version handed out before, so an old reader's compare-and-set can never match it (no ABA).
-    // Statements: key (version_cas also the version read). Column "version".
-    .version_read = "SELECT version FROM {{table:versions}} WHERE lock_key = {{param:key}}",
-    .version_create =
+    // Statements: key (cas also the version read). Column "version".
+    .read = "SELECT version FROM {{table:versions}} WHERE lock_key = {{param:key}}",
+    .create =
         "INSERT INTO {{table:versions}} (lock_key, version, updated_at)"
         " VALUES ({{param:key}}, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint,"
         " clock_timestamp()) ON CONFLICT (lock_key) DO NOTHING",
     // One row ("version": the new one) when it still was the version read.
-    .version_cas =
+    .cas =
         "UPDATE {{table:versions}} SET updated_at = clock_timestamp(), version = GREATEST("
         "version + 1, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint)"
         " WHERE lock_key = {{param:key}} AND version = {{param:version}} RETURNING version",
+};
 
-    // A Statement: prefix. lock_list for the keys that start with it: left() and = compare it as a
+constexpr OperatorSql kOperators = {
+    // Rows held now or expired but not yet cleaned (free rows are left out).
+    .list =
+        "SELECT lock_key AS key, lease_id, owner_host, owner_process, owner_thread, hold_count,"
+        " fencing_token,"
+        " to_char(acquired_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') AS "
+        "acquired_at,"
+        " CASE WHEN expires_at = 'infinity' THEN 'never' ELSE"
+        " to_char(expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') END"
+        " AS expires_at,"
+        " CASE WHEN expires_at <= clock_timestamp() THEN 1 ELSE 0 END AS expired,"
+        " metadata::text AS metadata"
+        " FROM {{table:locks}} WHERE hold_count > 0 ORDER BY lock_key",
+    // A Statement: prefix. list for the keys that start with it: left() and = compare it as a
     // value, so % and _ in a prefix are plain characters.
-    .lock_list_prefix =
+    .list_prefix =
         "SELECT lock_key AS key, lease_id, owner_host, owner_process, owner_thread, hold_count,"
         " fencing_token,"
         " to_char(acquired_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') AS "
@@ -336,43 +345,56 @@ const DialectSql kPostgreSQL = {
     // lease the operator was shown. The fencing token stays, so the next holder's is higher;
     // the old holder's renewals and release then match nothing (the lease is lost). One row,
     // column "notified", when it freed the row; no row when the lease had changed meanwhile.
-    .lock_operator_release =
+    .release =
         "WITH r AS (UPDATE {{table:locks}} SET hold_count = 0, expires_at = statement_timestamp()"
         " WHERE lock_key = {{param:key}} AND lease_id = {{param:lease_id}}"
         " AND fencing_token = {{param:token}} AND hold_count > 0"
         " RETURNING lock_key)"
         " SELECT pg_notify({{param:channel}}, lock_key)::text AS notified FROM r",
+};
 
+constexpr DoctorSql kDoctor = {
     // `dblock doctor`. Columns "version" and "flavour".
-    .doctor_server = "SELECT current_setting('server_version') AS version, 'PostgreSQL' AS flavour",
+    .server = "SELECT current_setting('server_version') AS version, 'PostgreSQL' AS flavour",
     // Column "state": empty on a writable primary, else "standby" or "read_only".
-    .doctor_writable =
+    .writable =
         "SELECT CASE WHEN pg_is_in_recovery() THEN 'standby'"
         " WHEN current_setting('default_transaction_read_only') = 'on' THEN 'read_only'"
         " ELSE '' END AS state",
     // One row: the session's synchronous_commit, synchronous_standby_names, and the standbys
     // streaming from this server: all of them, the synchronous ones (sync or quorum), and those
     // whose state this role may not see (it needs pg_read_all_stats).
-    .doctor_replication =
+    .replication =
         "SELECT current_setting('synchronous_commit') AS synchronous_commit,"
         " current_setting('synchronous_standby_names') AS standby_names,"
         " (SELECT count(*) FROM pg_stat_replication) AS standbys,"
         " (SELECT count(*) FROM pg_stat_replication WHERE sync_state IN ('sync', 'quorum'))"
         "   AS synchronous,"
         " (SELECT count(*) FROM pg_stat_replication WHERE sync_state IS NULL) AS hidden",
-    .doctor_time_zone = "SELECT current_setting('TimeZone') AS zone",
-    .doctor_clock = "SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint AS us",
-    .doctor_probe_select = "SELECT {{column}} FROM {{target}} WHERE 1 = 0",
-    .doctor_probe_insert = "INSERT INTO {{target}} SELECT * FROM {{target}} WHERE 1 = 0",
-    .doctor_probe_update = "UPDATE {{target}} SET {{column}} = {{column}} WHERE 1 = 0",
-    .doctor_probe_delete = "DELETE FROM {{target}} WHERE 1 = 0",
+    .time_zone = "SELECT current_setting('TimeZone') AS zone",
+    .clock = "SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint AS us",
+    .probe_select = "SELECT {{column}} FROM {{target}} WHERE 1 = 0",
+    .probe_insert = "INSERT INTO {{target}} SELECT * FROM {{target}} WHERE 1 = 0",
+    .probe_update = "UPDATE {{target}} SET {{column}} = {{column}} WHERE 1 = 0",
+    .probe_delete = "DELETE FROM {{target}} WHERE 1 = 0",
     // Column "ok": 1 when this role may take row-lock tokens from the sequence (nextval).
-    .doctor_sequence_usage =
+    .sequence_usage =
         "SELECT has_sequence_privilege('{{table:row_lock_tokens}}', 'USAGE')::int AS ok",
+};
+
+constexpr ServerSql kPostgreSQL = {
+    .migrator = kMigrator,
+    .session = kSession,
+    .unique_key = kUniqueKey,
+    .cleaner = kCleaner,
+    .row_lock = kRowLock,
+    .versions = kVersions,
+    .operators = kOperators,
+    .doctor = kDoctor,
 };
 
 }  // namespace
 
-const DialectSql& postgresql_sql() { return kPostgreSQL; }
+const ServerSql& postgresql_sql() { return kPostgreSQL; }
 
 }  // namespace dblock::detail

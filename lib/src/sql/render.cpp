@@ -1,15 +1,24 @@
 #include <algorithm>
 
 #include "dblock/error.hpp"
-#include "sql/dialect_sql.hpp"
+#include "sql/server_sql.hpp"
 
 namespace dblock::detail {
 
-const DialectSql& postgresql_sql();
-const DialectSql& mysql_sql();
+const ServerSql& postgresql_sql();
+const ServerSql& mysql_sql();
+const ServerSql& mariadb_sql();
 
-const DialectSql& dialect_sql(Dialect dialect) {
-  return dialect == Dialect::kPostgreSQL ? postgresql_sql() : mysql_sql();
+const ServerSql& server_sql(Server server) {
+  switch (server) {
+    case Server::kPostgreSQL:
+      return postgresql_sql();
+    case Server::kMySQL:
+      break;
+    case Server::kMariaDB:
+      return mariadb_sql();
+  }
+  return mysql_sql();
 }
 
 std::string last_column(const Result& r) {

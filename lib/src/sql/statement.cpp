@@ -1,7 +1,7 @@
 #include "sql/statement.hpp"
 
 #include "dblock/error.hpp"
-#include "sql/dialect_sql.hpp"
+#include "sql/server_sql.hpp"
 
 namespace dblock::detail {
 
@@ -10,7 +10,7 @@ Statement::Statement(std::string_view templ, Dialect dialect, const TableNames& 
   sql_ = render_sql(templ, dialect, names, relaxed_durability, &parameters_);
 }
 
-std::vector<Value> Statement::bind(std::initializer_list<Arg> args) const {
+std::vector<Value> Statement::bind(std::span<const Arg> args) const {
   std::vector<Value> values;
   values.reserve(parameters_.size());
   for (const auto& name : parameters_) {

@@ -2,7 +2,7 @@
 // the caller binds values by name, so no caller keeps a per-dialect list of positions. Rendered
 // once (when a lock is built), bound per call. Internal.
 //
-//   Statement release(sql.lock_release, dialect, tables);
+//   Statement release(sql.unique_key.release, dialect, tables);
 //   conn.execute(release.sql(), release.bind({{"key", Value(key)}, {"token", Value(token)}}));
 //
 // PostgreSQL gets $n, one number per name (a name used twice is bound once); MySQL gets ?, bound
@@ -13,6 +13,7 @@
 #pragma once
 
 #include <initializer_list>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,7 +40,10 @@ class Statement {
   bool empty() const noexcept { return sql_.empty(); }
   // The values in the order the statement takes them. Throws Error(kFailedPrecondition) naming
   // a parameter the statement uses that `args` lacks (a mistake in dblock, caught by its tests).
-  std::vector<Value> bind(std::initializer_list<Arg> args) const;
+  std::vector<Value> bind(std::span<const Arg> args) const;
+  std::vector<Value> bind(std::initializer_list<Arg> args) const {
+    return bind(std::span<const Arg>(args.begin(), args.size()));
+  }
 
  private:
   std::string sql_;

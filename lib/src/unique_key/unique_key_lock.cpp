@@ -1,6 +1,7 @@
 #include "dblock/unique_key_lock.hpp"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <map>
 #include <mutex>
@@ -12,7 +13,8 @@
 #include "lease_core.hpp"
 #include "lock_keys.hpp"
 #include "renewer.hpp"
-#include "sql/dialect_sql.hpp"
+#include "sql/by_server.hpp"
+#include "sql/server_sql.hpp"
 #include "sql/statement.hpp"
 #include "unique_key/release_listener.hpp"
 
@@ -39,8 +41,8 @@ Value json_param(const nlohmann::json& metadata) {
 // row whose holds outnumber its live leases here carries holds of acquires whose reply never
 // came (the statement ran, the caller got an error and no lease), or of releases whose fate is
 // unknown and whose resending was overtaken by another one. Release gives those back too (see
-// lock_release_rest), or the owner's next acquire would re-enter them, get the token of a hold
-// the caller was told is gone, and its release leave the key held. The token tells the key's
+// the release_rest statement), or the owner's next acquire would re-enter them, get the token of a
+// hold the caller was told is gone, and its release leave the key held. The token tells the key's
 // tenures apart: a lease of an earlier tenure (expired, the row granted anew since) accounts
 // for none of the current one's holds.
 class LiveHolds {
@@ -77,34 +79,47 @@ struct ReleaseRequest {
   std::string key;
   Owner owner;
   std::int64_t fencing_token = 0;
-  std::string release_id;  // the same id on every attempt: see lock_release
+  std::string release_id;  // the same id on every attempt: see the release statement
 };
 
 }  // namespace
 
 struct UniqueKeyLock::Impl : std::enable_shared_from_this<UniqueKeyLock::Impl> {
+  // The lock's statements for one server.
+  struct Statements {
+    detail::Statement acquire, release, release_rest, renew, claim;
+  };
+
   Impl(ConnectionSource& src, UniqueKeyLockOptions opts)
-      : source(src), options(std::move(opts)), dialect(src.dialect()) {
-    const auto& sql = detail::dialect_sql(dialect);
-    const bool relaxed = options.relaxed_durability;
-    acquire_statement = detail::Statement(sql.lock_acquire, dialect, options.tables, relaxed);
-    release_statement = detail::Statement(sql.lock_release, dialect, options.tables, relaxed);
-    release_rest_statement =
-        detail::Statement(sql.lock_release_rest, dialect, options.tables, relaxed);
-    holds_scope =
-        std::string(to_string(dialect)) + '\n' + options.tables.qualified(dialect, "locks") + '\n';
-    renew_statement = detail::Statement(sql.lock_renew, dialect, options.tables, relaxed);
-    claim_statement = detail::Statement(sql.lock_claim, dialect, options.tables);
-    rows = sql.lock_results_in_rows;
-    channel = options.tables.name("locks");
-  }
+      : source(src),
+        options(std::move(opts)),
+        dialect(src.dialect()),
+        statements(dialect,
+                   [&](const detail::ServerSql& server) {
+                     const detail::UniqueKeySql& sql = server.unique_key;
+                     const bool relaxed = options.relaxed_durability;
+                     const TableNames& tables = options.tables;
+                     return Statements{
+                         detail::Statement(sql.acquire, dialect, tables, relaxed),
+                         detail::Statement(sql.release, dialect, tables, relaxed),
+                         detail::Statement(sql.release_rest, dialect, tables, relaxed),
+                         detail::Statement(sql.renew, dialect, tables, relaxed),
+                         detail::Statement(sql.claim, dialect, tables)};
+                   }),
+        holds_scope(std::string(to_string(dialect)) + '\n' +
+                    options.tables.qualified(dialect, "locks") + '\n'),
+        rows(detail::server_sql(dialect == Dialect::kPostgreSQL ? Server::kPostgreSQL
+                                                                : Server::kMySQL)
+                 .unique_key.results_in_rows),
+        channel(options.tables.name("locks")) {}
 
   // Runs one lock statement. Contention (deadlock, serialization failure) is retried a few
   // times and then reported as nullopt; a lost connection is retried once when `idempotent`.
   // A renewal passes its lease (`renewing`): its connection's socket is published for a release
   // to cut (LeaseCore::RenewingOn), and nothing is retried once the lease is released.
-  std::optional<Result> run(const std::string& sql, std::span<const Value> params, bool idempotent,
-                            detail::LeaseCore* renewing = nullptr) {
+  // `which` is the statement, bound from `args`, for the server of the connection it runs on.
+  std::optional<Result> run(detail::Statement Statements::*which, std::span<const detail::Arg> args,
+                            bool idempotent, detail::LeaseCore* renewing = nullptr) {
     bool retried_lost = false;
     for (int attempt = 0;; ++attempt) {
       if (renewing != nullptr && renewing->released()) {
@@ -112,12 +127,14 @@ struct UniqueKeyLock::Impl : std::enable_shared_from_this<UniqueKeyLock::Impl> {
       }
       try {
         PooledConnection conn = source.acquire();
+        const detail::Statement& statement = statements[conn->server()].*which;
+        const std::vector<Value> params = statement.bind(args);
         if (renewing != nullptr) {
           // Declared after conn, so the socket is withdrawn before the connection goes back.
           detail::LeaseCore::RenewingOn published(*renewing, conn->native_socket());
-          return conn->execute(sql, params);
+          return conn->execute(statement.sql(), params);
         }
-        return conn->execute(sql, params);
+        return conn->execute(statement.sql(), params);
       } catch (const Error& e) {
         if (is_contention(e.code())) {
           if (attempt >= options.contention_retries) return std::nullopt;
@@ -162,22 +179,21 @@ struct UniqueKeyLock::Impl : std::enable_shared_from_this<UniqueKeyLock::Impl> {
     return holds_id(key, owner) + '\n' + std::to_string(token);
   }
 
-  // The arguments of lock_release and lock_release_rest.
-  std::vector<Value> release_args(const detail::Statement& statement,
-                                  const ReleaseRequest& q) const {
-    return statement.bind({{"key", Value(q.key)},
-                           {"host", Value(q.owner.host)},
-                           {"process", Value(q.owner.process)},
-                           {"thread", Value(q.owner.thread)},
-                           {"token", Value(q.fencing_token)},
-                           {"channel", Value(channel)},
-                           {"release_id", Value(q.release_id)}});
+  // The arguments of the release and release_rest statements.
+  std::array<detail::Arg, 7> release_args(const ReleaseRequest& q) const {
+    return {{{"key", Value(q.key)},
+             {"host", Value(q.owner.host)},
+             {"process", Value(q.owner.process)},
+             {"thread", Value(q.owner.thread)},
+             {"token", Value(q.fencing_token)},
+             {"channel", Value(channel)},
+             {"release_id", Value(q.release_id)}}};
   }
 
   ReleaseOutcome send_release(const ReleaseRequest& q) {
     // A retry after a lost connection sends the same release id, which the statement
-    // recognises as its own earlier attempt (see lock_release), so it is safe to repeat.
-    auto r = run(release_statement.sql(), release_args(release_statement, q), true);
+    // recognises as its own earlier attempt (see the release statement), so it is safe to repeat.
+    auto r = run(&Statements::release, release_args(q), true);
     if (!r) {
       throw Error(ErrorCode::kDeadlock,
                   "release of '" + q.key + "' kept meeting deadlocks; the lease ends by its TTL");
@@ -187,7 +203,7 @@ struct UniqueKeyLock::Impl : std::enable_shared_from_this<UniqueKeyLock::Impl> {
         rows ? r->int64_at(0, "hold_count") : static_cast<std::int64_t>(r->last_insert_id());
     // Counted now, not when the release was first sent: a release kept after a lost connection
     // may be sent again after the owner acquired the key anew (through any UniqueKeyLock on
-    // this table), and that live hold must not be freed by lock_release_rest.
+    // this table), and that live hold must not be freed by release_rest.
     if (remaining > 0 &&
         LiveHolds::instance().count(live_id(q.key, q.owner, q.fencing_token)) == 0 &&
         release_rest(q)) {
@@ -196,15 +212,15 @@ struct UniqueKeyLock::Impl : std::enable_shared_from_this<UniqueKeyLock::Impl> {
     return remaining == 0 ? ReleaseOutcome::kReleased : ReleaseOutcome::kDecremented;
   }
 
-  // Frees the holds left behind by acquires whose reply was lost (lock_release_rest). True
+  // Frees the holds left behind by acquires whose reply was lost (release_rest). True
   // when it did.
   bool release_rest(const ReleaseRequest& q) {
     // Idempotent: frees or not.
-    auto r = run(release_rest_statement.sql(), release_args(release_rest_statement, q), true);
+    auto r = run(&Statements::release_rest, release_args(q), true);
     return r && r->affected_rows() == 1;
   }
 
-  // Sends a release (and, when it leaves holds no lease here accounts for, lock_release_rest).
+  // Sends a release (and, when it leaves holds no lease here accounts for, release_rest).
   // When the connection fails on the way and on the retry, nobody knows whether the server
   // applied it: it is kept, and the owner's next acquire of the key sends it again first. Else
   // that acquire would re-enter the hold the caller was told is gone and get its old fencing
@@ -214,11 +230,10 @@ struct UniqueKeyLock::Impl : std::enable_shared_from_this<UniqueKeyLock::Impl> {
   // while the server cannot be reached.
   void finish_pending_release(const std::string& key, const Owner& owner);
 
-  std::string channel;
-  detail::Statement acquire_statement, release_statement, release_rest_statement, renew_statement,
-      claim_statement;
+  detail::ByServer<Statements> statements;
   std::string holds_scope;
-  bool rows = true;
+  bool rows;  // results come back in rows (else in LAST_INSERT_ID())
+  std::string channel;
   std::once_flag listener_once;
   std::unique_ptr<detail::ReleaseListener> listener_;
 };
@@ -321,14 +336,14 @@ class UniqueKeyLease final : public detail::LeaseCore {
 
   bool do_renew(std::chrono::milliseconds ttl) override {
     const auto& i = info();
-    const auto& renew = impl_->renew_statement;
-    auto params = renew.bind({{"ttl_ms", Value(static_cast<std::int64_t>(ttl.count()))},
-                              {"key", Value(i.key)},
-                              {"host", Value(i.owner.host)},
-                              {"process", Value(i.owner.process)},
-                              {"thread", Value(i.owner.thread)},
-                              {"token", Value(i.fencing_token)}});
-    auto r = impl_->run(renew.sql(), params, true, this);  // renewing twice is harmless
+    const detail::Arg args[] = {{"ttl_ms", Value(static_cast<std::int64_t>(ttl.count()))},
+                                {"key", Value(i.key)},
+                                {"host", Value(i.owner.host)},
+                                {"process", Value(i.owner.process)},
+                                {"thread", Value(i.owner.thread)},
+                                {"token", Value(i.fencing_token)}};
+    // Renewing twice is harmless.
+    auto r = impl_->run(&UniqueKeyLock::Impl::Statements::renew, args, true, this);
     if (!r) throw Error(ErrorCode::kLockWaitTimeout, "renew of '" + i.key + "' kept contending");
     return r->affected_rows() == 1;
   }
@@ -350,16 +365,16 @@ std::optional<Lease> UniqueKeyLock::try_acquire(std::string_view key, const Lock
   detail::LeaseInfo info{std::string(key), 0, detail::random_lease_id(),
                          options.owner ? *options.owner : Owner::current_thread(), options.ttl};
   impl_->finish_pending_release(info.key, info.owner);
-  const auto& acquire = impl_->acquire_statement;
-  auto params = acquire.bind({{"key", Value(info.key)},
+  const detail::Arg args[] = {{"key", Value(info.key)},
                               {"lease_id", Value(info.lease_id)},
                               {"host", Value(info.owner.host)},
                               {"process", Value(info.owner.process)},
                               {"thread", Value(info.owner.thread)},
                               {"ttl_ms", Value(static_cast<std::int64_t>(options.ttl.count()))},
-                              {"metadata", json_param(options.metadata)}});
-  const auto sent = detail::BootClock::now();        // the lease runs from here at the latest
-  auto r = impl_->run(acquire.sql(), params, true);  // a retry reuses the lease id
+                              {"metadata", json_param(options.metadata)}};
+  const auto sent = detail::BootClock::now();  // the lease runs from here at the latest
+  // A retry reuses the lease id.
+  auto r = impl_->run(&Impl::Statements::acquire, args, true);
   if (!r) return std::nullopt;
   auto token = impl_->token_from(*r);
   if (!token) return std::nullopt;
@@ -407,14 +422,11 @@ std::optional<Claim> UniqueKeyLock::claim(std::string_view key, const ClaimOptio
   // Tagged so that no lease owner ever equals a claim's owner: a claim is never re-entered,
   // renewed or released by a lease of the same thread.
   owner.thread = "claim:" + owner.thread;
-  const auto& statement = impl_->claim_statement;
-  auto params = statement.bind({{"key", Value(claim.key)},
-                                {"claim_id", Value(claim.claim_id)},
-                                {"host", Value(owner.host)},
-                                {"process", Value(owner.process)},
-                                {"thread", Value(owner.thread)},
-                                {"metadata", json_param(options.metadata)}});
-  auto r = impl_->run(statement.sql(), params, true);  // a retry reuses the claim id
+  const detail::Arg args[] = {
+      {"key", Value(claim.key)},       {"claim_id", Value(claim.claim_id)},
+      {"host", Value(owner.host)},     {"process", Value(owner.process)},
+      {"thread", Value(owner.thread)}, {"metadata", json_param(options.metadata)}};
+  auto r = impl_->run(&Impl::Statements::claim, args, true);  // a retry reuses the claim id
   if (!r) return std::nullopt;
   auto token = impl_->token_from(*r);
   if (!token) return std::nullopt;

@@ -129,6 +129,7 @@ class MysqlConnection final : public Connection {
         owned_(owned),
         where_(std::move(where)),
         secret_(std::move(secret)),
+        server_(flavor_of(conn) == "MariaDB" ? Server::kMariaDB : Server::kMySQL),
         statements_(kStatementCacheSize) {}
 
   ~MysqlConnection() override {
@@ -139,6 +140,7 @@ class MysqlConnection final : public Connection {
   }
 
   Dialect dialect() const noexcept override { return Dialect::kMySQL; }
+  Server server() const noexcept override { return server_; }
 
   using Connection::execute;
   Result execute(std::string_view sql, std::span<const Value> params) override {
@@ -320,6 +322,7 @@ class MysqlConnection final : public Connection {
   bool owned_;
   std::string where_;
   std::string secret_;
+  Server server_;
   mysql_driver::StatementCache statements_;
   bool in_transaction_ = false;
   // The server ended the open transaction: it rolled it back (deadlock; lock wait timeout with

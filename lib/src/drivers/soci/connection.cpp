@@ -173,6 +173,13 @@ class SociConnection final : public Connection {
         dialect_(dialect),
         where_(std::move(where)),
         secret_(std::move(secret)) {
+    if (dialect_ == Dialect::kMySQL) {
+      MYSQL* my = mysql_conn(session_);
+      if (my != nullptr &&
+          or_empty(mysql_get_server_info(my)).find("MariaDB") != std::string_view::npos) {
+        server_ = Server::kMariaDB;
+      }
+    }
     if (owned_ && dialect_ == Dialect::kPostgreSQL) {
       if (PGconn* pg = pg_conn(session_); pg != nullptr) {
         notice_watch_ = std::make_unique<NoticeWatch>();
@@ -183,6 +190,9 @@ class SociConnection final : public Connection {
   }
 
   Dialect dialect() const noexcept override { return dialect_; }
+  Server server() const noexcept override {
+    return dialect_ == Dialect::kPostgreSQL ? Server::kPostgreSQL : server_;
+  }
 
   using Connection::execute;
   Result execute(std::string_view sql, std::span<const Value> params) override {
@@ -404,6 +414,7 @@ class SociConnection final : public Connection {
   std::unique_ptr<soci::session> owned_;  // null for a wrapped session
   soci::session& session_;
   Dialect dialect_;
+  Server server_ = Server::kMySQL;  // MySQL dialect: which server (the PostgreSQL one says so)
   std::string where_;
   std::string secret_;
   bool in_transaction_ = false;

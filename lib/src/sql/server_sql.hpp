@@ -1,0 +1,156 @@
+// Every SQL statement dblock sends, per server, grouped by the code that sends them:
+// lib/src/sql/postgresql.cpp and lib/src/sql/mysql.cpp each hold the whole set for one database,
+// to be reviewed as a whole; lib/src/sql/mariadb.cpp holds the few statements where MariaDB
+// takes its own (the rest of its set is MySQL's). A statement for MySQL 8.0 alone is changed in
+// mysql.cpp, or added to the MariaDB overrides when MariaDB must keep the old one.
+//
+// Statements are templates: {{table:x}} becomes the schema-qualified, quoted name of table
+// prefix+x, {{name:x}} the quoted name prefix+x, {{schema}} the quoted schema name, and
+// {{relaxed:text}} becomes text only when rendered for relaxed durability (see render_sql). Values
+// are always bound parameters ($n on PostgreSQL, ? on MySQL), never spliced.
+//
+// Thread-safety: read-only data and pure functions.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dblock/connection.hpp"
+#include "dblock/table_names.hpp"
+
+namespace dblock::detail {
+
+// Each owner's statements (see the .cpp files for each statement's parameters and columns).
+
+// The migrator. Statements (statement.hpp) bound from lock, timeout_s, qualified (the quoted
+// migrations table), schema (NULL: the current one), table, version, name, checksum.
+struct MigratorSql {
+  std::string_view create_schema;  // {{schema}}
+  std::string_view lock;           // one row, column "got"
+  std::string_view unlock;         // empty when the lock ends at COMMIT
+  bool in_one_transaction;         // DDL is transactional
+  std::string_view isolation;      // the transaction's first statement; empty: none
+  std::string_view table_exists;   // column "present"
+  std::string_view create_table;
+  std::string_view select;  // columns: version, name, checksum, applied_at
+  std::string_view insert;
+};
+
+// What a session is set to (isolation.hpp, galera.hpp): each answers in the last column of the
+// first row (last_column()).
+struct SessionSql {
+  std::string_view isolation;  // the session's default isolation level
+  // MySQL dialect: "ON" on a Galera node (empty elsewhere).
+  std::string_view galera_check;
+  // MySQL dialect: the session's wsrep_sync_wait (empty elsewhere).
+  std::string_view galera_sync_wait;
+};
+
+// The unique-key lock. PostgreSQL returns rows (RETURNING); MySQL carries one value back in
+// LAST_INSERT_ID().
+struct UniqueKeySql {
+  bool results_in_rows;
+  std::string_view acquire;
+  std::string_view release;
+  std::string_view release_rest;  // frees the holds left by acquires whose reply was lost
+  std::string_view renew;
+  std::string_view claim;
+};
+
+// The cleaner. Each statement is one autocommit statement.
+struct CleanerSql {
+  std::string_view locks_delete;  // deletes up to N rows expired more than the grace ago
+  std::string_view locks_count;   // column "n": how many locks_delete would take, bounded
+  std::string_view locks_oldest;  // column "oldest": the oldest expires_at that has passed
+  // The same for row-lock rows and version rows not used for longer than the grace.
+  std::string_view row_locks_delete;
+  std::string_view row_locks_count;
+  std::string_view versions_delete;
+  std::string_view versions_count;
+};
+
+// The row lock. Lock statements run inside the lease's transaction. {{seconds}} /
+// {{max_seconds}} / {{ms}} are filled in with numbers by the strategy before rendering (the
+// servers take no parameter there).
+struct RowLockSql {
+  std::string_view exists;       // asked before create (empty: never)
+  std::string_view create;       // creates the key's row if missing
+  std::string_view set_timeout;  // empty when the wait statement carries its timeout
+  // MySQL 8.0 only: set the session's lock wait ({{seconds}}) before a bounded wait, and reset it
+  // after (empty elsewhere).
+  std::string_view session_wait;
+  std::string_view session_wait_reset;
+  std::string_view try_lock;  // NOWAIT
+  std::string_view wait;      // waits (after set_timeout or session_wait)
+  std::string_view stamp;     // empty when the lock statement stamps the row itself
+  // A row of the caller's own table by primary key: {{target}} and {{column}} are the quoted
+  // table and column; one row, column "found", when the row exists and is locked.
+  std::string_view target_try;
+  std::string_view target_wait;
+};
+
+// Optimistic versions / compare-and-set.
+struct VersionSql {
+  std::string_view read;    // column "version"; no row when the key has none yet
+  std::string_view create;  // creates the key's row if missing
+  std::string_view cas;     // moves the version on when it still is the one read
+};
+
+// The operators' commands (`dblock locks`, `dblock release`).
+struct OperatorSql {
+  std::string_view list;         // columns as in `dblock locks --json`
+  std::string_view list_prefix;  // list, only keys starting with a prefix
+  std::string_view release;      // frees a row still carrying the lease and token read
+};
+
+// `dblock doctor` (doctor.cpp). Reads only.
+struct DoctorSql {
+  std::string_view server;
+  std::string_view writable;
+  std::string_view replication;
+  std::string_view time_zone;
+  std::string_view clock;
+  // Privilege probes of {{target}} (a quoted table) and its {{column}}: they touch no row, yet
+  // the server checks the privilege as for any other statement.
+  std::string_view probe_select;
+  std::string_view probe_insert;
+  std::string_view probe_update;
+  std::string_view probe_delete;
+  std::string_view sequence_usage;  // PostgreSQL only (empty elsewhere)
+};
+
+// Every statement for one server.
+struct ServerSql {
+  MigratorSql migrator;
+  SessionSql session;
+  UniqueKeySql unique_key;
+  CleanerSql cleaner;
+  RowLockSql row_lock;
+  VersionSql versions;
+  OperatorSql operators;
+  DoctorSql doctor;
+};
+
+// postgresql.cpp, mysql.cpp, and mariadb.cpp (MySQL's set with MariaDB's own statements where
+// it has better ones).
+const ServerSql& server_sql(Server server);
+
+// The value in the last column of the first row, or "" when there is none: where the statements
+// that answer with a setting (SessionSql) put it.
+std::string last_column(const Result& r);
+
+// Replaces every `marker` in `text` with `value` (for the numeric and caller-identifier
+// placeholders some statements carry besides render_sql's).
+std::string replace_all(std::string text, std::string_view marker, std::string_view value);
+
+// Expands {{table:x}}, {{name:x}} and {{schema}} in a statement or migration template, and
+// {{relaxed:text}} to text when `relaxed_durability` is set (to nothing otherwise). With
+// `parameters`, also {{param:name}} (see Statement in statement.hpp), appending the name of each
+// bound position to it. Throws Error(kInvalidArgument) for an unknown or unterminated
+// placeholder, or {{schema}} without a schema.
+std::string render_sql(std::string_view templ, Dialect dialect, const TableNames& names,
+                       bool relaxed_durability = false,
+                       std::vector<std::string>* parameters = nullptr);
+
+}  // namespace dblock::detail
