@@ -47,6 +47,7 @@ class CliRunTest : public CliFixture {
  protected:
   void SetUp() override {
     CliFixture::SetUp();
+    if (HasFatalFailure()) return;  // no directory to write into (the database is unreachable)
     // beat.sh LOG COUNT [ignore-term]: appends "<ns> <token>" to LOG every 50 ms, COUNT times
     // (0: until killed).
     std::ofstream(file("beat.sh")) << "[ \"$3\" = ignore-term ] && trap '' TERM\n"
