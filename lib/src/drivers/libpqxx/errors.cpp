@@ -15,24 +15,6 @@ bool contains(std::string_view text, std::string_view part) {
   return text.find(part) != std::string_view::npos;
 }
 
-// libpq's multi-line error text without the "ERROR:" tag, the "LINE n: <sql>" echo and its
-// caret line; DETAIL and HINT stay.
-std::string tidy(std::string_view text) {
-  std::string out;
-  while (!text.empty()) {
-    std::size_t end = text.find('\n');
-    std::string_view line = text.substr(0, end);
-    text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
-    if (line.starts_with("LINE ") || line.find_first_not_of(" ^\t\r") == std::string_view::npos) {
-      continue;
-    }
-    if (line.starts_with("ERROR:")) line.remove_prefix(6);
-    if (!out.empty()) out += ' ';
-    out += line;
-  }
-  return out;
-}
-
 ErrorCode connect_code(std::string_view message) {
   if (contains(message, "authentication failed") || contains(message, "no pg_hba.conf entry") ||
       contains(message, "no password supplied") || contains(message, "permission denied") ||
@@ -51,6 +33,22 @@ ErrorCode connect_code(std::string_view message) {
 }
 
 }  // namespace
+
+std::string tidy(std::string_view text) {
+  std::string out;
+  while (!text.empty()) {
+    std::size_t end = text.find('\n');
+    std::string_view line = text.substr(0, end);
+    text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
+    if (line.starts_with("LINE ") || line.find_first_not_of(" ^\t\r") == std::string_view::npos) {
+      continue;
+    }
+    if (line.starts_with("ERROR:")) line.remove_prefix(6);
+    if (!out.empty()) out += ' ';
+    out += line;
+  }
+  return out;
+}
 
 Error statement_error(const std::exception& e, bool still_open, std::string_view where,
                       std::string_view secret) {
@@ -100,24 +98,6 @@ Error connect_error(const std::exception& e, std::string_view where, std::string
     }
   }
   return detail::driver_error(code, where, message, secret, std::move(sqlstate));
-}
-
-Error lost_error(std::string_view where) {
-  return detail::driver_error(ErrorCode::kConnectionLost, where,
-                              "the connection is closed or was lost earlier", {});
-}
-
-Error misuse_error(std::string_view where, std::string_view message) {
-  return detail::driver_error(ErrorCode::kFailedPrecondition, where, message, {});
-}
-
-Error wait_error(std::string_view message, bool still_open, std::string_view where,
-                 std::string_view secret) {
-  std::string text = still_open ? "waiting for notifications failed"
-                                : "the connection was lost while waiting for notifications";
-  if (std::string native = tidy(message); !native.empty()) text += " (" + native + ")";
-  return detail::driver_error(still_open ? ErrorCode::kOther : ErrorCode::kConnectionLost, where,
-                              text, secret);
 }
 
 Error invalid_url_error(std::string_view where, std::string_view message) {

@@ -145,27 +145,6 @@ Error connect_error(const std::exception& e, Dialect dialect, std::string_view w
   return detail::driver_error(code, where, message, secret, std::move(sqlstate), server_errno);
 }
 
-Error lost_error(std::string_view where) {
-  return detail::driver_error(ErrorCode::kConnectionLost, where,
-                              "the connection is closed or was lost earlier", {});
-}
-
-Error misuse_error(std::string_view where, std::string_view message) {
-  return detail::driver_error(ErrorCode::kFailedPrecondition, where, message, {});
-}
-
-Error wait_error(std::string_view message, bool still_open, std::string_view where,
-                 std::string_view secret) {
-  std::string text = still_open ? "waiting for notifications failed"
-                                : "the connection was lost while waiting for notifications";
-  while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) {
-    message.remove_suffix(1);
-  }
-  if (!message.empty()) text.append(" (").append(message).append(")");
-  return detail::driver_error(still_open ? ErrorCode::kOther : ErrorCode::kConnectionLost, where,
-                              text, secret);
-}
-
 Error invalid_argument_error(std::string_view where, std::string_view message) {
   return detail::driver_error(ErrorCode::kInvalidArgument, where, message, {});
 }
