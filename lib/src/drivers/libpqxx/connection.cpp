@@ -52,24 +52,13 @@
 namespace dblock {
 namespace {
 
-// "PostgreSQL host:port/database"; IPv6 hosts in brackets.
-std::string location(std::string_view host, std::string_view port, std::string_view database) {
-  std::string out = "PostgreSQL ";
-  if (host.find(':') != std::string_view::npos) {
-    out.append("[").append(host).append("]");
-  } else {
-    out.append(host.empty() ? std::string_view("(default socket)") : host);
-  }
-  out.append(":").append(port).append("/").append(database);
-  return out;
-}
-
 std::string_view or_empty(const char* s) { return s == nullptr ? std::string_view() : s; }
 
 // Where a pqxx connection points.
 std::string location_of(pqxx::connection_base& conn) {
   std::string_view host = or_empty(conn.hostname());  // opens a lazy connection
-  return location(host, or_empty(conn.port()), or_empty(conn.dbname()));
+  return detail::server_location(Dialect::kPostgreSQL, host, or_empty(conn.port()),
+                                 or_empty(conn.dbname()));
 }
 
 Result to_result(const pqxx::result& r) {
@@ -247,7 +236,7 @@ std::unique_ptr<Connection> wrap_pqxx(pqxx::connection_base& conn) {
 
 std::unique_ptr<Connection> connect_pqxx(const DatabaseUrl& url) {
   std::string port = std::to_string(url.effective_port());
-  std::string where = location(url.host, port, url.database);
+  std::string where = detail::server_location(Dialect::kPostgreSQL, url.host, port, url.database);
   if (url.dialect != Dialect::kPostgreSQL) {
     throw pqxx_driver::invalid_url_error(where, "the libpqxx driver needs a postgresql:// URL");
   }

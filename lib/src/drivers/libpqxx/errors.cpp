@@ -15,23 +15,6 @@ bool contains(std::string_view text, std::string_view part) {
   return text.find(part) != std::string_view::npos;
 }
 
-ErrorCode connect_code(std::string_view message) {
-  if (contains(message, "authentication failed") || contains(message, "no pg_hba.conf entry") ||
-      contains(message, "no password supplied") || contains(message, "permission denied") ||
-      (contains(message, "role \"") && contains(message, "does not exist"))) {
-    return ErrorCode::kAccessDenied;
-  }
-  if (contains(message, "invalid connection option") ||
-      contains(message, "for connection option") || contains(message, "invalid port number") ||
-      (contains(message, "invalid ") && contains(message, " value: ")) ||
-      contains(message, "missing \"=\" after") || contains(message, "unterminated quoted string")) {
-    return ErrorCode::kInvalidArgument;
-  }
-  // Refused, unreachable, unknown host, timeout, unknown database, too many connections,
-  // server starting up or shutting down.
-  return ErrorCode::kConnectFailed;
-}
-
 }  // namespace
 
 std::string tidy(std::string_view text) {
@@ -88,7 +71,7 @@ Error statement_error(const std::exception& e, bool still_open, std::string_view
 Error connect_error(const std::exception& e, std::string_view where, std::string_view secret) {
   std::string message = tidy(e.what());
   std::string sqlstate;
-  ErrorCode code = connect_code(message);
+  ErrorCode code = detail::libpq_connect_code(message);
   if (const auto* sql = dynamic_cast<const pqxx::sql_error*>(&e);
       sql != nullptr && !sql->sqlstate().empty()) {
     sqlstate = sql->sqlstate();

@@ -58,19 +58,6 @@
 namespace dblock {
 namespace {
 
-// "PostgreSQL host:port/database" or "MySQL host:port/database"; IPv6 hosts in brackets.
-std::string location(Dialect dialect, std::string_view host, std::string_view port,
-                     std::string_view database) {
-  std::string out = dialect == Dialect::kPostgreSQL ? "PostgreSQL " : "MySQL ";
-  if (host.find(':') != std::string_view::npos) {
-    out.append("[").append(host).append("]");
-  } else {
-    out.append(host.empty() ? std::string_view("(default socket)") : host);
-  }
-  out.append(":").append(port).append("/").append(database);
-  return out;
-}
-
 std::string_view or_empty(const char* s) { return s == nullptr ? std::string_view() : s; }
 
 PGconn* pg_conn(soci::session& session) {
@@ -353,12 +340,14 @@ Dialect dialect_of(soci::session& session) {
 std::string location_of(soci::session& session, Dialect dialect) {
   if (dialect == Dialect::kPostgreSQL) {
     PGconn* conn = pg_conn(session);
-    if (conn == nullptr) return location(dialect, {}, {}, {});
-    return location(dialect, or_empty(PQhost(conn)), or_empty(PQport(conn)), or_empty(PQdb(conn)));
+    if (conn == nullptr) return detail::server_location(dialect, {}, {}, {});
+    return detail::server_location(dialect, or_empty(PQhost(conn)), or_empty(PQport(conn)),
+                                   or_empty(PQdb(conn)));
   }
   MYSQL* conn = mysql_conn(session);
-  if (conn == nullptr) return location(dialect, {}, {}, {});
-  return location(dialect, or_empty(conn->host), std::to_string(conn->port), or_empty(conn->db));
+  if (conn == nullptr) return detail::server_location(dialect, {}, {}, {});
+  return detail::server_location(dialect, or_empty(conn->host), std::to_string(conn->port),
+                                 or_empty(conn->db));
 }
 
 }  // namespace soci_driver
@@ -371,8 +360,8 @@ std::unique_ptr<Connection> wrap_soci(soci::session& session) {
 
 std::unique_ptr<Connection> connect_soci(const DatabaseUrl& url) {
   Dialect dialect = url.dialect;
-  std::string where =
-      location(dialect, url.host, std::to_string(url.effective_port()), url.database);
+  std::string where = detail::server_location(dialect, url.host,
+                                              std::to_string(url.effective_port()), url.database);
   std::string connect_string = dialect == Dialect::kPostgreSQL
                                    ? soci_driver::postgresql_connect_string(url, where)
                                    : soci_driver::mysql_connect_string(url, where);

@@ -75,24 +75,6 @@ std::string sqlstate_of(const std::exception& e) {
   return state;
 }
 
-ErrorCode postgresql_connect_code(std::string_view message) {
-  if (contains(message, "authentication failed") || contains(message, "no pg_hba.conf entry") ||
-      contains(message, "no password supplied") || contains(message, "permission denied") ||
-      (contains(message, "role \"") && contains(message, "does not exist"))) {
-    return ErrorCode::kAccessDenied;
-  }
-  if (contains(message, "invalid connection option") ||
-      contains(message, "for connection option") || contains(message, "invalid port number") ||
-      (contains(message, "invalid ") && contains(message, " value: ")) ||
-      contains(message, "missing \"=\" after") || contains(message, "unterminated quoted string") ||
-      contains(message, "invalid URI query parameter") || contains(message, "percent-encod")) {
-    return ErrorCode::kInvalidArgument;
-  }
-  // Refused, unreachable, unknown host, timeout, unknown database, too many connections,
-  // server starting up or shutting down.
-  return ErrorCode::kConnectFailed;
-}
-
 }  // namespace
 
 Error statement_error(const std::exception& e, Dialect dialect, bool still_open,
@@ -134,7 +116,7 @@ Error connect_error(const std::exception& e, Dialect dialect, std::string_view w
   } else if (!sqlstate.empty()) {
     code = detail::code_from_sqlstate(sqlstate);
   } else if (dialect == Dialect::kPostgreSQL) {
-    code = postgresql_connect_code(message);
+    code = detail::libpq_connect_code(message);
   } else if (contains(message, "Malformed connection string") ||
              contains(message, "option may only be set")) {
     code = ErrorCode::kInvalidArgument;
