@@ -171,6 +171,22 @@ ErrorCode libpq_connect_code(std::string_view message) noexcept {
   return ErrorCode::kConnectFailed;
 }
 
+std::string libpq_message_text(std::string_view text) {
+  std::string out;
+  while (!text.empty()) {
+    std::size_t end = text.find('\n');
+    std::string_view line = text.substr(0, end);
+    text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
+    if (line.starts_with("LINE ") || line.find_first_not_of(" ^\t\r") == std::string_view::npos) {
+      continue;
+    }
+    if (line.starts_with("ERROR:")) line.remove_prefix(6);
+    if (!out.empty()) out += ' ';
+    out += line;
+  }
+  return out;
+}
+
 void append_quoted_option(std::string& out, std::string_view key, std::string_view value) {
   out.append(key).append("='");
   for (char c : value) {

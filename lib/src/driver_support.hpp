@@ -35,6 +35,10 @@ std::string server_location(Dialect dialect, std::string_view host, std::string_
 // (refused, unreachable, unknown host, unknown database, timeout) -> kConnectFailed.
 ErrorCode libpq_connect_code(std::string_view message) noexcept;
 
+// libpq's multi-line message as one line: the "LINE n: <sql>" echo, its caret line and blank
+// lines dropped, an "ERROR:" tag at the start of a line removed; DETAIL and HINT stay.
+std::string libpq_message_text(std::string_view text);
+
 // Appends key='value' and a space: single quotes, with ' and \ escaped by a backslash. The syntax
 // of libpq connection strings and of SOCI's MySQL backend.
 void append_quoted_option(std::string& out, std::string_view key, std::string_view value);

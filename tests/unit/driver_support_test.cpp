@@ -90,5 +90,12 @@ TEST(Classify, LibpqConnectMessages) {
   EXPECT_EQ(libpq_connect_code("connection refused"), ErrorCode::kConnectFailed);
 }
 
+TEST(LibpqMessageText, OneLineWithoutTheSqlEcho) {
+  EXPECT_EQ(libpq_message_text("ERROR:  relation \"t\" does not exist\nLINE 1: SELECT * FROM t\n"
+                               "                      ^\nHINT:  create it\n"),
+            "  relation \"t\" does not exist HINT:  create it");
+  EXPECT_EQ(libpq_message_text(""), "");
+}
+
 }  // namespace
 }  // namespace dblock::detail

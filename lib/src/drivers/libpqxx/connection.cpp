@@ -177,8 +177,8 @@ class PqxxConnection final : public detail::DriverConnection {
       }
     } catch (const std::exception& e) {
       if (pending_.empty()) {
-        fail(detail::notification_wait_error(pqxx_driver::tidy(e.what()), conn_.is_open(), where(),
-                                             secret()));
+        fail(detail::notification_wait_error(detail::libpq_message_text(e.what()), conn_.is_open(),
+                                             where(), secret()));
       }
     }
     if (pending_.empty() && !conn_.is_open()) {

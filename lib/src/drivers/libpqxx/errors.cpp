@@ -17,22 +17,6 @@ bool contains(std::string_view text, std::string_view part) {
 
 }  // namespace
 
-std::string tidy(std::string_view text) {
-  std::string out;
-  while (!text.empty()) {
-    std::size_t end = text.find('\n');
-    std::string_view line = text.substr(0, end);
-    text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
-    if (line.starts_with("LINE ") || line.find_first_not_of(" ^\t\r") == std::string_view::npos) {
-      continue;
-    }
-    if (line.starts_with("ERROR:")) line.remove_prefix(6);
-    if (!out.empty()) out += ' ';
-    out += line;
-  }
-  return out;
-}
-
 Error statement_error(const std::exception& e, bool still_open, std::string_view where,
                       std::string_view secret) {
   std::string sqlstate;
@@ -59,7 +43,7 @@ Error statement_error(const std::exception& e, bool still_open, std::string_view
   }
   // Whatever libpqxx threw (broken_connection, in_doubt_error, a bare failure), the connection
   // is lost exactly when libpq no longer reports it open.
-  std::string message = tidy(e.what());
+  std::string message = detail::libpq_message_text(e.what());
   if (!still_open) {
     code = ErrorCode::kConnectionLost;
     // libpqxx's own text here is often unhelpful ("Could not obtain client encoding").
@@ -69,7 +53,7 @@ Error statement_error(const std::exception& e, bool still_open, std::string_view
 }
 
 Error connect_error(const std::exception& e, std::string_view where, std::string_view secret) {
-  std::string message = tidy(e.what());
+  std::string message = detail::libpq_message_text(e.what());
   std::string sqlstate;
   ErrorCode code = detail::libpq_connect_code(message);
   if (const auto* sql = dynamic_cast<const pqxx::sql_error*>(&e);

@@ -5,7 +5,6 @@
 #pragma once
 
 #include <exception>
-#include <string>
 #include <string_view>
 
 #include "dblock/error.hpp"
@@ -22,10 +21,6 @@ Error statement_error(const std::exception& e, bool still_open, std::string_view
 // credentials -> kAccessDenied, a bad connection option -> kInvalidArgument, anything else
 // (refused, unreachable, unknown host, unknown database, timeout) -> kConnectFailed.
 Error connect_error(const std::exception& e, std::string_view where, std::string_view secret);
-
-// libpq's multi-line error text as one line, without the "ERROR:" tag and the "LINE n: <sql>"
-// echo with its caret line (DETAIL and HINT stay).
-std::string tidy(std::string_view text);
 
 // A URL the driver cannot turn into a libpq connection string.
 Error invalid_url_error(std::string_view where, std::string_view message);

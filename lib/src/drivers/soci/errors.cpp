@@ -52,18 +52,7 @@ std::string message_of(const std::exception& e) {
     while (text.starts_with(' ') || text.starts_with('\n')) text.remove_prefix(1);
     if (text.starts_with(noise)) text.remove_prefix(noise.size());
   }
-  std::string out;
-  while (!text.empty()) {
-    std::size_t end = text.find('\n');
-    std::string_view line = text.substr(0, end);
-    text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
-    if (line.starts_with("LINE ") || line.find_first_not_of(" ^\t\r") == std::string_view::npos) {
-      continue;
-    }
-    if (!out.empty()) out += ' ';
-    out += line;
-  }
-  return out;
+  return detail::libpq_message_text(text);
 }
 
 // The SQLSTATE of a PostgreSQL error, or empty (SOCI pads a missing one with spaces).
