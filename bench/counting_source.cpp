@@ -22,6 +22,7 @@ class CountingSource::Counted final : public Connection {
   bool in_transaction() const noexcept override { return inner_.in_transaction(); }
   bool broken() const noexcept override { return inner_.broken(); }
   bool supports_notifications() const noexcept override { return inner_.supports_notifications(); }
+  void listen(std::string_view channel) override { inner_.listen(channel); }
   std::vector<Notification> wait_for_notifications(std::chrono::milliseconds timeout) override {
     return inner_.wait_for_notifications(timeout);
   }

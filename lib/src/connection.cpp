@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "dblock/error.hpp"
+#include "dblock/table_names.hpp"
 
 namespace dblock {
 
@@ -39,6 +40,14 @@ std::optional<std::string> Value::to_text() const {
     std::optional<std::string> operator()(const std::string& v) const { return v; }
   };
   return std::visit(Visitor{}, v_);
+}
+
+void Connection::listen(std::string_view channel) {
+  if (!supports_notifications()) {
+    throw Error(ErrorCode::kFailedPrecondition,
+                describe() + ": this driver cannot listen for notifications");
+  }
+  execute("LISTEN " + quote_identifier(Dialect::kPostgreSQL, channel));
 }
 
 std::vector<Notification> Connection::wait_for_notifications(std::chrono::milliseconds) {

@@ -139,6 +139,54 @@ Error driver_error(ErrorCode code, std::string_view where, std::string_view mess
   return Error(code, text, std::move(sqlstate), server_errno);
 }
 
+std::string server_location(Dialect dialect, std::string_view host, std::string_view port,
+                            std::string_view database) {
+  std::string out = dialect == Dialect::kPostgreSQL ? "PostgreSQL " : "MySQL ";
+  if (host.find(':') != std::string_view::npos) {
+    out.append("[").append(host).append("]");
+  } else {
+    out.append(host.empty() ? std::string_view("(default socket)") : host);
+  }
+  out.append(":").append(port).append("/").append(database);
+  return out;
+}
+
+ErrorCode libpq_connect_code(std::string_view message) noexcept {
+  auto contains = [&](std::string_view part) {
+    return message.find(part) != std::string_view::npos;
+  };
+  if (contains("authentication failed") || contains("no pg_hba.conf entry") ||
+      contains("no password supplied") || contains("permission denied") ||
+      (contains("role \"") && contains("does not exist"))) {
+    return ErrorCode::kAccessDenied;
+  }
+  if (contains("invalid connection option") || contains("for connection option") ||
+      contains("invalid port number") || (contains("invalid ") && contains(" value: ")) ||
+      contains("missing \"=\" after") || contains("unterminated quoted string") ||
+      contains("invalid URI query parameter") || contains("percent-encod")) {
+    return ErrorCode::kInvalidArgument;
+  }
+  // Refused, unreachable, unknown host, timeout, unknown database, too many connections,
+  // server starting up or shutting down.
+  return ErrorCode::kConnectFailed;
+}
+
+std::string libpq_message_text(std::string_view text) {
+  std::string out;
+  while (!text.empty()) {
+    std::size_t end = text.find('\n');
+    std::string_view line = text.substr(0, end);
+    text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
+    if (line.starts_with("LINE ") || line.find_first_not_of(" ^\t\r") == std::string_view::npos) {
+      continue;
+    }
+    if (line.starts_with("ERROR:")) line.remove_prefix(6);
+    if (!out.empty()) out += ' ';
+    out += line;
+  }
+  return out;
+}
+
 void append_quoted_option(std::string& out, std::string_view key, std::string_view value) {
   out.append(key).append("='");
   for (char c : value) {

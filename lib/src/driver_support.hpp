@@ -25,6 +25,20 @@ ErrorCode code_from_mysql_errno(unsigned int err) noexcept;
 Error driver_error(ErrorCode code, std::string_view where, std::string_view message,
                    std::string_view secret, std::string sqlstate = {}, int server_errno = 0);
 
+// How a driver names the server it talks to: "PostgreSQL host:port/database" or "MySQL
+// host:port/database", IPv6 hosts in brackets, "(default socket)" when there is no host.
+std::string server_location(Dialect dialect, std::string_view host, std::string_view port,
+                            std::string_view database);
+
+// Classifies libpq's message for a connection it could not open (libpq gives no SQLSTATE then):
+// bad credentials -> kAccessDenied, a bad connection option -> kInvalidArgument, anything else
+// (refused, unreachable, unknown host, unknown database, timeout) -> kConnectFailed.
+ErrorCode libpq_connect_code(std::string_view message) noexcept;
+
+// libpq's multi-line message as one line: the "LINE n: <sql>" echo, its caret line and blank
+// lines dropped, an "ERROR:" tag at the start of a line removed; DETAIL and HINT stay.
+std::string libpq_message_text(std::string_view text);
+
 // Appends key='value' and a space: single quotes, with ' and \ escaped by a backslash. The syntax
 // of libpq connection strings and of SOCI's MySQL backend.
 void append_quoted_option(std::string& out, std::string_view key, std::string_view value);

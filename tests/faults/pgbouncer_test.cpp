@@ -180,14 +180,14 @@ TEST_P(PgBouncerTest, ALISTENThroughTheTransactionPoolerHearsNothing) {
   auto listener = open_connection(url);
   ASSERT_TRUE(listener->supports_notifications());
   const std::string channel = tables_.prefix() + "channel";
-  listener->execute("LISTEN " + channel);
+  listener->listen(channel);
   auto notifier = open_connection(url);
   notifier->execute("SELECT pg_notify($1, 'released')", {Value(channel)});
   auto heard = listener->wait_for_notifications(milliseconds(1000));
   EXPECT_TRUE(heard.empty()) << "PgBouncer delivered a notification in transaction mode";
   // The same LISTEN on a direct session hears it: the difference is the pooler.
   auto direct = backend().connect();
-  direct->execute("LISTEN " + channel);
+  direct->listen(channel);
   notifier->execute("SELECT pg_notify($1, 'released')", {Value(channel)});
   EXPECT_EQ(direct->wait_for_notifications(milliseconds(5000)).size(), 1u);
 }

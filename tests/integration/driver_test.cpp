@@ -385,7 +385,7 @@ TEST_P(DriverTest, NotificationsArriveWithinARoundTrip) {
   }
   ASSERT_TRUE(listener->supports_notifications());
   const std::string channel = unique_name("chan");
-  listener->execute("LISTEN " + quote_identifier(Dialect::kPostgreSQL, channel));
+  listener->listen(channel);
   auto sender = backend().connect();
   auto notify = [&](Connection& c, const std::string& payload) {
     c.execute("SELECT pg_notify($1, $2)", {Value(channel), Value(payload)});

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "dblock/error.hpp"
 
 namespace dblock {
@@ -28,6 +31,53 @@ TEST(Result, CellAccessByIndexAndName) {
   EXPECT_THROW(r.at(2, 0), Error);
   EXPECT_THROW(r.int64_at(1, "name"), Error);  // NULL
   EXPECT_THROW(r.int64_at(0, "name"), Error);  // not a number
+}
+
+// A PostgreSQL connection that records its statements.
+class RecordingConnection final : public Connection {
+ public:
+  explicit RecordingConnection(bool notifications) : notifications_(notifications) {}
+  Dialect dialect() const noexcept override { return Dialect::kPostgreSQL; }
+  Result execute(std::string_view sql, std::span<const Value>) override {
+    sent.emplace_back(sql);
+    return {};
+  }
+  void begin() override {}
+  void commit() override {}
+  void rollback() noexcept override {}
+  bool in_transaction() const noexcept override { return false; }
+  bool broken() const noexcept override { return false; }
+  bool supports_notifications() const noexcept override { return notifications_; }
+  std::string describe() const override { return "recording"; }
+
+  std::vector<std::string> sent;
+
+ private:
+  bool notifications_;
+};
+
+TEST(Connection, ListenSendsListenWithTheChannelQuoted) {
+  RecordingConnection c(true);
+  c.listen("Release_Chan");
+  EXPECT_EQ(c.sent, std::vector<std::string>{"LISTEN \"Release_Chan\""});
+  try {
+    c.listen("no; DROP TABLE x");
+    FAIL() << "a channel that is not an identifier was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
+  }
+  EXPECT_EQ(c.sent.size(), 1u);
+}
+
+TEST(Connection, ListenWithoutNotificationsIsAFailedPrecondition) {
+  RecordingConnection c(false);
+  try {
+    c.listen("chan");
+    FAIL() << "listen() without notifications succeeded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kFailedPrecondition) << e.what();
+  }
+  EXPECT_TRUE(c.sent.empty());
 }
 
 }  // namespace

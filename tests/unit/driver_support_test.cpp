@@ -72,5 +72,30 @@ TEST(ErrorCodes, RetryScopeSaysWhatToRetry) {
   EXPECT_EQ(to_string(ErrorCode::kPoolExhausted), "pool_exhausted");
 }
 
+TEST(ServerLocation, NamesTheServerWithIPv6InBrackets) {
+  EXPECT_EQ(server_location(Dialect::kPostgreSQL, "127.0.0.1", "5432", "app"),
+            "PostgreSQL 127.0.0.1:5432/app");
+  EXPECT_EQ(server_location(Dialect::kMySQL, "::1", "3306", "app"), "MySQL [::1]:3306/app");
+  EXPECT_EQ(server_location(Dialect::kPostgreSQL, "", "5432", "app"),
+            "PostgreSQL (default socket):5432/app");
+}
+
+TEST(Classify, LibpqConnectMessages) {
+  EXPECT_EQ(libpq_connect_code("FATAL:  password authentication failed for user \"x\""),
+            ErrorCode::kAccessDenied);
+  EXPECT_EQ(libpq_connect_code("FATAL:  role \"x\" does not exist"), ErrorCode::kAccessDenied);
+  EXPECT_EQ(libpq_connect_code("invalid connection option \"colour\""),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(libpq_connect_code("invalid port number: \"x\""), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(libpq_connect_code("connection refused"), ErrorCode::kConnectFailed);
+}
+
+TEST(LibpqMessageText, OneLineWithoutTheSqlEcho) {
+  EXPECT_EQ(libpq_message_text("ERROR:  relation \"t\" does not exist\nLINE 1: SELECT * FROM t\n"
+                               "                      ^\nHINT:  create it\n"),
+            "  relation \"t\" does not exist HINT:  create it");
+  EXPECT_EQ(libpq_message_text(""), "");
+}
+
 }  // namespace
 }  // namespace dblock::detail

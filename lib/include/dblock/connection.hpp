@@ -156,9 +156,19 @@ class Connection {
   virtual int native_socket() const noexcept { return -1; }
 
   // PostgreSQL LISTEN/NOTIFY. A driver that can wait for notifications returns true here; the
-  // session then LISTENs with execute("LISTEN channel") and calls wait_for_notifications().
-  // Others return false and callers fall back to polling.
+  // session then LISTENs with listen(channel) and calls wait_for_notifications(). Others return
+  // false and callers fall back to polling.
   virtual bool supports_notifications() const noexcept { return false; }
+  // Starts listening on `channel`, so that wait_for_notifications() returns the notifications
+  // sent to it. The name is taken exactly (case kept) and must be an identifier as
+  // quote_identifier() accepts it (table_names.hpp). Listening twice on one channel is harmless;
+  // inside a transaction the LISTEN takes effect at its commit, as the server's own does. A
+  // driver may need to know the channels (libpqxx does): LISTEN through here, not through
+  // execute(). The default runs LISTEN "channel" with execute().
+  // Throws Error(kFailedPrecondition) when supports_notifications() is false,
+  // Error(kInvalidArgument) for a name that is not an identifier, and what execute() throws
+  // (kConnectionLost once the connection is lost). Not thread-safe, as execute().
+  virtual void listen(std::string_view channel);
   // Waits up to `timeout` for notifications on the channels this session listens to and returns
   // those received (empty on timeout). Throws Error(kConnectionLost) if the session broke, and
   // Error(kFailedPrecondition) when supports_notifications() is false.

@@ -3,15 +3,14 @@
 // a deadlock rolls the whole transaction back, so does a lock wait timeout under
 // innodb_rollback_on_timeout, and DDL or LOCK TABLES commit it implicitly. The lock the
 // transaction held is gone then, and later statements would run in autocommit, unprotected: the
-// drivers refuse them (transaction_ended_error) until the transaction is rolled back.
+// drivers refuse them (transaction_ended_error(), driver_connection.hpp) until the transaction is
+// rolled back.
 // Header-only: each driver target compiles it against its own client headers. Internal.
 //
 // Thread-safety: as the connection (one thread at a time).
 #pragma once
 
 #include <mysql.h>
-
-#include <string>
 
 #include "dblock/error.hpp"
 
@@ -30,15 +29,6 @@ inline bool mysql_transaction_ended(MYSQL* conn, const Error* failure) noexcept 
     default:
       return false;
   }
-}
-
-inline Error transaction_ended_error(const std::string& where) {
-  return Error(ErrorCode::kLeaseLost,
-               "the server ended this connection's transaction (a deadlock or lock wait timeout "
-               "rolled it back, or a statement committed implicitly), and with it any lock it "
-               "held; statements are refused until the transaction is rolled back (release or "
-               "drop the lease, then acquire again) [" +
-                   where + "]");
 }
 
 }  // namespace dblock::detail

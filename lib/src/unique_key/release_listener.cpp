@@ -1,7 +1,6 @@
 #include "unique_key/release_listener.hpp"
 
 #include "dblock/error.hpp"
-#include "dblock/table_names.hpp"
 
 namespace dblock::detail {
 
@@ -48,7 +47,7 @@ void ReleaseListener::listen_once() {
     cv_.notify_all();
     return;
   }
-  conn->execute("LISTEN " + quote_identifier(Dialect::kPostgreSQL, channel_));
+  conn->listen(channel_);
   while (true) {
     {
       std::lock_guard lock(mu_);

@@ -9,9 +9,10 @@
 // as do statements the server cannot prepare. The Result of a statement without a result set
 // carries mysql_insert_id() / mysql_stmt_insert_id() (the LAST_INSERT_ID(expr) value of an INSERT
 // or UPDATE that set one); after a SELECT the client library still holds the previous
-// statement's value, so it is reported as 0 there. A connection found lost stays broken: auto-
-// reconnect is off, since a silent reconnect would drop transactions and locks. Failures are
-// classified in errors.cpp.
+// statement's value, so it is reported as 0 there. The transaction state, the transactions the
+// server ends on its own (mysql_transaction.hpp) and the lost-connection rules are
+// DriverConnection's (drivers/driver_connection.hpp); auto-reconnect is off, since a silent
+// reconnect would drop transactions and locks. Failures are classified in errors.cpp.
 //
 // Thread-safety: one thread at a time (see dblock/connection.hpp). The client library is
 // initialised once per process, before the first handle is created.
@@ -28,6 +29,7 @@
 
 #include "dblock/libmysqlclient.hpp"
 #include "driver_support.hpp"
+#include "drivers/driver_connection.hpp"
 #include "drivers/libmysqlclient/connect_options.hpp"
 #include "drivers/libmysqlclient/errors.hpp"
 #include "drivers/libmysqlclient/prepared_statement.hpp"
@@ -42,8 +44,6 @@ namespace {
 using mysql_driver::client_error;
 using mysql_driver::connection_error;
 using mysql_driver::invalid_argument_error;
-using mysql_driver::lost_error;
-using mysql_driver::misuse_error;
 using mysql_driver::statement_error;
 
 constexpr std::size_t kStatementCacheSize = 64;
@@ -122,101 +122,46 @@ std::string literal(const Value& value, std::string_view charset, std::string_vi
   return out;
 }
 
-class MysqlConnection final : public Connection {
+class MysqlConnection final : public detail::DriverConnection {
  public:
   MysqlConnection(MYSQL* conn, bool owned, std::string where, std::string secret)
-      : conn_(conn),
+      : DriverConnection(std::move(where), std::move(secret)),
+        conn_(conn),
         owned_(owned),
-        where_(std::move(where)),
-        secret_(std::move(secret)),
         server_(flavor_of(conn) == "MariaDB" ? Server::kMariaDB : Server::kMySQL),
         statements_(kStatementCacheSize) {}
 
   ~MysqlConnection() override {
     // A wrapped handle lives on: leave it outside any transaction this object opened.
-    if (!owned_ && in_transaction_ && !broken_) mysql_real_query(conn_, "ROLLBACK", 8);
+    if (!owned_) rollback();
     statements_.clear();
     if (owned_) mysql_close(conn_);
   }
 
   Dialect dialect() const noexcept override { return Dialect::kMySQL; }
   Server server() const noexcept override { return server_; }
-
-  using Connection::execute;
-  Result execute(std::string_view sql, std::span<const Value> params) override {
-    if (broken_) throw lost_error(where_);
-    if (rolled_back_) throw detail::transaction_ended_error(where_);
-    enter_library(where_);
-    try {
-      Result r = params.empty() ? run_text(sql) : run_prepared(sql, params);
-      if (in_transaction_ && detail::mysql_transaction_ended(conn_, nullptr)) rolled_back_ = true;
-      return r;
-    } catch (const Error& e) {
-      if (in_transaction_ && detail::mysql_transaction_ended(conn_, &e)) rolled_back_ = true;
-      throw;
-    } catch (...) {
-      // E.g. out of memory halfway through a result: the protocol state is unknown.
-      broken_ = true;
-      throw;
-    }
-  }
-
-  void begin() override {
-    if (broken_) throw lost_error(where_);
-    if (in_transaction_) throw misuse_error(where_, "begin() called while a transaction is open");
-    execute("START TRANSACTION");
-    in_transaction_ = true;
-    rolled_back_ = false;
-  }
-
-  void commit() override {
-    if (broken_) throw lost_error(where_);
-    if (!in_transaction_) {
-      throw misuse_error(where_, "commit() called without an open transaction");
-    }
-    bool rolled_back = rolled_back_;
-    in_transaction_ = false;  // COMMIT and ROLLBACK end the transaction even when they fail
-    rolled_back_ = false;
-    if (rolled_back) {
-      if (mysql_real_query(conn_, "ROLLBACK", 8) != 0) broken_ = true;
-      throw detail::transaction_ended_error(where_);
-    }
-    execute("COMMIT");
-  }
-
-  void rollback() noexcept override {
-    if (!in_transaction_) return;
-    in_transaction_ = false;
-    rolled_back_ = false;
-    if (broken_) return;
-    if (mysql_real_query(conn_, "ROLLBACK", 8) != 0) {
-      // The session is in an unknown state; make sure no pool hands it out again.
-      broken_ = true;
-    }
-  }
-
-  // False once the server ended the transaction (rolled_back_), although rollback() is still
-  // due: nothing holds its locks any more.
-  bool in_transaction() const noexcept override { return in_transaction_ && !rolled_back_; }
-  bool broken() const noexcept override { return broken_; }
   int native_socket() const noexcept override { return detail::mysql_socket(conn_); }
-  std::string describe() const override { return where_ + " (libmysqlclient)"; }
+  std::string describe() const override { return where() + " (libmysqlclient)"; }
 
  private:
-  [[noreturn]] void fail(Error e) {
-    if (e.code() == ErrorCode::kConnectionLost) broken_ = true;
-    throw std::move(e);
+  Result run_statement(std::string_view sql, std::span<const Value> params) override {
+    enter_library(where());
+    return params.empty() ? run_text(sql) : run_prepared(sql, params);
+  }
+
+  bool server_ended_transaction(const Error* failure) noexcept override {
+    return detail::mysql_transaction_ended(conn_, failure);
   }
 
   // The text protocol (COM_QUERY): one round trip, results arrive as text.
   Result run_text(std::string_view sql) {
     if (mysql_real_query(conn_, sql.data(), static_cast<unsigned long>(sql.size())) != 0) {
-      fail(connection_error(conn_, where_, secret_));
+      throw connection_error(conn_, where(), secret());
     }
     Result result;
     MYSQL_RES* res = mysql_store_result(conn_);
     if (res == nullptr) {
-      if (mysql_field_count(conn_) != 0) fail(connection_error(conn_, where_, secret_));
+      if (mysql_field_count(conn_) != 0) throw connection_error(conn_, where(), secret());
       result = Result({}, {}, mysql_affected_rows(conn_), mysql_insert_id(conn_));
     } else {
       std::unique_ptr<MYSQL_RES, void (*)(MYSQL_RES*)> guard(res, mysql_free_result);
@@ -247,7 +192,7 @@ class MysqlConnection final : public Connection {
     // Further result sets (a CALL) are read and dropped so the connection stays in sync.
     while (mysql_more_results(conn_)) {
       int rc = mysql_next_result(conn_);
-      if (rc > 0) fail(connection_error(conn_, where_, secret_));
+      if (rc > 0) throw connection_error(conn_, where(), secret());
       if (rc < 0) break;
       if (MYSQL_RES* extra = mysql_store_result(conn_)) mysql_free_result(extra);
     }
@@ -265,34 +210,34 @@ class MysqlConnection final : public Connection {
       }
       if (mysql_stmt_param_count(stmt) != params.size()) {
         throw invalid_argument_error(
-            where_, "the statement has " + std::to_string(mysql_stmt_param_count(stmt)) +
-                        " placeholders but " + std::to_string(params.size()) +
-                        " parameters were given");
+            where(), "the statement has " + std::to_string(mysql_stmt_param_count(stmt)) +
+                         " placeholders but " + std::to_string(params.size()) +
+                         " parameters were given");
       }
       std::optional<Result> result = mysql_driver::run_statement(stmt, params);
       if (result) return std::move(*result);
 
       unsigned int err = mysql_driver::statement_errno(stmt);
-      Error error = statement_error(stmt, where_, secret_);
+      Error error = statement_error(stmt, where(), secret());
       bool stale = mysql_driver::is_stale_statement(err);
       if (stale || error.code() == ErrorCode::kConnectionLost) statements_.erase(sql);
       if (stale && attempt == 0) continue;  // prepare it again, once
-      fail(std::move(error));
+      throw error;
     }
   }
 
   // A new prepared statement, or nullptr when the server cannot prepare this statement.
   MYSQL_STMT* prepare(std::string_view sql) {
     MYSQL_STMT* stmt = mysql_stmt_init(conn_);
-    if (stmt == nullptr) fail(connection_error(conn_, where_, secret_));
+    if (stmt == nullptr) throw connection_error(conn_, where(), secret());
     if (mysql_stmt_prepare(stmt, sql.data(), static_cast<unsigned long>(sql.size())) == 0) {
       return stmt;
     }
     unsigned int err = mysql_driver::statement_errno(stmt);
-    Error error = statement_error(stmt, where_, secret_);
+    Error error = statement_error(stmt, where(), secret());
     mysql_stmt_close(stmt);
     if (mysql_driver::is_unsupported_prepare(err)) return nullptr;
-    fail(std::move(error));
+    throw error;
   }
 
   // The statement with each ? (outside strings, identifiers and comments) replaced by its value.
@@ -304,7 +249,7 @@ class MysqlConnection final : public Connection {
     std::size_t next = 0;
     detail::for_each_code_char(sql, Dialect::kMySQL, [&](std::size_t& i, bool in_code) {
       if (in_code && sql[i] == '?') {
-        if (next < params.size()) out += literal(params[next], charset, where_);
+        if (next < params.size()) out += literal(params[next], charset, where());
         ++next;
       } else {
         out += sql[i];
@@ -312,24 +257,16 @@ class MysqlConnection final : public Connection {
     });
     if (next != params.size()) {
       throw invalid_argument_error(
-          where_, "the statement has " + std::to_string(next) + " placeholders but " +
-                      std::to_string(params.size()) + " parameters were given");
+          where(), "the statement has " + std::to_string(next) + " placeholders but " +
+                       std::to_string(params.size()) + " parameters were given");
     }
     return out;
   }
 
   MYSQL* conn_;
   bool owned_;
-  std::string where_;
-  std::string secret_;
   Server server_;
   mysql_driver::StatementCache statements_;
-  bool in_transaction_ = false;
-  // The server ended the open transaction: it rolled it back (deadlock; lock wait timeout with
-  // innodb_rollback_on_timeout) or a statement committed it implicitly. Until rollback() every
-  // statement is refused, so nothing runs outside the transaction that held the lock.
-  bool rolled_back_ = false;
-  bool broken_ = false;
 };
 
 struct MysqlCloser {

@@ -92,15 +92,6 @@ bool is_stale_statement(unsigned int err) noexcept {
 
 bool is_unsupported_prepare(unsigned int err) noexcept { return err == kErUnsupportedPs; }
 
-Error lost_error(std::string_view where) {
-  return detail::driver_error(ErrorCode::kConnectionLost, where,
-                              "the connection is broken (lost earlier or closed)", {});
-}
-
-Error misuse_error(std::string_view where, std::string_view message) {
-  return detail::driver_error(ErrorCode::kFailedPrecondition, where, message, {});
-}
-
 Error invalid_argument_error(std::string_view where, std::string_view message) {
   return detail::driver_error(ErrorCode::kInvalidArgument, where, message, {});
 }

@@ -39,12 +39,6 @@ bool is_stale_statement(unsigned int err) noexcept;
 // sends it as text.
 bool is_unsupported_prepare(unsigned int err) noexcept;
 
-// A call the driver refuses without asking the server: kConnectionLost once the connection is
-// known to be broken; kFailedPrecondition for misuse such as begin() inside a transaction or a
-// wrong number of parameters.
-Error lost_error(std::string_view where);
-Error misuse_error(std::string_view where, std::string_view message);
-
 // A URL or handle the driver cannot use (unknown URL parameter, bad value, missing
 // CLIENT_FOUND_ROWS).
 Error invalid_argument_error(std::string_view where, std::string_view message);

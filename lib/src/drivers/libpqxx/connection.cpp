@@ -1,13 +1,12 @@
 // dblock::Connection over libpqxx 6.4: wrap_pqxx() adapts a connection the service owns,
 // connect_pqxx() opens one from a postgresql:// URL.
 //
-// Every execute() runs in a fresh pqxx::nontransaction, which costs no round trip of its own:
+// Every statement runs in a fresh pqxx::nontransaction, which costs no round trip of its own:
 // with parameters through exec_params (PQexecParams: text parameters, real NULLs), without them
-// through the simple query protocol (so a multi-statement script also runs). BEGIN, COMMIT and
-// ROLLBACK are plain statements and this class tracks whether a transaction is open. A
-// connection found lost stays broken: nothing here reopens it (libpqxx would otherwise reconnect
-// silently, dropping session state such as advisory locks). Failures are classified in
-// errors.cpp.
+// through the simple query protocol (so a multi-statement script also runs). The transaction
+// state and the lost-connection rules are DriverConnection's (drivers/driver_connection.hpp);
+// nothing here reopens a lost connection (libpqxx would otherwise reconnect silently, dropping
+// session state such as advisory locks). Failures are classified in errors.cpp.
 //
 // Notifications (LISTEN/NOTIFY) are never lost between statements and waits: libpq queues every
 // notification it reads, whenever it reads one (also in the middle of a statement), until
@@ -16,12 +15,11 @@
 // notification to the pqxx::notification_receivers registered for its channel and drops it if
 // there are none. Every statement here runs inside a pqxx::nontransaction, so libpqxx leaves the
 // queue alone during execute(), and wait_for_notifications() is the one place this driver calls
-// get_notifs(). So that get_notifs() finds a receiver for every channel, execute() registers
-// one (ChannelReceiver, appending to pending_) as soon as a LISTEN statement has succeeded. The
-// receiver's constructor sends LISTEN once more itself: one extra round trip per channel and
-// session, harmless. Channels come from the statement ("LISTEN name", "LISTEN \"Name\""); after
-// any other statement that mentions LISTEN (U&"..." names, comments, several statements), from
-// pg_listening_channels(), which misses a LISTEN inside a transaction block not yet committed.
+// get_notifs(). So that get_notifs() finds a receiver for every channel, LISTEN must go through
+// listen(), which runs the LISTEN statement and then registers a receiver (ChannelReceiver,
+// appending to pending_) for the channel. The receiver's constructor sends LISTEN once more
+// itself: one extra round trip per channel and session, harmless. A LISTEN sent with execute()
+// takes effect on the server, but its notifications are dropped.
 //
 // Thread-safety: one thread at a time (see dblock/connection.hpp).
 #include <poll.h>
@@ -46,31 +44,21 @@
 #include <vector>
 
 #include "dblock/libpqxx.hpp"
+#include "dblock/table_names.hpp"
 #include "driver_support.hpp"
+#include "drivers/driver_connection.hpp"
 #include "drivers/libpqxx/errors.hpp"
-#include "sql_scanner.hpp"
 
 namespace dblock {
 namespace {
-
-// "PostgreSQL host:port/database"; IPv6 hosts in brackets.
-std::string location(std::string_view host, std::string_view port, std::string_view database) {
-  std::string out = "PostgreSQL ";
-  if (host.find(':') != std::string_view::npos) {
-    out.append("[").append(host).append("]");
-  } else {
-    out.append(host.empty() ? std::string_view("(default socket)") : host);
-  }
-  out.append(":").append(port).append("/").append(database);
-  return out;
-}
 
 std::string_view or_empty(const char* s) { return s == nullptr ? std::string_view() : s; }
 
 // Where a pqxx connection points.
 std::string location_of(pqxx::connection_base& conn) {
   std::string_view host = or_empty(conn.hostname());  // opens a lazy connection
-  return location(host, or_empty(conn.port()), or_empty(conn.dbname()));
+  return detail::server_location(Dialect::kPostgreSQL, host, or_empty(conn.port()),
+                                 or_empty(conn.dbname()));
 }
 
 Result to_result(const pqxx::result& r) {
@@ -91,88 +79,6 @@ Result to_result(const pqxx::result& r) {
     }
   }
   return Result(std::move(columns), std::move(rows), r.affected_rows());
-}
-
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f'; }
-
-bool is_word_char(char c) {
-  auto u = static_cast<unsigned char>(c);
-  return (u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || (u >= '0' && u <= '9') || u == '_' ||
-         u == '$' || u >= 0x80;
-}
-
-// Whether `text` starts with the keyword `lower_keyword`, in any case.
-bool starts_with_keyword(std::string_view text, std::string_view lower_keyword) {
-  if (text.size() < lower_keyword.size()) return false;
-  for (std::size_t k = 0; k < lower_keyword.size(); ++k) {
-    char c = text[k];
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    if (c != lower_keyword[k]) return false;
-  }
-  return text.size() == lower_keyword.size() || !is_word_char(text[lower_keyword.size()]);
-}
-
-// The channel of a statement "LISTEN name" or "LISTEN \"Name\"" (optional ';' and spaces), as
-// the server names it: unquoted names folded to lower case, at most 63 bytes. nullopt for any
-// other statement.
-std::optional<std::string> listen_channel(std::string_view sql) {
-  constexpr std::size_t kMaxIdentifierBytes = 63;  // NAMEDATALEN - 1
-  std::size_t i = 0;
-  auto skip_spaces = [&] {
-    while (i < sql.size() && is_space(sql[i])) ++i;
-  };
-  skip_spaces();
-  if (!starts_with_keyword(sql.substr(i), "listen")) return std::nullopt;
-  i += std::string_view("listen").size();
-  skip_spaces();
-  std::string name;
-  if (i < sql.size() && sql[i] == '"') {
-    for (++i;; ++i) {
-      if (i >= sql.size()) return std::nullopt;  // unterminated
-      if (sql[i] == '"') {
-        if (i + 1 < sql.size() && sql[i + 1] == '"') {
-          name += '"';
-          ++i;
-        } else {
-          ++i;
-          break;
-        }
-      } else {
-        name += sql[i];
-      }
-    }
-  } else {
-    if (i >= sql.size() || !is_word_char(sql[i]) || sql[i] == '$' ||
-        (sql[i] >= '0' && sql[i] <= '9')) {
-      return std::nullopt;
-    }
-    for (; i < sql.size() && is_word_char(sql[i]); ++i) {
-      char c = sql[i];
-      name += c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
-    }
-  }
-  skip_spaces();
-  if (i < sql.size() && sql[i] == ';') ++i;
-  skip_spaces();
-  if (i != sql.size() || name.empty()) return std::nullopt;
-  if (name.size() > kMaxIdentifierBytes) {
-    // PostgreSQL truncates long names, at a character boundary.
-    std::size_t cut = kMaxIdentifierBytes;
-    while (cut > 0 && (static_cast<unsigned char>(name[cut]) & 0xC0) == 0x80) --cut;
-    name.resize(cut);
-  }
-  return name;
-}
-
-// Whether the keyword LISTEN appears in `sql` outside strings, quoted names and comments.
-bool mentions_listen(std::string_view sql) {
-  bool found = false;
-  detail::for_each_code_char(sql, Dialect::kPostgreSQL, [&](std::size_t& i, bool in_code) {
-    if (in_code && !found && (i == 0 || !is_word_char(sql[i - 1]))) {
-      found = starts_with_keyword(sql.substr(i), "listen");
-    }
-  });
-  return found;
 }
 
 // Hands the notifications of one channel to the connection's queue (see the file comment).
@@ -203,15 +109,14 @@ class SyncReplicationWatch final : public pqxx::errorhandler {
   bool cancelled = false;
 };
 
-class PqxxConnection final : public Connection {
+class PqxxConnection final : public detail::DriverConnection {
  public:
   PqxxConnection(pqxx::connection_base& conn, std::unique_ptr<pqxx::connection> owned,
                  std::string where, std::string secret)
-      : owned_(std::move(owned)),
+      : DriverConnection(std::move(where), std::move(secret)),
+        owned_(std::move(owned)),
         conn_(conn),
-        sync_watch_(conn),
-        where_(std::move(where)),
-        secret_(std::move(secret)) {}
+        sync_watch_(conn) {}
 
   ~PqxxConnection() override {
     // Disconnecting first lets the receivers go without each sending its own UNLISTEN. On a
@@ -223,58 +128,6 @@ class PqxxConnection final : public Connection {
 
   Dialect dialect() const noexcept override { return Dialect::kPostgreSQL; }
 
-  Result execute(std::string_view sql, std::span<const Value> params) override {
-    std::optional<std::string> channel = listen_channel(sql);
-    bool other_listen = !channel && mentions_listen(sql);
-    Result result = to_result(run(sql, params));
-    if (channel) {
-      add_receiver(*channel);
-    } else if (other_listen) {
-      pqxx::result channels = run("SELECT pg_listening_channels()", {});
-      for (const pqxx::row& row : channels) add_receiver(row[0].c_str());
-    }
-    return result;
-  }
-
-  void begin() override {
-    if (broken()) throw pqxx_driver::lost_error(where_);
-    if (in_transaction_) {
-      throw pqxx_driver::misuse_error(where_, "begin() called while a transaction is open");
-    }
-    run("BEGIN", {});
-    in_transaction_ = true;
-  }
-
-  void commit() override {
-    if (broken()) throw pqxx_driver::lost_error(where_);
-    if (!in_transaction_) {
-      throw pqxx_driver::misuse_error(where_, "commit() called without an open transaction");
-    }
-    // PostgreSQL would answer COMMIT of a failed transaction with a silent ROLLBACK.
-    bool failed = failed_;
-    in_transaction_ = false;  // COMMIT and ROLLBACK end the transaction even when they fail
-    run(failed ? "ROLLBACK" : "COMMIT", {});
-    if (failed) {
-      throw pqxx_driver::misuse_error(
-          where_, "commit() after a statement in the transaction failed: rolled back instead");
-    }
-  }
-
-  void rollback() noexcept override {
-    if (!in_transaction_) return;
-    in_transaction_ = false;
-    if (broken()) return;
-    try {
-      run("ROLLBACK", {});
-    } catch (...) {
-      // The session is in an unknown state; make sure no pool hands it out again.
-      broken_ = true;
-    }
-  }
-
-  bool in_transaction() const noexcept override { return in_transaction_; }
-
-  bool broken() const noexcept override { return broken_ || !conn_.is_open(); }
   int native_socket() const noexcept override {
     try {
       return conn_.is_open() ? conn_.sock() : -1;
@@ -285,12 +138,27 @@ class PqxxConnection final : public Connection {
 
   bool supports_notifications() const noexcept override { return true; }
 
+  // Runs LISTEN, then registers the channel's receiver unless there is one (see the file
+  // comment).
+  void listen(std::string_view channel) override {
+    execute("LISTEN " + quote_identifier(Dialect::kPostgreSQL, channel));
+    std::string name(channel);
+    if (receivers_.contains(name)) return;
+    try {
+      receivers_.emplace(name, std::make_unique<ChannelReceiver>(conn_, name, pending_));
+    } catch (const std::exception& e) {
+      fail_statement(pqxx_driver::statement_error(e, conn_.is_open(), where(), secret()));
+    }
+    // libpqxx swallows a broken connection while it sends LISTEN.
+    if (!conn_.is_open()) fail(detail::lost_error(where()));
+  }
+
   // Notifications already queued (by libpq, during earlier statements) come back at once;
   // otherwise waits on the socket. Notifications received before the connection broke are
   // returned first; the next call then reports the loss.
   std::vector<Notification> wait_for_notifications(std::chrono::milliseconds timeout) override {
     using Clock = std::chrono::steady_clock;
-    if (pending_.empty() && broken()) lose(pqxx_driver::lost_error(where_));
+    if (pending_.empty() && broken()) fail(detail::lost_error(where()));
     const Clock::time_point deadline = Clock::now() + std::max(timeout, timeout.zero());
     try {
       for (;;) {
@@ -309,82 +177,45 @@ class PqxxConnection final : public Connection {
       }
     } catch (const std::exception& e) {
       if (pending_.empty()) {
-        lose(pqxx_driver::wait_error(e.what(), conn_.is_open(), where_, secret_));
+        fail(detail::notification_wait_error(detail::libpq_message_text(e.what()), conn_.is_open(),
+                                             where(), secret()));
       }
     }
     if (pending_.empty() && !conn_.is_open()) {
-      lose(pqxx_driver::wait_error({}, false, where_, secret_));
+      fail(detail::notification_wait_error({}, false, where(), secret()));
     }
     return std::exchange(pending_, {});
   }
 
-  std::string describe() const override { return where_ + " (libpqxx)"; }
+  std::string describe() const override { return where() + " (libpqxx)"; }
 
  private:
-  // Throws `err`, first marking the connection broken when `err` says it was lost.
-  [[noreturn]] void lose(Error err) {
-    if (err.code() == ErrorCode::kConnectionLost) {
-      broken_ = true;
-      in_transaction_ = false;
-    }
-    throw err;
-  }
+  bool native_open() const noexcept override { return conn_.is_open(); }
 
-  // Registers a receiver for `channel` unless there is one (see the file comment).
-  void add_receiver(const std::string& channel) {
-    if (receivers_.contains(channel)) return;
-    try {
-      receivers_.emplace(channel, std::make_unique<ChannelReceiver>(conn_, channel, pending_));
-    } catch (const std::exception& e) {
-      failed_ = in_transaction_;
-      lose(pqxx_driver::statement_error(e, conn_.is_open(), where_, secret_));
-    }
-    // libpqxx swallows a broken connection while it sends LISTEN.
-    if (!conn_.is_open()) lose(pqxx_driver::lost_error(where_));
-  }
+  bool commit_in_doubt() noexcept override { return sync_watch_.cancelled; }
 
-  pqxx::result run(std::string_view sql, std::span<const Value> params) {
-    if (broken()) {
-      broken_ = true;
-      in_transaction_ = false;
-      throw pqxx_driver::lost_error(where_);
-    }
+  Result run_statement(std::string_view sql, std::span<const Value> params) override {
     std::vector<std::optional<std::string>> texts;
     texts.reserve(params.size());
     for (const Value& v : params) texts.push_back(v.to_text());
+    sync_watch_.cancelled = false;
+    pqxx::result r;
     try {
       // Not committed: a nontransaction's commit and abort send nothing, so letting it end in
       // its destructor is the same and cannot fail after the statement succeeded.
-      sync_watch_.cancelled = false;
       pqxx::nontransaction tx(conn_);
-      pqxx::result r = texts.empty() ? tx.exec(std::string(sql))
-                                     : tx.exec_params(std::string(sql),
-                                                      pqxx::prepare::make_dynamic_params(texts));
-      failed_ = false;  // in a failed transaction only ROLLBACK [TO SAVEPOINT] succeeds
-      if (sync_watch_.cancelled) throw detail::sync_replication_cancelled_error(where_);
-      return r;
-    } catch (const Error&) {
-      throw;
+      r = texts.empty()
+              ? tx.exec(std::string(sql))
+              : tx.exec_params(std::string(sql), pqxx::prepare::make_dynamic_params(texts));
     } catch (const std::exception& e) {
-      bool open = conn_.is_open();
-      Error err = pqxx_driver::statement_error(e, open, where_, secret_);
-      if (err.code() == ErrorCode::kConnectionLost) {
-        broken_ = true;
-        in_transaction_ = false;
-      }
-      failed_ = in_transaction_;
-      throw err;
+      throw pqxx_driver::statement_error(e, conn_.is_open(), where(), secret());
     }
+    return to_result(r);
   }
 
   std::unique_ptr<pqxx::connection> owned_;  // null for a wrapped connection
   pqxx::connection_base& conn_;
   SyncReplicationWatch sync_watch_;  // unregisters before owned_ goes
-  std::string where_;
-  std::string secret_;
-  bool in_transaction_ = false;
-  bool failed_ = false;  // a statement failed inside the open transaction
-  bool broken_ = false;
   // Notifications handed over by the receivers, not yet returned. Declared before receivers_,
   // which point into it.
   std::vector<Notification> pending_;
@@ -405,7 +236,7 @@ std::unique_ptr<Connection> wrap_pqxx(pqxx::connection_base& conn) {
 
 std::unique_ptr<Connection> connect_pqxx(const DatabaseUrl& url) {
   std::string port = std::to_string(url.effective_port());
-  std::string where = location(url.host, port, url.database);
+  std::string where = detail::server_location(Dialect::kPostgreSQL, url.host, port, url.database);
   if (url.dialect != Dialect::kPostgreSQL) {
     throw pqxx_driver::invalid_url_error(where, "the libpqxx driver needs a postgresql:// URL");
   }

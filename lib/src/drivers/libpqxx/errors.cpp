@@ -15,41 +15,6 @@ bool contains(std::string_view text, std::string_view part) {
   return text.find(part) != std::string_view::npos;
 }
 
-// libpq's multi-line error text without the "ERROR:" tag, the "LINE n: <sql>" echo and its
-// caret line; DETAIL and HINT stay.
-std::string tidy(std::string_view text) {
-  std::string out;
-  while (!text.empty()) {
-    std::size_t end = text.find('\n');
-    std::string_view line = text.substr(0, end);
-    text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
-    if (line.starts_with("LINE ") || line.find_first_not_of(" ^\t\r") == std::string_view::npos) {
-      continue;
-    }
-    if (line.starts_with("ERROR:")) line.remove_prefix(6);
-    if (!out.empty()) out += ' ';
-    out += line;
-  }
-  return out;
-}
-
-ErrorCode connect_code(std::string_view message) {
-  if (contains(message, "authentication failed") || contains(message, "no pg_hba.conf entry") ||
-      contains(message, "no password supplied") || contains(message, "permission denied") ||
-      (contains(message, "role \"") && contains(message, "does not exist"))) {
-    return ErrorCode::kAccessDenied;
-  }
-  if (contains(message, "invalid connection option") ||
-      contains(message, "for connection option") || contains(message, "invalid port number") ||
-      (contains(message, "invalid ") && contains(message, " value: ")) ||
-      contains(message, "missing \"=\" after") || contains(message, "unterminated quoted string")) {
-    return ErrorCode::kInvalidArgument;
-  }
-  // Refused, unreachable, unknown host, timeout, unknown database, too many connections,
-  // server starting up or shutting down.
-  return ErrorCode::kConnectFailed;
-}
-
 }  // namespace
 
 Error statement_error(const std::exception& e, bool still_open, std::string_view where,
@@ -78,7 +43,7 @@ Error statement_error(const std::exception& e, bool still_open, std::string_view
   }
   // Whatever libpqxx threw (broken_connection, in_doubt_error, a bare failure), the connection
   // is lost exactly when libpq no longer reports it open.
-  std::string message = tidy(e.what());
+  std::string message = detail::libpq_message_text(e.what());
   if (!still_open) {
     code = ErrorCode::kConnectionLost;
     // libpqxx's own text here is often unhelpful ("Could not obtain client encoding").
@@ -88,9 +53,9 @@ Error statement_error(const std::exception& e, bool still_open, std::string_view
 }
 
 Error connect_error(const std::exception& e, std::string_view where, std::string_view secret) {
-  std::string message = tidy(e.what());
+  std::string message = detail::libpq_message_text(e.what());
   std::string sqlstate;
-  ErrorCode code = connect_code(message);
+  ErrorCode code = detail::libpq_connect_code(message);
   if (const auto* sql = dynamic_cast<const pqxx::sql_error*>(&e);
       sql != nullptr && !sql->sqlstate().empty()) {
     sqlstate = sql->sqlstate();
@@ -100,24 +65,6 @@ Error connect_error(const std::exception& e, std::string_view where, std::string
     }
   }
   return detail::driver_error(code, where, message, secret, std::move(sqlstate));
-}
-
-Error lost_error(std::string_view where) {
-  return detail::driver_error(ErrorCode::kConnectionLost, where,
-                              "the connection is closed or was lost earlier", {});
-}
-
-Error misuse_error(std::string_view where, std::string_view message) {
-  return detail::driver_error(ErrorCode::kFailedPrecondition, where, message, {});
-}
-
-Error wait_error(std::string_view message, bool still_open, std::string_view where,
-                 std::string_view secret) {
-  std::string text = still_open ? "waiting for notifications failed"
-                                : "the connection was lost while waiting for notifications";
-  if (std::string native = tidy(message); !native.empty()) text += " (" + native + ")";
-  return detail::driver_error(still_open ? ErrorCode::kOther : ErrorCode::kConnectionLost, where,
-                              text, secret);
 }
 
 Error invalid_url_error(std::string_view where, std::string_view message) {

@@ -22,17 +22,6 @@ Error statement_error(const std::exception& e, bool still_open, std::string_view
 // (refused, unreachable, unknown host, unknown database, timeout) -> kConnectFailed.
 Error connect_error(const std::exception& e, std::string_view where, std::string_view secret);
 
-// A call the driver refuses without asking the server (kConnectionLost once the connection is
-// known to be broken, kFailedPrecondition for misuse such as begin() inside a transaction).
-Error lost_error(std::string_view where);
-Error misuse_error(std::string_view where, std::string_view message);
-
-// A failure while waiting for notifications (wait_for_notifications()): kConnectionLost when the
-// connection is no longer open (`still_open` false), kOther otherwise. `message` is the native
-// text, if any.
-Error wait_error(std::string_view message, bool still_open, std::string_view where,
-                 std::string_view secret);
-
 // A URL the driver cannot turn into a libpq connection string.
 Error invalid_url_error(std::string_view where, std::string_view message);
 

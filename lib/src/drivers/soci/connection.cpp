@@ -22,9 +22,9 @@
 // client); after a SELECT the client library still holds the previous statement's value, so it
 // is reported as 0 there.
 //
-// BEGIN, COMMIT and ROLLBACK are plain statements and this class tracks whether a transaction is
-// open. A connection found lost stays broken: nothing here reopens it. Failures are classified in
-// errors.cpp.
+// The transaction state and the lost-connection rules are DriverConnection's
+// (drivers/driver_connection.hpp): nothing here reopens a lost connection. Failures are
+// classified in errors.cpp.
 //
 // PostgreSQL notifications, booleans and columns SOCI cannot describe are handled on the native
 // libpq handles (postgresql_native.cpp).
@@ -46,6 +46,7 @@
 
 #include "dblock/soci.hpp"
 #include "driver_support.hpp"
+#include "drivers/driver_connection.hpp"
 #include "drivers/mysql_socket.hpp"
 #include "drivers/mysql_transaction.hpp"
 #include "drivers/soci/connect_string.hpp"
@@ -56,19 +57,6 @@
 
 namespace dblock {
 namespace {
-
-// "PostgreSQL host:port/database" or "MySQL host:port/database"; IPv6 hosts in brackets.
-std::string location(Dialect dialect, std::string_view host, std::string_view port,
-                     std::string_view database) {
-  std::string out = dialect == Dialect::kPostgreSQL ? "PostgreSQL " : "MySQL ";
-  if (host.find(':') != std::string_view::npos) {
-    out.append("[").append(host).append("]");
-  } else {
-    out.append(host.empty() ? std::string_view("(default socket)") : host);
-  }
-  out.append(":").append(port).append("/").append(database);
-  return out;
-}
 
 std::string_view or_empty(const char* s) { return s == nullptr ? std::string_view() : s; }
 
@@ -164,15 +152,14 @@ struct NoticeWatch {
   }
 };
 
-class SociConnection final : public Connection {
+class SociConnection final : public detail::DriverConnection {
  public:
   SociConnection(soci::session& session, std::unique_ptr<soci::session> owned, Dialect dialect,
                  std::string where, std::string secret)
-      : owned_(std::move(owned)),
+      : DriverConnection(std::move(where), std::move(secret)),
+        owned_(std::move(owned)),
         session_(session),
-        dialect_(dialect),
-        where_(std::move(where)),
-        secret_(std::move(secret)) {
+        dialect_(dialect) {
     if (dialect_ == Dialect::kMySQL) {
       MYSQL* my = mysql_conn(session_);
       if (my != nullptr &&
@@ -194,68 +181,6 @@ class SociConnection final : public Connection {
     return dialect_ == Dialect::kPostgreSQL ? Server::kPostgreSQL : server_;
   }
 
-  using Connection::execute;
-  Result execute(std::string_view sql, std::span<const Value> params) override {
-    return run(sql, params);
-  }
-
-  void begin() override {
-    if (broken()) throw soci_driver::lost_error(where_);
-    if (in_transaction_) {
-      throw soci_driver::misuse_error(where_, "begin() called while a transaction is open");
-    }
-    run("BEGIN", {});
-    in_transaction_ = true;
-    ended_ = false;
-  }
-
-  void commit() override {
-    if (broken()) throw soci_driver::lost_error(where_);
-    if (!in_transaction_) {
-      throw soci_driver::misuse_error(where_, "commit() called without an open transaction");
-    }
-    // PostgreSQL answers COMMIT of a transaction that already failed with ROLLBACK.
-    PGconn* pg = dialect_ == Dialect::kPostgreSQL ? pg_conn(session_) : nullptr;
-    bool failed = pg != nullptr && PQtransactionStatus(pg) == PQTRANS_INERROR;
-    in_transaction_ = false;  // COMMIT ends the transaction whether or not it succeeds
-    if (ended_) {
-      ended_ = false;
-      rollback_now();
-      throw detail::transaction_ended_error(where_);
-    }
-    run("COMMIT", {});
-    if (failed) {
-      throw soci_driver::misuse_error(
-          where_, "COMMIT rolled back: a statement in the transaction had failed");
-    }
-  }
-
-  void rollback() noexcept override {
-    if (!in_transaction_) return;
-    in_transaction_ = false;
-    ended_ = false;
-    rollback_now();
-  }
-
-  void rollback_now() noexcept {
-    if (broken()) return;
-    try {
-      run("ROLLBACK", {});
-    } catch (...) {
-      // The session is in an unknown state; make sure no pool hands it out again.
-      broken_ = true;
-    }
-  }
-
-  // False once the server ended the transaction (ended_), although rollback() is still due.
-  bool in_transaction() const noexcept override { return in_transaction_ && !ended_; }
-
-  bool broken() const noexcept override {
-    if (broken_ || session_.get_backend() == nullptr) return true;
-    PGconn* pg = dialect_ == Dialect::kPostgreSQL ? pg_conn(session_) : nullptr;
-    return pg != nullptr && PQstatus(pg) == CONNECTION_BAD;
-  }
-
   int native_socket() const noexcept override {
     if (session_.get_backend() == nullptr) return -1;
     if (dialect_ == Dialect::kPostgreSQL) return PQsocket(pg_conn(session_));
@@ -268,22 +193,19 @@ class SociConnection final : public Connection {
     if (dialect_ != Dialect::kPostgreSQL) return Connection::wait_for_notifications(timeout);
     PGconn* pg = session_.get_backend() == nullptr ? nullptr : pg_conn(session_);
     try {
-      return soci_driver::wait_for_notifications(pg, broken(), timeout, where_, secret_);
+      return soci_driver::wait_for_notifications(pg, broken(), timeout, where(), secret());
     } catch (const Error& e) {
-      lose(e);
+      fail(e);
     }
   }
 
-  std::string describe() const override { return where_ + " (soci)"; }
+  std::string describe() const override { return where() + " (soci)"; }
 
  private:
-  // Throws `err`, first marking the connection broken when `err` says it was lost.
-  [[noreturn]] void lose(Error err) {
-    if (err.code() == ErrorCode::kConnectionLost) {
-      broken_ = true;
-      in_transaction_ = false;
-    }
-    throw err;
+  bool native_open() const noexcept override {
+    if (session_.get_backend() == nullptr) return false;
+    PGconn* pg = dialect_ == Dialect::kPostgreSQL ? pg_conn(session_) : nullptr;
+    return pg == nullptr || PQstatus(pg) != CONNECTION_BAD;
   }
 
   // What the driver can tell about the connection after a failure without asking the server.
@@ -293,29 +215,22 @@ class SociConnection final : public Connection {
     return dialect_ != Dialect::kPostgreSQL || (pg != nullptr && PQstatus(pg) == CONNECTION_OK);
   }
 
-  Result run(std::string_view sql, std::span<const Value> params) {
-    if (ended_) throw detail::transaction_ended_error(where_);
-    MYSQL* my = in_transaction_ && dialect_ == Dialect::kMySQL ? mysql_conn(session_) : nullptr;
-    if (notice_watch_) notice_watch_->cancelled = false;
-    try {
-      Result r = run_statement(sql, params);
-      if (my != nullptr && detail::mysql_transaction_ended(my, nullptr)) ended_ = true;
-      if (notice_watch_ && notice_watch_->cancelled) {
-        throw detail::sync_replication_cancelled_error(where_);
-      }
-      return r;
-    } catch (const Error& e) {
-      if (my != nullptr && !broken_ && detail::mysql_transaction_ended(my, &e)) ended_ = true;
-      throw;
-    }
+  bool server_ended_transaction(const Error* failure) noexcept override {
+    MYSQL* my = dialect_ == Dialect::kMySQL ? mysql_conn(session_) : nullptr;
+    return my != nullptr && detail::mysql_transaction_ended(my, failure);
   }
 
-  Result run_statement(std::string_view sql, std::span<const Value> params) {
-    if (broken()) {
-      broken_ = true;
-      in_transaction_ = false;
-      throw soci_driver::lost_error(where_);
-    }
+  // libpq knows whether the server failed the transaction; a failure the client raised before
+  // sending anything does not count.
+  bool transaction_failed() const noexcept override {
+    PGconn* pg = dialect_ == Dialect::kPostgreSQL ? pg_conn(session_) : nullptr;
+    return pg != nullptr && PQtransactionStatus(pg) == PQTRANS_INERROR;
+  }
+
+  bool commit_in_doubt() noexcept override { return notice_watch_ && notice_watch_->cancelled; }
+
+  Result run_statement(std::string_view sql, std::span<const Value> params) override {
+    if (notice_watch_) notice_watch_->cancelled = false;
     std::string query = to_soci_sql(sql, dialect_);
     // Storage the use elements point into; sized up front so nothing moves while bound.
     const std::size_t n = params.size();
@@ -405,7 +320,7 @@ class SociConnection final : public Connection {
       }
       return Result(std::move(columns), std::move(rows), affected, insert_id);
     } catch (const std::exception& e) {
-      lose(soci_driver::statement_error(e, dialect_, still_open(), where_, secret_));
+      throw soci_driver::statement_error(e, dialect_, still_open(), where(), secret());
     }
   }
 
@@ -415,13 +330,6 @@ class SociConnection final : public Connection {
   soci::session& session_;
   Dialect dialect_;
   Server server_ = Server::kMySQL;  // MySQL dialect: which server (the PostgreSQL one says so)
-  std::string where_;
-  std::string secret_;
-  bool in_transaction_ = false;
-  // MySQL: the server ended the open transaction (see mysql_transaction.hpp); statements are
-  // refused until rollback().
-  bool ended_ = false;
-  bool broken_ = false;
 };
 
 }  // namespace
@@ -443,12 +351,14 @@ Dialect dialect_of(soci::session& session) {
 std::string location_of(soci::session& session, Dialect dialect) {
   if (dialect == Dialect::kPostgreSQL) {
     PGconn* conn = pg_conn(session);
-    if (conn == nullptr) return location(dialect, {}, {}, {});
-    return location(dialect, or_empty(PQhost(conn)), or_empty(PQport(conn)), or_empty(PQdb(conn)));
+    if (conn == nullptr) return detail::server_location(dialect, {}, {}, {});
+    return detail::server_location(dialect, or_empty(PQhost(conn)), or_empty(PQport(conn)),
+                                   or_empty(PQdb(conn)));
   }
   MYSQL* conn = mysql_conn(session);
-  if (conn == nullptr) return location(dialect, {}, {}, {});
-  return location(dialect, or_empty(conn->host), std::to_string(conn->port), or_empty(conn->db));
+  if (conn == nullptr) return detail::server_location(dialect, {}, {}, {});
+  return detail::server_location(dialect, or_empty(conn->host), std::to_string(conn->port),
+                                 or_empty(conn->db));
 }
 
 }  // namespace soci_driver
@@ -461,8 +371,8 @@ std::unique_ptr<Connection> wrap_soci(soci::session& session) {
 
 std::unique_ptr<Connection> connect_soci(const DatabaseUrl& url) {
   Dialect dialect = url.dialect;
-  std::string where =
-      location(dialect, url.host, std::to_string(url.effective_port()), url.database);
+  std::string where = detail::server_location(dialect, url.host,
+                                              std::to_string(url.effective_port()), url.database);
   std::string connect_string = dialect == Dialect::kPostgreSQL
                                    ? soci_driver::postgresql_connect_string(url, where)
                                    : soci_driver::mysql_connect_string(url, where);

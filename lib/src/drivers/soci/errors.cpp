@@ -52,18 +52,7 @@ std::string message_of(const std::exception& e) {
     while (text.starts_with(' ') || text.starts_with('\n')) text.remove_prefix(1);
     if (text.starts_with(noise)) text.remove_prefix(noise.size());
   }
-  std::string out;
-  while (!text.empty()) {
-    std::size_t end = text.find('\n');
-    std::string_view line = text.substr(0, end);
-    text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
-    if (line.starts_with("LINE ") || line.find_first_not_of(" ^\t\r") == std::string_view::npos) {
-      continue;
-    }
-    if (!out.empty()) out += ' ';
-    out += line;
-  }
-  return out;
+  return detail::libpq_message_text(text);
 }
 
 // The SQLSTATE of a PostgreSQL error, or empty (SOCI pads a missing one with spaces).
@@ -73,24 +62,6 @@ std::string sqlstate_of(const std::exception& e) {
   std::string state = pg->sqlstate();
   if (state.size() != 5 || state.find_first_of(" \t") != std::string::npos) return {};
   return state;
-}
-
-ErrorCode postgresql_connect_code(std::string_view message) {
-  if (contains(message, "authentication failed") || contains(message, "no pg_hba.conf entry") ||
-      contains(message, "no password supplied") || contains(message, "permission denied") ||
-      (contains(message, "role \"") && contains(message, "does not exist"))) {
-    return ErrorCode::kAccessDenied;
-  }
-  if (contains(message, "invalid connection option") ||
-      contains(message, "for connection option") || contains(message, "invalid port number") ||
-      (contains(message, "invalid ") && contains(message, " value: ")) ||
-      contains(message, "missing \"=\" after") || contains(message, "unterminated quoted string") ||
-      contains(message, "invalid URI query parameter") || contains(message, "percent-encod")) {
-    return ErrorCode::kInvalidArgument;
-  }
-  // Refused, unreachable, unknown host, timeout, unknown database, too many connections,
-  // server starting up or shutting down.
-  return ErrorCode::kConnectFailed;
 }
 
 }  // namespace
@@ -134,7 +105,7 @@ Error connect_error(const std::exception& e, Dialect dialect, std::string_view w
   } else if (!sqlstate.empty()) {
     code = detail::code_from_sqlstate(sqlstate);
   } else if (dialect == Dialect::kPostgreSQL) {
-    code = postgresql_connect_code(message);
+    code = detail::libpq_connect_code(message);
   } else if (contains(message, "Malformed connection string") ||
              contains(message, "option may only be set")) {
     code = ErrorCode::kInvalidArgument;
@@ -143,27 +114,6 @@ Error connect_error(const std::exception& e, Dialect dialect, std::string_view w
     code = ErrorCode::kConnectFailed;
   }
   return detail::driver_error(code, where, message, secret, std::move(sqlstate), server_errno);
-}
-
-Error lost_error(std::string_view where) {
-  return detail::driver_error(ErrorCode::kConnectionLost, where,
-                              "the connection is closed or was lost earlier", {});
-}
-
-Error misuse_error(std::string_view where, std::string_view message) {
-  return detail::driver_error(ErrorCode::kFailedPrecondition, where, message, {});
-}
-
-Error wait_error(std::string_view message, bool still_open, std::string_view where,
-                 std::string_view secret) {
-  std::string text = still_open ? "waiting for notifications failed"
-                                : "the connection was lost while waiting for notifications";
-  while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) {
-    message.remove_suffix(1);
-  }
-  if (!message.empty()) text.append(" (").append(message).append(")");
-  return detail::driver_error(still_open ? ErrorCode::kOther : ErrorCode::kConnectionLost, where,
-                              text, secret);
 }
 
 Error invalid_argument_error(std::string_view where, std::string_view message) {

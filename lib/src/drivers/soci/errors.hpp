@@ -25,17 +25,6 @@ Error statement_error(const std::exception& e, Dialect dialect, bool still_open,
 Error connect_error(const std::exception& e, Dialect dialect, std::string_view where,
                     std::string_view secret);
 
-// A call the driver refuses without asking the server (kConnectionLost once the connection is
-// known to be broken, kFailedPrecondition for misuse such as begin() inside a transaction).
-Error lost_error(std::string_view where);
-Error misuse_error(std::string_view where, std::string_view message);
-
-// A failure while waiting for PostgreSQL notifications (wait_for_notifications()):
-// kConnectionLost when the connection is no longer open (`still_open` false), kOther otherwise.
-// `message` is libpq's or the system's text, if any.
-Error wait_error(std::string_view message, bool still_open, std::string_view where,
-                 std::string_view secret);
-
 // A URL or session the driver cannot use (kInvalidArgument).
 Error invalid_argument_error(std::string_view where, std::string_view message);
 

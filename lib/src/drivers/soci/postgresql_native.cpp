@@ -17,7 +17,7 @@
 #include <string>
 #include <utility>
 
-#include "drivers/soci/errors.hpp"
+#include "drivers/driver_connection.hpp"
 
 namespace dblock::soci_driver {
 namespace {
@@ -83,21 +83,22 @@ std::vector<Notification> wait_for_notifications(PGconn* pg, bool broken,
   std::vector<Notification> out;
   if (pg != nullptr) take_notifications(pg, out);
   if (!out.empty()) return out;
-  if (pg == nullptr || broken) throw lost_error(where);
+  if (pg == nullptr || broken) throw detail::lost_error(where);
   auto still_open = [&] { return PQstatus(pg) == CONNECTION_OK; };
   while (out.empty()) {
     auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
     if (left <= left.zero()) break;
     pollfd pfd{PQsocket(pg), POLLIN, 0};
-    if (pfd.fd < 0) throw wait_error({}, false, where, secret);
+    if (pfd.fd < 0) throw detail::notification_wait_error({}, false, where, secret);
     int ms = static_cast<int>(std::min<std::chrono::milliseconds::rep>(left.count(), INT_MAX));
     int rc = ::poll(&pfd, 1, ms);
     if (rc < 0 && errno != EINTR)
-      throw wait_error(std::strerror(errno), still_open(), where, secret);
+      throw detail::notification_wait_error(std::strerror(errno), still_open(), where, secret);
     if (rc <= 0) continue;  // timed out (checked above) or interrupted
     bool read = PQconsumeInput(pg) != 0;
     take_notifications(pg, out);
-    if (!read && out.empty()) throw wait_error(PQerrorMessage(pg), still_open(), where, secret);
+    if (!read && out.empty())
+      throw detail::notification_wait_error(PQerrorMessage(pg), still_open(), where, secret);
   }
   return out;
 }
