@@ -86,8 +86,7 @@ std::string location(std::string_view flavor, std::string_view host, unsigned in
 }
 
 std::string_view flavor_of(MYSQL* conn) {
-  return or_empty(mysql_get_server_info(conn)).find("MariaDB") != std::string_view::npos ? "MariaDB"
-                                                                                         : "MySQL";
+  return detail::mysql_server(conn) == Server::kMariaDB ? "MariaDB" : "MySQL";
 }
 
 std::string location_of(MYSQL* conn) {
@@ -128,7 +127,7 @@ class MysqlConnection final : public detail::DriverConnection {
       : DriverConnection(std::move(where), std::move(secret)),
         conn_(conn),
         owned_(owned),
-        server_(flavor_of(conn) == "MariaDB" ? Server::kMariaDB : Server::kMySQL),
+        server_(detail::mysql_server(conn)),
         statements_(kStatementCacheSize) {}
 
   ~MysqlConnection() override {

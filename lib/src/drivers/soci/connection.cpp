@@ -160,13 +160,7 @@ class SociConnection final : public detail::DriverConnection {
         owned_(std::move(owned)),
         session_(session),
         dialect_(dialect) {
-    if (dialect_ == Dialect::kMySQL) {
-      MYSQL* my = mysql_conn(session_);
-      if (my != nullptr &&
-          or_empty(mysql_get_server_info(my)).find("MariaDB") != std::string_view::npos) {
-        server_ = Server::kMariaDB;
-      }
-    }
+    if (dialect_ == Dialect::kMySQL) server_ = detail::mysql_server(mysql_conn(session_));
     if (owned_ && dialect_ == Dialect::kPostgreSQL) {
       if (PGconn* pg = pg_conn(session_); pg != nullptr) {
         notice_watch_ = std::make_unique<NoticeWatch>();
