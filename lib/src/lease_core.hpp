@@ -8,7 +8,8 @@
 // once), so no renewal outlives the release (the caller may destroy the connection source right
 // after it) and none holds it back for long.
 //
-// Times are BootClock (CLOCK_BOOTTIME): it counts a suspend, as the database's clock does.
+// Times are read on the lease's Clock: Clock::system() (CLOCK_BOOTTIME, which counts a suspend as
+// the database's clock does) unless a test gives it a simulated one.
 #pragma once
 
 #include <atomic>
@@ -18,7 +19,7 @@
 #include <mutex>
 #include <string>
 
-#include "boot_clock.hpp"
+#include "clock.hpp"
 #include "dblock/lock.hpp"
 
 namespace dblock::detail {
@@ -33,7 +34,8 @@ struct LeaseInfo {
 
 class LeaseCore {
  public:
-  LeaseCore(LeaseInfo info, std::function<void(const std::string&)> on_lost);
+  LeaseCore(LeaseInfo info, std::function<void(const std::string&)> on_lost,
+            Clock& clock = Clock::system());
   virtual ~LeaseCore() = default;
   LeaseCore(const LeaseCore&) = delete;
   LeaseCore& operator=(const LeaseCore&) = delete;
@@ -47,7 +49,7 @@ class LeaseCore {
   // (a renewal stuck on a connection that no longer answers cannot say so itself).
   // Never for a lease without a TTL (expires() false).
   bool out_of_time() const noexcept {
-    return expires() && !released() && BootClock::now() - renewed_at() >= ttl();
+    return expires() && !released() && clock_.now() - renewed_at() >= ttl();
   }
   // Lock-free, so the renewer can ask while a release's round trip holds the lease's mutex.
   bool released() const noexcept { return released_.load(); }
@@ -107,6 +109,7 @@ class LeaseCore {
  private:
   LeaseInfo info_;
   std::function<void(const std::string&)> on_lost_;
+  Clock& clock_;
   // Waits for a renewal in flight, cutting it off if it does not end soon.
   void stop_renewal() noexcept;
   // The renewal in flight is over (renew() calls it on every path).

@@ -27,11 +27,12 @@ std::string_view to_string(ReleaseOutcome outcome) noexcept {
 
 namespace detail {
 
-LeaseCore::LeaseCore(LeaseInfo info, std::function<void(const std::string&)> on_lost)
+LeaseCore::LeaseCore(LeaseInfo info, std::function<void(const std::string&)> on_lost, Clock& clock)
     : info_(std::move(info)),
       on_lost_(std::move(on_lost)),
+      clock_(clock),
       ttl_ms_(info_.ttl.count()),
-      renewed_at_(BootClock::now().time_since_epoch().count()) {}
+      renewed_at_(clock.now().time_since_epoch().count()) {}
 
 LeaseCore::RenewingOn::RenewingOn(LeaseCore& lease, int fd) noexcept : lease_(lease) {
   std::lock_guard lock(lease_.renewing_mu_);
@@ -124,7 +125,7 @@ bool LeaseCore::renew(std::chrono::milliseconds ttl) {
   }
   bool held = false;
   try {
-    const auto sent = BootClock::now();
+    const auto sent = clock_.now();
     held = do_renew(ttl);
     if (held) note_renewed(sent, ttl);
   } catch (...) {

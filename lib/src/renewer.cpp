@@ -10,18 +10,14 @@ namespace {
 std::chrono::milliseconds interval(const LeaseCore& lease) {
   return std::max(std::chrono::milliseconds(1), lease.ttl() / 3);
 }
-
-// Condition variables wait on the steady clock, which stops during a suspend; waits are short
-// (at most a second) and every deadline is re-read from BootClock after each one.
-std::chrono::steady_clock::duration until(BootClock::time_point t) {
-  return std::max(BootClock::duration(0), t - BootClock::now());
-}
 }  // namespace
 
 Renewer& Renewer::instance() {
-  static Renewer renewer;  // stopped and joined by its destructor at exit
+  static Renewer renewer(Clock::system());  // stopped and joined by its destructor at exit
   return renewer;
 }
+
+Renewer::Renewer(Clock& clock) : clock_(clock) {}
 
 Renewer::~Renewer() {
   {
@@ -83,7 +79,7 @@ void Renewer::watch_deadlines() {
   while (!stop_) {
     ++passes_;
     watchdog_rescan_ = false;
-    auto now = BootClock::now();
+    auto now = clock_.now();
     auto next = now + std::chrono::seconds(1);
     std::vector<std::shared_ptr<LeaseCore>> expired;
     for (const auto& e : entries_) {
@@ -98,7 +94,7 @@ void Renewer::watch_deadlines() {
     }
     if (expired.empty()) {
       watchdog_wakes_at_ = next;
-      watchdog_cv_.wait_for(lock, until(next), [&] { return stop_ || watchdog_rescan_; });
+      clock_.wait_until(lock, watchdog_cv_, next, [&] { return stop_ || watchdog_rescan_; });
       watchdog_wakes_at_ = BootClock::time_point::min();  // looking now: no wake-up needed
       continue;
     }
@@ -115,6 +111,12 @@ std::size_t Renewer::watched() const {
   return entries_.size();
 }
 
+std::size_t Renewer::in_flight() const {
+  std::lock_guard lock(mu_);
+  return static_cast<std::size_t>(
+      std::count_if(entries_.begin(), entries_.end(), [](const Entry& e) { return e.in_flight; }));
+}
+
 std::uint64_t Renewer::passes() const {
   std::lock_guard lock(mu_);
   return passes_;
@@ -125,7 +127,7 @@ void Renewer::run() {
   while (!stop_) {
     ++passes_;
     scheduler_rescan_ = false;
-    auto now = BootClock::now();
+    auto now = clock_.now();
     // Drop released, lost and destroyed leases; hand the due ones to the workers.
     auto next = now + std::chrono::seconds(1);
     bool handed = false;
@@ -156,7 +158,7 @@ void Renewer::run() {
       work_cv_.notify_all();
     }
     scheduler_wakes_at_ = next;
-    cv_.wait_for(lock, until(next), [&] { return stop_ || scheduler_rescan_; });
+    clock_.wait_until(lock, cv_, next, [&] { return stop_ || scheduler_rescan_; });
     scheduler_wakes_at_ = BootClock::time_point::min();  // looking now: no wake-up needed
   }
 }
@@ -184,7 +186,7 @@ void Renewer::renew_one(const std::shared_ptr<LeaseCore>& lease) {
   } catch (const std::exception&) {
     failed = true;  // a fault: try again shortly until the TTL has passed
   }
-  auto after = BootClock::now();
+  auto after = clock_.now();
   // A renewal a release cut off (LeaseCore::release) failed because the lease ended, not lost.
   bool give_up = failed && !lease->released() && after - lease->renewed_at() >= lease->ttl();
   {

@@ -9,7 +9,8 @@
 // never renewed twice at once; workers are added while all are busy, up to kMaxWorkers). A
 // second thread (the watchdog) marks a lease lost, and calls its on_lost, as soon as a whole TTL
 // has passed since its last successful renewal was sent, whatever the renewals are doing.
-// Times are BootClock (CLOCK_BOOTTIME), which counts a suspend as the database's clock does.
+// Times are read, and waits timed, on a Clock: Clock::system() (CLOCK_BOOTTIME, which counts a
+// suspend as the database's clock does) for instance(), a simulated clock in the unit tests.
 // Internal.
 //
 // Released leases drop out at the next tick; the threads stop at process exit.
@@ -27,7 +28,7 @@
 #include <thread>
 #include <vector>
 
-#include "boot_clock.hpp"
+#include "clock.hpp"
 #include "lease_core.hpp"
 
 namespace dblock::detail {
@@ -36,8 +37,13 @@ class Renewer {
  public:
   static constexpr std::size_t kMaxWorkers = 16;
 
+  // The process's renewer, on Clock::system().
   static Renewer& instance();
+  // A renewer of its own on `clock` (tests); the leases it watches must run on the same clock.
+  explicit Renewer(Clock& clock);
   ~Renewer();
+  Renewer(const Renewer&) = delete;
+  Renewer& operator=(const Renewer&) = delete;
 
   // Starts renewing `lease` every ttl / 3. `sent` is when the acquiring statement was sent: the
   // lease is valid for a TTL from then at most.
@@ -49,6 +55,8 @@ class Renewer {
   // How many times the scheduling thread and the watchdog have looked at the leases (for tests:
   // an acquisition with a TTL of 3 s or more wakes neither).
   std::uint64_t passes() const;
+  // Renewals handed to a worker and not finished yet (for tests: zero once the renewer is idle).
+  std::size_t in_flight() const;
 
  private:
   struct Entry {
@@ -59,13 +67,13 @@ class Renewer {
     bool in_flight = false;  // a worker is renewing it
   };
 
-  Renewer() = default;
   void run();
   void work();
   void renew_one(const std::shared_ptr<LeaseCore>& lease);
   void watch_deadlines();
   Entry* find(const std::shared_ptr<LeaseCore>& lease);  // under mu_
 
+  Clock& clock_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::vector<Entry> entries_;

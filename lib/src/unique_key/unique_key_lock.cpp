@@ -13,6 +13,7 @@
 #include "lease_core.hpp"
 #include "lock_keys.hpp"
 #include "renewer.hpp"
+#include "retry_until.hpp"
 #include "sql/by_server.hpp"
 #include "sql/server_sql.hpp"
 #include "sql/statement.hpp"
@@ -388,27 +389,22 @@ std::optional<Lease> UniqueKeyLock::try_acquire(std::string_view key, const Lock
 
 std::optional<Lease> UniqueKeyLock::acquire(std::string_view key, std::chrono::milliseconds timeout,
                                             const LockOptions& options) {
-  using Clock = std::chrono::steady_clock;
   validate_lock_key(key);
   const bool forever = detail::is_forever_wait(timeout);
-  const auto deadline = forever ? Clock::time_point::max() : Clock::now() + timeout;
   Backoff backoff(impl_->options.backoff);
   detail::ReleaseListener* listener = impl_->listener();
   std::optional<detail::ReleaseListener::Interest> interest;
   if (listener) interest.emplace(*listener, std::string(key));
-  for (;;) {
-    if (auto lease = try_acquire(key, options)) return lease;
-    auto now = Clock::now();
-    if (now >= deadline) return std::nullopt;
-    auto remaining = forever ? std::chrono::milliseconds::max()
-                             : std::chrono::ceil<std::chrono::milliseconds>(deadline - now);
-    auto pause = backoff.next(remaining);
-    if (interest) {
-      interest->wait(pause);
-    } else {
-      std::this_thread::sleep_for(pause);
-    }
-  }
+  auto& clock = detail::Clock::system();
+  return detail::retry_until(
+      clock, timeout, forever, backoff, [&] { return try_acquire(key, options); },
+      [&](std::chrono::milliseconds pause) {
+        if (interest) {
+          interest->wait(pause);  // a release notification ends it early
+        } else {
+          clock.sleep_for(pause);
+        }
+      });
 }
 
 std::optional<Claim> UniqueKeyLock::claim(std::string_view key, const ClaimOptions& options) {

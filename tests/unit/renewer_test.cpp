@@ -1,0 +1,253 @@
+// The renewer's and the watchdog's timing, on a simulated clock: when a lease is renewed, how a
+// failing renewal is retried, when a lease counts as lost, and that a changed TTL or a short new
+// lease is looked at in time. No database and no sleeping: time moves only when a test says.
+#include "renewer.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "dblock/error.hpp"
+#include "fake_clock.hpp"
+
+namespace dblock::detail {
+namespace {
+
+using namespace std::chrono_literals;
+using TimePoint = Clock::time_point;
+
+// Real time a test waits for something the renewer's threads do before it fails.
+constexpr auto kPatience = 10s;
+
+template <class Predicate>
+bool eventually(Predicate done) {
+  const auto give_up = std::chrono::steady_clock::now() + kPatience;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > give_up) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
+// A lease whose renewals answer as the test says, recording when each was made.
+class ScriptedLease final : public LeaseCore {
+ public:
+  enum class Answer { kHeld, kGone, kFail, kStuck };
+
+  ScriptedLease(std::chrono::milliseconds ttl, Clock& clock)
+      : LeaseCore(
+            LeaseInfo{"job", 1, "lease-1", Owner::named("renewer-test"), ttl},
+            [this](const std::string&) { ++lost_calls; }, clock),
+        clock_(clock) {}
+
+  std::atomic<Answer> answer{Answer::kHeld};
+  std::atomic<int> lost_calls{0};
+
+  std::vector<TimePoint> attempts() const {
+    std::lock_guard lock(mu_);
+    return attempts_;
+  }
+  std::size_t attempt_count() const { return attempts().size(); }
+  // Lets a renewal stuck by kStuck end (with an error, as a cut-off connection would).
+  void unstick() {
+    {
+      std::lock_guard lock(mu_);
+      unstuck_ = true;
+    }
+    unstuck_cv_.notify_all();
+  }
+
+ protected:
+  ReleaseOutcome do_release() override { return ReleaseOutcome::kReleased; }
+  bool do_renew(std::chrono::milliseconds) override {
+    std::unique_lock lock(mu_);
+    attempts_.push_back(clock_.now());
+    switch (answer.load()) {
+      case Answer::kHeld:
+        return true;
+      case Answer::kGone:
+        return false;
+      case Answer::kFail:
+        throw Error(ErrorCode::kConnectionLost, "scripted renewal failure");
+      case Answer::kStuck:
+        unstuck_cv_.wait(lock, [&] { return unstuck_; });
+        throw Error(ErrorCode::kConnectionLost, "scripted renewal cut off");
+    }
+    return false;
+  }
+
+ private:
+  Clock& clock_;
+  mutable std::mutex mu_;
+  std::condition_variable unstuck_cv_;
+  std::vector<TimePoint> attempts_;
+  bool unstuck_ = false;
+};
+
+class RenewerTest : public testing::Test {
+ protected:
+  // The scheduler and the watchdog wait on the clock.
+  static constexpr std::size_t kClockThreads = 2;
+
+  std::shared_ptr<ScriptedLease> watched_lease(std::chrono::milliseconds ttl) {
+    auto lease = std::make_shared<ScriptedLease>(ttl, clock);
+    renewer.watch(lease, clock.now());
+    leases_.push_back(lease);
+    return lease;
+  }
+  // A test that failed may leave a renewal stuck; the renewer's destructor waits for it.
+  void TearDown() override {
+    for (auto& lease : leases_) lease->unstick();
+  }
+  // The renewer has done all it will do at the current time: both threads wait on the clock
+  // and no renewal is running.
+  ::testing::AssertionResult settled() {
+    if (!clock.settled(kClockThreads)) return ::testing::AssertionFailure() << "not waiting";
+    if (!eventually([&] { return renewer.in_flight() == 0; })) {
+      return ::testing::AssertionFailure() << "a renewal is still running";
+    }
+    if (!clock.settled(kClockThreads)) return ::testing::AssertionFailure() << "not waiting";
+    return ::testing::AssertionSuccess();
+  }
+
+  FakeClock clock;
+  const TimePoint t0 = clock.now();
+  Renewer renewer{clock};  // destroyed first: its threads stop before the clock goes
+
+ private:
+  std::vector<std::shared_ptr<ScriptedLease>> leases_;
+};
+
+TEST_F(RenewerTest, RenewsAtEachThirdOfTheTtlAndNotBefore) {
+  auto lease = watched_lease(3s);
+  ASSERT_TRUE(settled());
+  clock.advance(999ms);
+  ASSERT_TRUE(settled());
+  EXPECT_EQ(lease->attempt_count(), 0u);
+
+  clock.advance(1ms);
+  ASSERT_TRUE(eventually([&] { return lease->attempt_count() == 1; }));
+  clock.advance(1s);
+  ASSERT_TRUE(eventually([&] { return lease->attempt_count() == 2; }));
+  ASSERT_TRUE(settled());
+  EXPECT_EQ(lease->attempts(), (std::vector<TimePoint>{t0 + 1s, t0 + 2s}));
+  EXPECT_FALSE(lease->lost());
+  EXPECT_EQ(lease->lost_calls, 0);
+}
+
+TEST_F(RenewerTest, RetriesAFailingRenewalEveryQuarterSecondAndLosesTheLeaseAfterAWholeTtl) {
+  auto lease = watched_lease(3s);
+  lease->answer = ScriptedLease::Answer::kFail;
+  ASSERT_TRUE(settled());
+  std::vector<TimePoint> expected;
+  for (auto at = t0 + 1s; at < t0 + 3s; at += 250ms) {
+    clock.advance(at - clock.now());
+    expected.push_back(at);
+    ASSERT_TRUE(eventually([&] { return lease->attempt_count() == expected.size(); }));
+    ASSERT_TRUE(settled());
+    EXPECT_FALSE(lease->lost()) << "lost " << (at - t0).count() << " ns after the acquisition";
+  }
+  EXPECT_EQ(lease->attempts(), expected);
+  EXPECT_EQ(lease->lost_calls, 0);
+
+  clock.advance(t0 + 3s - clock.now());  // a whole TTL without a successful renewal
+  ASSERT_TRUE(eventually([&] { return lease->lost_calls.load() == 1; }));
+  ASSERT_TRUE(settled());
+  EXPECT_TRUE(lease->lost());
+  EXPECT_EQ(lease->lost_calls, 1) << "on_lost is called once";
+
+  const auto attempts = lease->attempt_count();
+  clock.advance(2s);
+  ASSERT_TRUE(settled());
+  EXPECT_EQ(lease->attempt_count(), attempts) << "a lost lease is not renewed any more";
+  EXPECT_EQ(renewer.watched(), 0u);
+}
+
+TEST_F(RenewerTest, TheWatchdogLosesALeaseWhoseRenewalIsStuckAtItsTtl) {
+  auto lease = watched_lease(3s);
+  lease->answer = ScriptedLease::Answer::kStuck;
+  ASSERT_TRUE(settled());
+  clock.advance(1s);
+  ASSERT_TRUE(eventually([&] { return lease->attempt_count() == 1; }));
+  clock.advance(1999ms);
+  ASSERT_TRUE(clock.settled(kClockThreads));
+  EXPECT_EQ(renewer.in_flight(), 1u);
+  EXPECT_EQ(lease->lost_calls, 0);
+  EXPECT_FALSE(lease->lost());
+
+  clock.advance(1ms);  // a TTL after the acquisition, the renewal still stuck
+  ASSERT_TRUE(eventually([&] { return lease->lost_calls.load() == 1; }));
+  EXPECT_TRUE(lease->lost());
+  EXPECT_EQ(renewer.in_flight(), 1u) << "the watchdog did not wait for the stuck renewal";
+
+  lease->unstick();
+  ASSERT_TRUE(settled());
+  EXPECT_EQ(lease->lost_calls, 1) << "on_lost is called once";
+  EXPECT_EQ(lease->attempt_count(), 1u);
+}
+
+TEST_F(RenewerTest, ALeaseARenewalFindsGoneIsLostAndNotRenewedAgain) {
+  auto lease = watched_lease(3s);
+  lease->answer = ScriptedLease::Answer::kGone;
+  ASSERT_TRUE(settled());
+  clock.advance(1s);
+  ASSERT_TRUE(eventually([&] { return lease->lost_calls.load() == 1; }));
+  EXPECT_TRUE(lease->lost());
+  clock.advance(3s);
+  ASSERT_TRUE(settled());
+  EXPECT_EQ(lease->attempt_count(), 1u);
+  EXPECT_EQ(lease->lost_calls, 1);
+  EXPECT_EQ(renewer.watched(), 0u);
+}
+
+TEST_F(RenewerTest, AReleasedLeaseIsNeitherRenewedNorLost) {
+  auto lease = watched_lease(3s);
+  ASSERT_TRUE(settled());
+  EXPECT_EQ(lease->release(), ReleaseOutcome::kReleased);
+  clock.advance(1s);
+  ASSERT_TRUE(settled());
+  clock.advance(5s);
+  ASSERT_TRUE(settled());
+  EXPECT_EQ(lease->attempt_count(), 0u);
+  EXPECT_EQ(lease->lost_calls, 0);
+  EXPECT_FALSE(lease->lost());
+  EXPECT_EQ(renewer.watched(), 0u);
+}
+
+// The scheduler sleeps up to a second between looks; a lease due sooner must wake it.
+TEST_F(RenewerTest, AShortLeaseWatchedWhileTheThreadsSleepIsRenewedInTime) {
+  auto long_lease = watched_lease(3s);
+  ASSERT_TRUE(settled());
+  auto short_lease = watched_lease(300ms);
+  clock.advance(100ms);
+  ASSERT_TRUE(eventually([&] { return short_lease->attempt_count() == 1; }));
+  EXPECT_EQ(short_lease->attempts().front(), t0 + 100ms);
+  ASSERT_TRUE(settled());
+  EXPECT_EQ(long_lease->attempt_count(), 0u);
+}
+
+TEST_F(RenewerTest, ARenewalWithAShorterTtlIsFollowedOnceRescheduled) {
+  auto lease = watched_lease(30s);
+  ASSERT_TRUE(settled());
+  ASSERT_TRUE(lease->renew(300ms));  // as Lease::renew(ttl) does, then reschedule
+  renewer.reschedule();
+  clock.advance(100ms);
+  ASSERT_TRUE(eventually([&] { return lease->attempt_count() == 2; }));
+  EXPECT_EQ(lease->attempts().back(), t0 + 100ms);
+  // ... and the watchdog follows the shorter TTL too.
+  lease->answer = ScriptedLease::Answer::kStuck;
+  clock.advance(100ms);
+  ASSERT_TRUE(eventually([&] { return lease->attempt_count() == 3; }));
+  clock.advance(200ms);  // 300 ms after the last successful renewal
+  ASSERT_TRUE(eventually([&] { return lease->lost_calls.load() == 1; }));
+  lease->unstick();
+  ASSERT_TRUE(settled());
+}
+
+}  // namespace
+}  // namespace dblock::detail
