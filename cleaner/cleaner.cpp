@@ -19,20 +19,6 @@ using Clock = std::chrono::steady_clock;
 // A deadlock or lock wait timeout rolls back only the failed batch; retry it this often.
 constexpr int kBatchAttempts = 5;
 
-// The tables the cleaner looks at, by base name, with their statements: expired unique-key lock
-// rows, and row-lock and version rows unused for longer than the grace.
-struct CleanTable {
-  std::string_view base;
-  std::string_view delete_sql;
-  std::string_view count_sql;
-};
-
-std::vector<CleanTable> clean_tables(const detail::CleanerSql& sql) {
-  return {{"locks", sql.locks_delete, sql.locks_count},
-          {"row_locks", sql.row_locks_delete, sql.row_locks_count},
-          {"versions", sql.versions_delete, sql.versions_count}};
-}
-
 bool stopped(const CleanOptions& options) {
   return options.stop != nullptr && options.stop->load(std::memory_order_relaxed);
 }
@@ -116,7 +102,7 @@ CleanResult clean(Connection& conn, const TableNames& tables, const CleanOptions
     read_committed =
         level == detail::Isolation::kRepeatableRead || level == detail::Isolation::kSerializable;
   }
-  for (const CleanTable& table : clean_tables(sql)) {
+  for (const detail::CleanedTable& table : sql.tables) {
     std::uint64_t& count = result.tables[std::string(table.base)];
     if (options.dry_run) {
       const detail::Statement count_statement(table.count_sql, dialect, tables);

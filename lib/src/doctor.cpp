@@ -333,7 +333,8 @@ class Doctor {
     auto note = [](std::string& list, std::string_view what, const std::string& table) {
       list += (list.empty() ? "" : ", ") + std::string(what) + " on " + table;
     };
-    for (std::string_view base : {"locks", "row_locks", "versions"}) {
+    for (const detail::CleanedTable& cleaned : detail::server_sql(conn_.server()).cleaner.tables) {
+      const std::string_view base = cleaned.base;
       const std::string table = tables_.qualified(dialect_, base);
       const bool select = allowed(sql_.probe_select, base);
       if (!select) note(missing, "SELECT", table);
@@ -353,7 +354,7 @@ class Doctor {
     } else {
       add("privileges", Status::kFailure, "this user lacks " + missing,
           "GRANT them to dblock's user (the lock statements need SELECT, INSERT and UPDATE on "
-          "the three tables" +
+          "dblock's tables" +
               std::string(dialect_ == Dialect::kPostgreSQL ? ", USAGE on the sequence" : "") + ")");
     }
     if (cleaner_missing.empty()) {

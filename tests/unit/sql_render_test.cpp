@@ -64,7 +64,7 @@ TEST(ServerSql, MariaDBTakesMySQLsStatementsButBoundsRowLockWaitsInTheStatement)
   const ServerSql& mysql = server_sql(Server::kMySQL);
   const ServerSql& mariadb = server_sql(Server::kMariaDB);
   EXPECT_EQ(mariadb.unique_key.acquire, mysql.unique_key.acquire);
-  EXPECT_EQ(mariadb.cleaner.locks_delete, mysql.cleaner.locks_delete);
+  EXPECT_EQ(mariadb.cleaner.tables.data(), mysql.cleaner.tables.data());
   EXPECT_EQ(mariadb.versions.cas, mysql.versions.cas);
   EXPECT_EQ(mariadb.row_lock.try_lock, mysql.row_lock.try_lock);
   EXPECT_FALSE(mysql.row_lock.session_wait.empty());

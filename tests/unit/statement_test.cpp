@@ -85,8 +85,13 @@ TEST(Statement, TheCleanerStatementsBindTheGraceInMilliseconds) {
   for (Server server : kServers) {
     const Dialect d = dialect_of(server);
     const CleanerSql& sql = server_sql(server).cleaner;
-    for (std::string_view templ : {sql.locks_delete, sql.locks_count, sql.row_locks_delete,
-                                   sql.row_locks_count, sql.versions_delete, sql.versions_count}) {
+    ASSERT_EQ(sql.tables.size(), 3u);
+    std::vector<std::string_view> templates;
+    for (const CleanedTable& table : sql.tables) {
+      templates.push_back(table.delete_sql);
+      templates.push_back(table.count_sql);
+    }
+    for (std::string_view templ : templates) {
       Statement s(templ, d, TableNames());
       const auto values =
           texts(s.bind({{"grace_ms", Value(std::int64_t{1500})}, {"limit", Value(10)}}));

@@ -163,46 +163,49 @@ constexpr UniqueKeySql kUniqueKey = {
         " expires_at = IF(expires_at <= UTC_TIMESTAMP(6), VALUES(expires_at), expires_at)",
 };
 
-constexpr CleanerSql kCleaner = {
+// The tables the cleaner empties, and whose privileges `dblock doctor` checks: a table of a
+// new strategy is added here. Each with a delete (grace_ms, limit: the batch size) and a count
+// (grace_ms, limit: the most rows to count; a read that changes nothing, column "n").
+constexpr CleanedTable kCleanedTables[] = {
     // The cleaner. Statements (sql/statement.hpp): grace_ms, limit (batch size). Deletes at most
     // that many rows whose expires_at lies more than the grace in the past, oldest first, walking
     // the expires_at index (MySQL 8 and MariaDB both accept DELETE ... ORDER BY ... LIMIT). InnoDB
     // re-evaluates the WHERE on the latest committed version of each row it locks, so a row renewed
     // by a transaction this DELETE waited for survives; a row another cleaner deleted first is not
     // seen, so no row is counted twice. Claims ('9999-12-31') never qualify.
-    .locks_delete =
-        "DELETE FROM {{table:locks}}"
-        " WHERE expires_at <= UTC_TIMESTAMP(6) - INTERVAL {{param:grace_ms}} * 1000 MICROSECOND"
-        " ORDER BY expires_at LIMIT {{param:limit}}",
-    // grace_ms, limit (the most rows to count). A read: changes nothing.
-    .locks_count =
-        "SELECT COUNT(*) AS n FROM (SELECT 1 FROM {{table:locks}}"
-        " WHERE expires_at <= UTC_TIMESTAMP(6) - INTERVAL {{param:grace_ms}} * 1000 MICROSECOND "
-        "LIMIT {{param:limit}}) s",
+    {"locks",
+     "DELETE FROM {{table:locks}}"
+     " WHERE expires_at <= UTC_TIMESTAMP(6) - INTERVAL {{param:grace_ms}} * 1000 MICROSECOND"
+     " ORDER BY expires_at LIMIT {{param:limit}}",
+     "SELECT COUNT(*) AS n FROM (SELECT 1 FROM {{table:locks}}"
+     " WHERE expires_at <= UTC_TIMESTAMP(6) - INTERVAL {{param:grace_ms}} * 1000 MICROSECOND "
+     "LIMIT {{param:limit}}) s"},
+    // Row locks and versions unused for longer than the grace.
+    // A row lock held longer than the grace makes a batch wait for it (InnoDB's DELETE cannot
+    // skip locked rows); the batch is retried after a lock wait timeout.
+    {"row_locks",
+     "DELETE FROM {{table:row_locks}}"
+     " WHERE used_at <= UTC_TIMESTAMP(6) - INTERVAL {{param:grace_ms}} * 1000 MICROSECOND ORDER "
+     "BY used_at LIMIT {{param:limit}}",
+     "SELECT COUNT(*) AS n FROM (SELECT 1 FROM {{table:row_locks}}"
+     " WHERE used_at <= UTC_TIMESTAMP(6) - INTERVAL {{param:grace_ms}} * 1000 MICROSECOND LIMIT "
+     "{{param:limit}}) s"},
+    {"versions",
+     "DELETE FROM {{table:versions}}"
+     " WHERE updated_at <= UTC_TIMESTAMP(6) - INTERVAL {{param:grace_ms}} * 1000 MICROSECOND "
+     "ORDER BY updated_at LIMIT "
+     "{{param:limit}}",
+     "SELECT COUNT(*) AS n FROM (SELECT 1 FROM {{table:versions}}"
+     " WHERE updated_at <= UTC_TIMESTAMP(6) - INTERVAL {{param:grace_ms}} * 1000 MICROSECOND "
+     "LIMIT {{param:limit}}) s"},
+};
+
+constexpr CleanerSql kCleaner = {
+    .tables = kCleanedTables,
     // No params. NULL when no row has expired.
     .locks_oldest =
         "SELECT DATE_FORMAT(MIN(expires_at), '%Y-%m-%dT%H:%i:%s.%fZ') AS oldest"
         " FROM {{table:locks}} WHERE expires_at <= UTC_TIMESTAMP(6)",
-    // Row locks and versions unused for longer than the grace. grace_ms, limit (batch size).
-    // A row lock held longer than the grace makes a batch wait for it (InnoDB's DELETE cannot
-    // skip locked rows); the batch is retried after a lock wait timeout.
-    .row_locks_delete =
-        "DELETE FROM {{table:row_locks}}"
-        " WHERE used_at <= UTC_TIMESTAMP(6) - INTERVAL {{param:grace_ms}} * 1000 MICROSECOND ORDER "
-        "BY used_at LIMIT {{param:limit}}",
-    .row_locks_count =
-        "SELECT COUNT(*) AS n FROM (SELECT 1 FROM {{table:row_locks}}"
-        " WHERE used_at <= UTC_TIMESTAMP(6) - INTERVAL {{param:grace_ms}} * 1000 MICROSECOND LIMIT "
-        "{{param:limit}}) s",
-    .versions_delete =
-        "DELETE FROM {{table:versions}}"
-        " WHERE updated_at <= UTC_TIMESTAMP(6) - INTERVAL {{param:grace_ms}} * 1000 MICROSECOND "
-        "ORDER BY updated_at LIMIT "
-        "{{param:limit}}",
-    .versions_count =
-        "SELECT COUNT(*) AS n FROM (SELECT 1 FROM {{table:versions}}"
-        " WHERE updated_at <= UTC_TIMESTAMP(6) - INTERVAL {{param:grace_ms}} * 1000 MICROSECOND "
-        "LIMIT {{param:limit}}) s",
 };
 
 constexpr RowLockSql kRowLock = {

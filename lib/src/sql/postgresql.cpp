@@ -176,7 +176,10 @@ constexpr UniqueKeySql kUniqueKey = {
         " RETURNING fencing_token",
 };
 
-constexpr CleanerSql kCleaner = {
+// The tables the cleaner empties, and whose privileges `dblock doctor` checks: a table of a
+// new strategy is added here. Each with a delete (grace_ms, limit: the batch size) and a count
+// (grace_ms, limit: the most rows to count; a read that changes nothing, column "n").
+constexpr CleanedTable kCleanedTables[] = {
     // The cleaner. Statements (sql/statement.hpp): grace_ms, limit (batch size). Deletes at most
     // that many rows whose expires_at lies more than the grace in the past, oldest first. The
     // cut-off is computed once (an InitPlan), so the inner SELECT is a range scan of the expires_at
@@ -190,52 +193,52 @@ constexpr CleanerSql kCleaner = {
     // cleaner) alone, so two cleaners never wait on or count the same row; the outer WHERE
     // re-checks expiry on the row version the DELETE sees, so a row renewed after the inner
     // SELECT survives. Claims ('infinity') never qualify.
-    .locks_delete =
-        "DELETE FROM {{table:locks}} WHERE ctid = ANY(ARRAY("
-        " SELECT ctid FROM {{table:locks}}"
-        " WHERE expires_at <= (SELECT clock_timestamp() - {{param:grace_ms}}::bigint * interval '1 "
-        "millisecond')"
-        " ORDER BY expires_at LIMIT {{param:limit}} FOR UPDATE SKIP LOCKED))"
-        " AND expires_at <= clock_timestamp() - {{param:grace_ms}}::bigint * interval '1 "
-        "millisecond'",
-    // grace_ms, limit (the most rows to count). A read: changes nothing.
-    .locks_count =
-        "SELECT count(*) AS n FROM (SELECT 1 FROM {{table:locks}}"
-        " WHERE expires_at <= (SELECT clock_timestamp() - {{param:grace_ms}}::bigint * interval '1 "
-        "millisecond')"
-        " LIMIT {{param:limit}}) s",
+    {"locks",
+     "DELETE FROM {{table:locks}} WHERE ctid = ANY(ARRAY("
+     " SELECT ctid FROM {{table:locks}}"
+     " WHERE expires_at <= (SELECT clock_timestamp() - {{param:grace_ms}}::bigint * interval '1 "
+     "millisecond')"
+     " ORDER BY expires_at LIMIT {{param:limit}} FOR UPDATE SKIP LOCKED))"
+     " AND expires_at <= clock_timestamp() - {{param:grace_ms}}::bigint * interval '1 "
+     "millisecond'",
+     "SELECT count(*) AS n FROM (SELECT 1 FROM {{table:locks}}"
+     " WHERE expires_at <= (SELECT clock_timestamp() - {{param:grace_ms}}::bigint * interval '1 "
+     "millisecond')"
+     " LIMIT {{param:limit}}) s"},
+    // Row locks and versions unused for longer than the grace.
+    // SKIP LOCKED leaves a row that a holder has locked (or a committer is updating) alone.
+    // Rows are deleted by ctid, as in the locks table's delete.
+    {"row_locks",
+     "DELETE FROM {{table:row_locks}} WHERE ctid = ANY(ARRAY("
+     " SELECT ctid FROM {{table:row_locks}}"
+     " WHERE used_at <= (SELECT clock_timestamp() - {{param:grace_ms}}::bigint * interval '1 "
+     "millisecond')"
+     " ORDER BY used_at LIMIT {{param:limit}} FOR UPDATE SKIP LOCKED))"
+     " AND used_at <= clock_timestamp() - {{param:grace_ms}}::bigint * interval '1 millisecond'",
+     "SELECT count(*) AS n FROM (SELECT 1 FROM {{table:row_locks}}"
+     " WHERE used_at <= (SELECT clock_timestamp() - {{param:grace_ms}}::bigint * interval '1 "
+     "millisecond')"
+     " LIMIT {{param:limit}}) s"},
+    {"versions",
+     "DELETE FROM {{table:versions}} WHERE ctid = ANY(ARRAY("
+     " SELECT ctid FROM {{table:versions}}"
+     " WHERE updated_at <= (SELECT clock_timestamp() - {{param:grace_ms}}::bigint * interval '1 "
+     "millisecond')"
+     " ORDER BY updated_at LIMIT {{param:limit}} FOR UPDATE SKIP LOCKED))"
+     " AND updated_at <= clock_timestamp() - {{param:grace_ms}}::bigint * interval '1 "
+     "millisecond'",
+     "SELECT count(*) AS n FROM (SELECT 1 FROM {{table:versions}}"
+     " WHERE updated_at <= (SELECT clock_timestamp() - {{param:grace_ms}}::bigint * interval '1 "
+     "millisecond')"
+     " LIMIT {{param:limit}}) s"},
+};
+
+constexpr CleanerSql kCleaner = {
+    .tables = kCleanedTables,
     // No params. NULL when no row has expired.
     .locks_oldest =
         "SELECT to_char(min(expires_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
         " AS oldest FROM {{table:locks}} WHERE expires_at <= clock_timestamp()",
-    // Row locks and versions unused for longer than the grace. grace_ms, limit (batch size).
-    // SKIP LOCKED leaves a row that a holder has locked (or a committer is updating) alone.
-    // Rows are deleted by ctid, as in locks_delete.
-    .row_locks_delete =
-        "DELETE FROM {{table:row_locks}} WHERE ctid = ANY(ARRAY("
-        " SELECT ctid FROM {{table:row_locks}}"
-        " WHERE used_at <= (SELECT clock_timestamp() - {{param:grace_ms}}::bigint * interval '1 "
-        "millisecond')"
-        " ORDER BY used_at LIMIT {{param:limit}} FOR UPDATE SKIP LOCKED))"
-        " AND used_at <= clock_timestamp() - {{param:grace_ms}}::bigint * interval '1 millisecond'",
-    .row_locks_count =
-        "SELECT count(*) AS n FROM (SELECT 1 FROM {{table:row_locks}}"
-        " WHERE used_at <= (SELECT clock_timestamp() - {{param:grace_ms}}::bigint * interval '1 "
-        "millisecond')"
-        " LIMIT {{param:limit}}) s",
-    .versions_delete =
-        "DELETE FROM {{table:versions}} WHERE ctid = ANY(ARRAY("
-        " SELECT ctid FROM {{table:versions}}"
-        " WHERE updated_at <= (SELECT clock_timestamp() - {{param:grace_ms}}::bigint * interval '1 "
-        "millisecond')"
-        " ORDER BY updated_at LIMIT {{param:limit}} FOR UPDATE SKIP LOCKED))"
-        " AND updated_at <= clock_timestamp() - {{param:grace_ms}}::bigint * interval '1 "
-        "millisecond'",
-    .versions_count =
-        "SELECT count(*) AS n FROM (SELECT 1 FROM {{table:versions}}"
-        " WHERE updated_at <= (SELECT clock_timestamp() - {{param:grace_ms}}::bigint * interval '1 "
-        "millisecond')"
-        " LIMIT {{param:limit}}) s",
 };
 
 constexpr RowLockSql kRowLock = {

@@ -12,6 +12,7 @@
 // Thread-safety: read-only data and pure functions.
 #pragma once
 
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -59,15 +60,19 @@ struct UniqueKeySql {
 };
 
 // The cleaner. Each statement is one autocommit statement.
+// A table the cleaner empties of rows no longer in use. Statements (statement.hpp) bound from
+// grace_ms and limit.
+struct CleanedTable {
+  std::string_view base;        // the table's name without the prefix
+  std::string_view delete_sql;  // deletes up to `limit` rows unused for longer than the grace
+  std::string_view count_sql;   // column "n": how many delete_sql would take, at most `limit`
+};
+
 struct CleanerSql {
-  std::string_view locks_delete;  // deletes up to N rows expired more than the grace ago
-  std::string_view locks_count;   // column "n": how many locks_delete would take, bounded
+  // Every table of dblock's schema that keeps rows per key, in the order the cleaner visits
+  // them; `dblock doctor` checks the privileges on each.
+  std::span<const CleanedTable> tables;
   std::string_view locks_oldest;  // column "oldest": the oldest expires_at that has passed
-  // The same for row-lock rows and version rows not used for longer than the grace.
-  std::string_view row_locks_delete;
-  std::string_view row_locks_count;
-  std::string_view versions_delete;
-  std::string_view versions_count;
 };
 
 // The row lock. Lock statements run inside the lease's transaction. {{seconds}} /
