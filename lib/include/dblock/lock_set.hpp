@@ -1,0 +1,103 @@
+// Several keys at once, all or nothing, over any strategy: the transfer between two accounts
+// that must hold both, the job that needs three resources.
+//
+//   dblock::UniqueKeyLock locks(*pool);
+//   std::vector<std::string> accounts{"account:17", "account:4"};
+//   if (auto both = dblock::acquire_all(locks, accounts, 5s)) {
+//     transfer(both->lease("account:17").fencing_token(),
+//     both->lease("account:4").fencing_token()); both->release();
+//   }
+//
+// Guarantees:
+// - All or nothing: a LeaseSet holds every key asked for; a try or a wait that cannot have them
+//   all gives back the ones it took before it returns nothing.
+// - No deadlock between sets: keys are taken one at a time in one global order (their bytes,
+//   ascending; duplicates once), so two callers asking for overlapping sets in different orders
+//   wait for each other at most as two callers of one key do. A caller that already holds one
+//   of the keys through a single lease, and asks for a set, can still deadlock with another set
+//   as with any hold-and-wait: take the whole set at once instead.
+// - The timeout bounds the whole set, not each key. Keys taken early are held (and, with
+//   auto_renew, renewed) while the later ones are waited for.
+// - Each key is a lease of the strategy with its own fencing token. With a transactional
+//   strategy (row lock, optimistic) each key has its own transaction, and release() commits
+//   them one after another, not atomically: protect writes that must commit together with one
+//   key, or with a unique-key or session lock set and a transaction of your own.
+//
+// Thread-safety: as Lease: a LeaseSet is used by one thread at a time.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "dblock/lock.hpp"
+
+namespace dblock {
+
+// The leases of a set of keys, held together. Move-only; releases every lease on destruction
+// (a transactional strategy's transactions roll back, as a dropped Lease's do).
+class LeaseSet {
+ public:
+  LeaseSet() = default;
+  explicit LeaseSet(std::vector<Lease> leases) noexcept : leases_(std::move(leases)) {}
+  LeaseSet(LeaseSet&&) noexcept = default;
+  LeaseSet& operator=(LeaseSet&&) noexcept = default;
+
+  // The leases, in the order they were taken (keys ascending by their bytes).
+  const std::vector<Lease>& leases() const noexcept { return leases_; }
+  // The lease on `key`. Throws Error(kInvalidArgument) when the set does not hold it.
+  Lease& lease(std::string_view key);
+  // True once any of the leases is lost (Lease::lost()).
+  bool lost() const noexcept;
+  // Gives every key back, in the reverse of the order they were taken, each even when an
+  // earlier one failed. Returns kNotHeld when any lease had been lost, otherwise kConflict when
+  // any optimistic commit conflicted, otherwise kDecremented when the owner still holds any key
+  // through a reentrant hold, otherwise kReleased. Throws the first Error once every lease has
+  // been tried. Empties the set.
+  ReleaseOutcome release();
+
+ private:
+  std::vector<Lease> leases_;
+};
+
+// One attempt at every key (each a try_acquire): the set, or nothing when another owner holds
+// any of them. Throws Error(kInvalidArgument) before taking anything for an empty set or an
+// invalid key.
+std::optional<LeaseSet> try_acquire_all(Lock& lock, std::span<const std::string> keys,
+                                        const LockOptions& options = {});
+// Waits up to `timeout` for the whole set (std::chrono::milliseconds::max(): without a limit).
+std::optional<LeaseSet> acquire_all(Lock& lock, std::span<const std::string> keys,
+                                    std::chrono::milliseconds timeout,
+                                    const LockOptions& options = {});
+
+// Runs fn(set) with every key held and releases them on every path, as with_lock does for one
+// key: returns nothing when the set was not obtained within `timeout` or a commit conflicted
+// (no retry), fn's result (true for a void fn) otherwise, and throws Error(kLeaseLost) instead
+// when any lease was lost by the time fn returned.
+template <class Fn>
+auto with_locks(Lock& lock, std::span<const std::string> keys, std::chrono::milliseconds timeout,
+                const LockOptions& options, Fn&& fn) {
+  using R = std::invoke_result_t<Fn&, LeaseSet&>;
+  using Out = std::conditional_t<std::is_void_v<R>, bool, R>;
+  std::optional<LeaseSet> set = acquire_all(lock, keys, timeout, options);
+  if (!set) return std::optional<Out>();
+  std::optional<Out> out;
+  if constexpr (std::is_void_v<R>) {
+    fn(*set);
+    out.emplace(true);
+  } else {
+    out.emplace(fn(*set));
+  }
+  const bool lost = set->lost();
+  const std::string first_key = set->leases().front().key();
+  const ReleaseOutcome outcome = set->release();
+  if (lost || outcome == ReleaseOutcome::kNotHeld) detail::throw_lease_lost(first_key);
+  if (outcome == ReleaseOutcome::kConflict) return std::optional<Out>();
+  return out;
+}
+
+}  // namespace dblock

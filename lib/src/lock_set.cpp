@@ -1,0 +1,113 @@
+#include "dblock/lock_set.hpp"
+
+#include <algorithm>
+
+#include "clock.hpp"
+#include "lock_keys.hpp"
+
+namespace dblock {
+
+namespace {
+
+// The keys in the one order every set is taken in, each once; validated before anything is
+// taken.
+std::vector<std::string_view> ordered(std::span<const std::string> keys) {
+  if (keys.empty()) {
+    throw Error(ErrorCode::kInvalidArgument, "a lock set needs at least one key");
+  }
+  std::vector<std::string_view> out;
+  out.reserve(keys.size());
+  for (const std::string& key : keys) {
+    validate_lock_key(key);
+    out.emplace_back(key);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+// Takes the keys in order with `take` (a try or a wait); on the first key not obtained gives
+// back those taken (newest first) and returns nothing.
+template <class Take>
+std::optional<LeaseSet> take_in_order(const std::vector<std::string_view>& keys, Take&& take) {
+  std::vector<Lease> taken;
+  taken.reserve(keys.size());
+  for (std::string_view key : keys) {
+    std::optional<Lease> lease = take(key);
+    if (!lease) {
+      LeaseSet partial(std::move(taken));
+      partial.release();
+      return std::nullopt;
+    }
+    taken.push_back(std::move(*lease));
+  }
+  return LeaseSet(std::move(taken));
+}
+
+}  // namespace
+
+Lease& LeaseSet::lease(std::string_view key) {
+  for (Lease& l : leases_) {
+    if (l.valid() && l.key() == key) return l;
+  }
+  throw Error(ErrorCode::kInvalidArgument, "this lease set does not hold '" + std::string(key) +
+                                               "'; ask for a key it was acquired with");
+}
+
+bool LeaseSet::lost() const noexcept {
+  return std::any_of(leases_.begin(), leases_.end(), [](const Lease& l) { return l.lost(); });
+}
+
+ReleaseOutcome LeaseSet::release() {
+  std::vector<Lease> leases = std::move(leases_);
+  leases_.clear();
+  bool not_held = false, conflict = false, decremented = false;
+  std::optional<Error> first_error;
+  for (auto it = leases.rbegin(); it != leases.rend(); ++it) {
+    if (!it->valid()) continue;
+    try {
+      switch (it->release()) {
+        case ReleaseOutcome::kReleased:
+          break;
+        case ReleaseOutcome::kDecremented:
+          decremented = true;
+          break;
+        case ReleaseOutcome::kNotHeld:
+          not_held = true;
+          break;
+        case ReleaseOutcome::kConflict:
+          conflict = true;
+          break;
+      }
+    } catch (const Error& e) {
+      if (!first_error) first_error = e;
+    }
+  }
+  if (first_error) throw *first_error;
+  if (not_held) return ReleaseOutcome::kNotHeld;
+  if (conflict) return ReleaseOutcome::kConflict;
+  return decremented ? ReleaseOutcome::kDecremented : ReleaseOutcome::kReleased;
+}
+
+std::optional<LeaseSet> try_acquire_all(Lock& lock, std::span<const std::string> keys,
+                                        const LockOptions& options) {
+  return take_in_order(ordered(keys),
+                       [&](std::string_view key) { return lock.try_acquire(key, options); });
+}
+
+std::optional<LeaseSet> acquire_all(Lock& lock, std::span<const std::string> keys,
+                                    std::chrono::milliseconds timeout, const LockOptions& options) {
+  const bool forever = detail::is_forever_wait(timeout);
+  const std::vector<std::string_view> in_order = ordered(keys);
+  detail::Clock& clock = detail::Clock::system();
+  const auto deadline = forever ? detail::Clock::time_point::max() : clock.now() + timeout;
+  return take_in_order(in_order, [&](std::string_view key) {
+    if (forever) return lock.acquire(key, std::chrono::milliseconds::max(), options);
+    const auto left =
+        std::max(std::chrono::milliseconds(0),
+                 std::chrono::ceil<std::chrono::milliseconds>(deadline - clock.now()));
+    return lock.acquire(key, left, options);
+  });
+}
+
+}  // namespace dblock
