@@ -1,10 +1,11 @@
 // The library's rows of the bad-input table (bad_input.hpp): keys, lock options, leases, table
-// names, connections and migrations.
+// names, connections, migrations and lock sets.
 #include <algorithm>
 #include <thread>
 
 #include "bad_input.hpp"
 #include "dblock/cleaner.hpp"
+#include "dblock/lock_set.hpp"
 #include "dblock/lock_table.hpp"
 #include "dblock/migrator.hpp"
 #include "dblock/open.hpp"
@@ -415,6 +416,78 @@ std::vector<BadInputCase> migration_cases() {
            },
        .code = Code::kFailedPrecondition,
        .expect = "0001_create_locks"},
+  };
+}
+
+}  // namespace dblock::testing
+
+namespace dblock::testing {
+
+namespace {
+std::string set_outcome(const std::optional<LeaseSet>& set) {
+  return set ? "acquired" : "not acquired";
+}
+}  // namespace
+
+std::vector<BadInputCase> lock_set_cases() {
+  return {
+      {.name = "LockSetEmpty",
+       .input = "try_acquire_all({})",
+       .act =
+           [](BadInputContext& ctx) {
+             auto locks = locks_of(ctx);
+             return set_outcome(try_acquire_all(locks, std::vector<std::string>{}));
+           },
+       .code = Code::kInvalidArgument,
+       .expect = "at least one key"},
+      // Every key is checked before the first is taken: "a" (taken first, in key order) must
+      // not be left behind.
+      {.name = "LockSetWithAnOverlongKeyTakesNothing",
+       .input = "try_acquire_all({'a', 'zzz…' (256 characters)})",
+       .act =
+           [](BadInputContext& ctx) {
+             auto locks = locks_of(ctx);
+             return set_outcome(
+                 try_acquire_all(locks, std::vector<std::string>{"a", std::string(256, 'z')},
+                                 BadInputContext::as("a")));
+           },
+       .code = Code::kInvalidArgument,
+       .expect = "the limit is 255"},
+      {.name = "LockSetNegativeTimeout",
+       .input = "acquire_all({'a'}, -1 ms)",
+       .act =
+           [](BadInputContext& ctx) {
+             auto locks = locks_of(ctx);
+             return set_outcome(acquire_all(locks, std::vector<std::string>{"a"}, milliseconds(-1),
+                                            BadInputContext::as("a")));
+           },
+       .code = Code::kInvalidArgument,
+       .expect = "use 0 for a single try"},
+      // All or nothing: "a" is free, "held" is not; the set gets nothing and leaves "a" alone.
+      {.name = "LockSetWithAHeldKeyIsNotAcquired",
+       .input = "try_acquire_all({'a', 'held'}) by another owner",
+       .setup = hold,
+       .act =
+           [](BadInputContext& ctx) {
+             auto locks = locks_of(ctx);
+             return set_outcome(try_acquire_all(locks, std::vector<std::string>{"a", "held"},
+                                                BadInputContext::as("b")));
+           },
+       .expect = "not acquired",
+       .touched_key = "a"},
+      {.name = "LockSetLeaseOfAKeyNotInTheSet",
+       .input = "lease('b') of a set of {'a'}",
+       .act =
+           [](BadInputContext& ctx) {
+             auto locks = locks_of(ctx);
+             auto set =
+                 try_acquire_all(locks, std::vector<std::string>{"a"}, BadInputContext::as("a"));
+             if (!set) return std::string("not acquired");
+             return std::to_string(set->lease("b").fencing_token());
+           },
+       .code = Code::kInvalidArgument,
+       .expect = "does not hold 'b'",
+       .touched_key = "a"},
   };
 }
 
