@@ -1,9 +1,11 @@
 // Uncontended acquire + release on random keys: dblock's UniqueKeyLock against the identical
-// statements sent by a raw client loop, at the same connection count (see compare.hpp).
+// statements sent by a raw client loop, at the same connection count (see compare.hpp); and the
+// same for a set of two keys (lock_set.hpp) against the raw loop taking both in key order.
 #include "../bench.hpp"
 #include "../compare.hpp"
 #include "../lock_sql.hpp"
 #include "../raw_client.hpp"
+#include "dblock/lock_set.hpp"
 #include "dblock/unique_key_lock.hpp"
 
 namespace dblock::bench {
@@ -11,19 +13,27 @@ namespace {
 
 constexpr std::int64_t kTtlMs = 30'000;
 
-Operation raw_operation(const Target& target, const LockSql& sql) {
+// Acquires `keys` fresh random keys in key order, then releases them newest first.
+Operation raw_operation(const Target& target, const LockSql& sql, int keys) {
   auto client = std::shared_ptr<RawClient>(connect_raw(target.url));
   Owner owner = Owner::current_thread();
-  return [client, &sql, owner] {
-    std::string key = random_key("u:");
-    RawResult r =
-        client->execute(sql.acquire.sql(), sql.acquire_params(key, random_key(""), owner, kTtlMs));
-    std::int64_t token = sql.dialect == Dialect::kPostgreSQL
-                             ? (r.has_row ? r.first : 0)
-                             : static_cast<std::int64_t>(r.insert_id);
-    if (token == 0) return false;
-    client->execute(sql.release.sql(),
-                    sql.release_params(key, owner, token, "r-" + random_key("")));
+  return [client, &sql, owner, keys] {
+    std::vector<std::pair<std::string, std::int64_t>> held;
+    const std::string stem = random_key("u:");
+    for (int i = 0; i < keys; ++i) {
+      std::string key = stem + ":" + std::to_string(i);
+      RawResult r = client->execute(sql.acquire.sql(),
+                                    sql.acquire_params(key, random_key(""), owner, kTtlMs));
+      std::int64_t token = sql.dialect == Dialect::kPostgreSQL
+                               ? (r.has_row ? r.first : 0)
+                               : static_cast<std::int64_t>(r.insert_id);
+      if (token == 0) return false;
+      held.emplace_back(std::move(key), token);
+    }
+    for (auto it = held.rbegin(); it != held.rend(); ++it) {
+      client->execute(sql.release.sql(),
+                      sql.release_params(it->first, owner, it->second, "r-" + random_key("")));
+    }
     return true;
   };
 }
@@ -33,6 +43,18 @@ Operation dblock_operation(UniqueKeyLock& lock) {
     auto lease = lock.try_acquire(random_key("u:"));
     if (!lease) return false;
     lease->release();
+    return true;
+  };
+}
+
+Operation dblock_set_operation(UniqueKeyLock& lock, int keys) {
+  return [&lock, keys] {
+    const std::string stem = random_key("u:");
+    std::vector<std::string> set;
+    for (int i = 0; i < keys; ++i) set.push_back(stem + ":" + std::to_string(i));
+    auto leases = try_acquire_all(lock, set);
+    if (!leases) return false;
+    leases->release();
     return true;
   };
 }
@@ -47,13 +69,32 @@ void run(BenchContext& ctx) {
     auto pool = ctx.pool(c);
     UniqueKeyLock lock(*pool, {.tables = tables.names()});
     Comparison r = compare(
-        s, c, [&](int) { return raw_operation(ctx.target(), sql); },
+        s, c, [&](int) { return raw_operation(ctx.target(), sql, 1); },
         [&](int) { return dblock_operation(lock); });
     if (c == 1 || c == 8) {
       ratio_headline(ctx, "dblock/raw acquire+release, " + std::to_string(c) + " conn", r.ratio());
     }
     points.push_back(r.to_json());
   }
+  constexpr int kSetKeys = 2;
+  nlohmann::json set_points = nlohmann::json::array();
+  for (int c : {1, 8}) {
+    ctx.progress("uncontended lock set of 2 keys, " + std::to_string(c) + " connection(s)");
+    auto pool = ctx.pool(c);
+    UniqueKeyLock lock(*pool, {.tables = tables.names()});
+    Comparison r = compare(
+        s, c, [&](int) { return raw_operation(ctx.target(), sql, kSetKeys); },
+        [&](int) { return dblock_set_operation(lock, kSetKeys); });
+    ratio_headline(ctx,
+                   "dblock/raw lock set of 2 keys acquire+release, " + std::to_string(c) + " conn",
+                   r.ratio());
+    set_points.push_back(r.to_json());
+  }
+  ctx.out()["uncontended_lock_set"] = {
+      {"what",
+       "try_acquire_all + release of two fresh random keys per operation; raw = the same four "
+       "statements (two acquires in key order, two releases) from a plain client loop"},
+      {"points", set_points}};
   ctx.out()["uncontended"] = {
       {"what",
        "try_acquire + release of a fresh random key per operation; raw = the same two rendered "
