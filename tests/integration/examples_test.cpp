@@ -1,6 +1,7 @@
 // The concurrent examples, run as a user runs them, against every database x driver pair:
-// flash_sale must sell exactly the stock with each lock strategy, and transfer must let exactly
-// one of a thousand requests through.
+// flash_sale must sell exactly the stock with each lock strategy, transfer must let exactly
+// one of a thousand requests through, and accounts must move money between pairs of accounts
+// locked together without losing any.
 #include <cctype>
 #include <cstdlib>
 #include <vector>
@@ -48,6 +49,20 @@ TEST_P(ExamplesTest, TransferLetsExactlyOneRequestThrough) {
   auto r = run_process({DBLOCK_TRANSFER_PATH, "--url", url_});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("OK: exactly one transfer succeeded"), std::string::npos) << r.out << r.err;
+}
+
+TEST_P(ExamplesTest, AccountsMovesMoneyUnderBothAccountsLocksAndLosesNone) {
+  ASSERT_STRNE(DBLOCK_ACCOUNTS_PATH, "") << "the accounts example was not built";
+  std::vector<std::string> argv{DBLOCK_ACCOUNTS_PATH, "--url", url_};
+  if (std::getenv("DBLOCK_TEST_QUICK") != nullptr) {
+    argv.insert(argv.end(), {"--processes", "2", "--threads", "4"});
+  }
+  auto r = run_process(argv);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("OK: every transfer held both accounts; no money lost"), std::string::npos)
+      << r.out << r.err;
+  EXPECT_NE(r.out.find(" 0 timed out, 0 fenced, 0 failed;"), std::string::npos) << r.out;
+  std::printf("%s", r.out.c_str());
 }
 
 INSTANTIATE_TEST_SUITE_P(Pairs, ExamplesTest, ::testing::ValuesIn(all_backends()), BackendName());
