@@ -78,6 +78,7 @@ std::vector<BadInputCase> table_name_cases();
 std::vector<BadInputCase> connection_cases();
 std::vector<BadInputCase> migration_cases();
 std::vector<BadInputCase> transactional_cases();
+std::vector<BadInputCase> session_cases();
 std::vector<BadInputCase> cli_cases();
 
 // Every row, in a stable order.
