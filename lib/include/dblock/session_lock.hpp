@@ -16,8 +16,8 @@
 // MySQL / MariaDB: GET_LOCK on the name "dblock_" + 40 hex digits of the same hash (GET_LOCK
 // names are server-wide and at most 64 characters; a 255-character key fits). With no schema
 // in TableNames, two databases of one MySQL server share a key's lock (added exclusion only).
-// MariaDB bounds a wait to the millisecond in the statement; MySQL 8.0 truncates GET_LOCK's timeout
-// to whole seconds, so the rest of a wait is spent trying again every few milliseconds.
+// MariaDB bounds a wait to the millisecond in the statement; MySQL 8.0 reads GET_LOCK's timeout
+// as whole seconds, so it waits the whole seconds and spends the rest trying again every 5 ms.
 //
 // Guarantees: two sessions never hold one key at once, while the lease's connection lives. A
 // lease lasts until release() or until its session ends (the connection breaks, the server

@@ -32,6 +32,10 @@ constexpr double kForeverSeconds = 1073741824.0;
 // How often MySQL 8.0 tries again during the sub-second rest of a wait (see SessionLockSql).
 constexpr milliseconds kRestPoll{5};
 
+// PostgreSQL's longest lock_timeout (INT_MAX ms, about 24.8 days): a longer finite wait is cut
+// to it (and ends "not acquired" then); a wait past a century is sent as 0, forever.
+constexpr milliseconds kMaxLockTimeout{2147483647};
+
 // The session lock's statements for one server, rendered once.
 struct Statements {
   detail::Statement try_lock, wait, release, unlock_all;
@@ -246,7 +250,8 @@ std::optional<std::int64_t> lock_once(Connection& conn, const Statements& st, co
   const bool forever = timeout == milliseconds::max();
   Value bound;
   if (dialect == Dialect::kPostgreSQL) {
-    bound = Value(forever ? std::string("0") : std::to_string(timeout.count()) + "ms");
+    bound = Value(forever ? std::string("0")
+                          : std::to_string(std::min(timeout, kMaxLockTimeout).count()) + "ms");
   } else {
     bound = Value(forever ? kForeverSeconds : static_cast<double>(timeout.count()) / 1000.0);
   }
@@ -259,7 +264,9 @@ std::optional<std::int64_t> lock_on(Connection& conn, const Statements& st, cons
   if (st.fractional_wait || timeout == milliseconds(0) || timeout == milliseconds::max()) {
     return lock_once(conn, st, lock, dialect, timeout);
   }
-  // MySQL 8.0: GET_LOCK waits whole seconds; the rest is spent trying again.
+  // MySQL 8.0: GET_LOCK takes whole seconds (it reads its timeout as an integer, rounding a
+  // fraction to the nearest second), so it is given the whole seconds of the wait, and the rest
+  // is spent trying again.
   const Clock::time_point deadline = Clock::now() + timeout;
   const milliseconds whole = std::chrono::duration_cast<std::chrono::seconds>(timeout);
   if (whole.count() > 0) {

@@ -267,7 +267,8 @@ constexpr SessionLockSql kSessionLock = {
     // refuses it).
     .try_lock =
         "SELECT CASE WHEN GET_LOCK({{param:lock}}, 0) = 1 THEN UUID_SHORT() END AS fencing_token",
-    // timeout: seconds (a double). MySQL 8.0 truncates it to whole seconds.
+    // timeout: seconds (a double). MySQL 8.0 rounds it to whole seconds; the strategy sends it
+    // whole seconds only (SessionLockSql::fractional_wait).
     .wait =
         "SELECT CASE WHEN GET_LOCK({{param:lock}}, {{param:timeout}}) = 1 THEN UUID_SHORT() END"
         " AS fencing_token",

@@ -99,8 +99,9 @@ struct SessionLockSql {
   // Waits up to {{param:timeout}}: PostgreSQL a lock_timeout as text ('300ms'; '0' forever),
   // MySQL seconds (fractional where fractional_wait; negative: forever).
   std::string_view wait;
-  // GET_LOCK takes fractional seconds (MariaDB). MySQL 8.0 truncates them to whole seconds, so
-  // the strategy waits the whole seconds and tries again until the sub-second rest is over.
+  // GET_LOCK takes fractional seconds (MariaDB). MySQL 8.0 reads its timeout as an integer
+  // (a fraction rounds to the nearest second), so the strategy waits the whole seconds and tries
+  // again until the sub-second rest is over.
   bool fractional_wait;
   // A wait that runs out: PostgreSQL fails it (lock_timeout), MySQL answers NULL.
   std::string_view release;     // column "released": true/1 when this session held the lock
