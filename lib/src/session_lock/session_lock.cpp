@@ -176,7 +176,10 @@ class SessionLease final : public detail::LeaseCore {
     if (!impl_->leave(*hold_)) return ReleaseOutcome::kDecremented;
     const Statements& st = impl_->statements[hold_->conn->server()];
     Connection& conn = *hold_->conn;
-    if (hold_->broken()) {
+    // A session the driver already knows is gone. One the server closed without the driver
+    // noticing yet fails the unlock below with kConnectionLost (no poll of the socket first:
+    // that would cost every release a system call).
+    if (conn.broken()) {
       hold_->conn.reset();
       throw lost({});
     }
