@@ -106,6 +106,11 @@ void add_locks_command(CLI::App& app, int* exit_code) {
                 "Print a JSON array of objects: key, lease_id, owner_host, owner_process, "
                 "owner_thread, hold_count, fencing_token, acquired_at, expires_at (UTC, ISO "
                 "8601, or \"never\" for claims), expired, metadata (JSON or null)");
+  sub->footer(
+      "Lists unique-key locks and claims (dblock's locks table). Session locks (SessionLock) are "
+      "not listed: the server holds them by a hash of the key (pg_locks shows a bigint, "
+      "performance_schema.metadata_locks a \"dblock_<hex>\" name), with no key, owner or token "
+      "to show.");
   sub->callback([opts, exit_code] { *exit_code = run_guarded([&] { return list(*opts); }); });
 }
 

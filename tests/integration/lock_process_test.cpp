@@ -128,6 +128,10 @@ TEST_P(LockProcessTest, RowLocksKeepMutualExclusionAcrossProcesses) {
   expect_mutual_exclusion(backend(), *pool_, tables_, url_, "row");
 }
 
+TEST_P(LockProcessTest, SessionLocksKeepMutualExclusionAcrossProcesses) {
+  expect_mutual_exclusion(backend(), *pool_, tables_, url_, "session");
+}
+
 TEST_P(LockProcessTest, AKilledHoldersLockIsTakenAfterItsTtl) {
   constexpr int kTtlMs = 1000;
   ChildProcess holder(hold_argv("job", kTtlMs), {});

@@ -4,7 +4,8 @@
 //     THREADS threads each do INCREMENTS increments of a counter row under the lock, with a
 //     deliberately non-atomic read - sleep - write, and write "token start_us end_us" per
 //     critical section to OUT_FILE (system clock, microseconds; one file per process).
-//     STRATEGY: "unique" (UniqueKeyLock, the default) or "row" (RowLock).
+//     STRATEGY: "unique" (UniqueKeyLock, the default), "row" (RowLock) or "session"
+//     (SessionLock).
 //   lock_worker hold URL PREFIX KEY TTL_MS
 //     Acquires KEY (auto-renewed), prints "token <n> wall <its clock, s>" and waits. On SIGUSR1 it
 //     renews and releases, prints "renew=<0|1> release=<outcome> lost=<0|1>" and exits.
@@ -26,6 +27,7 @@
 #include "dblock/error.hpp"
 #include "dblock/open.hpp"
 #include "dblock/row_lock.hpp"
+#include "dblock/session_lock.hpp"
 #include "dblock/table_names.hpp"
 #include "dblock/unique_key_lock.hpp"
 
@@ -50,6 +52,9 @@ int count_mode(int argc, char** argv) {
   std::unique_ptr<dblock::Lock> strategy_lock;
   if (strategy == "row") {
     strategy_lock = std::make_unique<dblock::RowLock>(*pool, dblock::RowLockOptions{tables});
+  } else if (strategy == "session") {
+    strategy_lock =
+        std::make_unique<dblock::SessionLock>(*pool, dblock::SessionLockOptions{tables});
   } else {
     dblock::UniqueKeyLockOptions options;
     options.tables = tables;

@@ -72,8 +72,10 @@ TEST(Pool, OpensDedicatedSessionsUnlessToldItSitsBehindATransactionPooler) {
   auto factory = [&] { return std::make_unique<RecordingConnection>(&live); };
   Pool sessions(Dialect::kPostgreSQL, factory);
   EXPECT_NE(sessions.open_dedicated(), nullptr);
+  EXPECT_TRUE(sessions.keeps_sessions());
   Pool pooled(Dialect::kPostgreSQL, factory, {.dedicated_sessions = false});
   EXPECT_EQ(pooled.open_dedicated(), nullptr);
+  EXPECT_FALSE(pooled.keeps_sessions());  // SessionLock refuses it
 }
 
 TEST(Pool, DropsBrokenConnectionsAndRollsBackOpenTransactions) {

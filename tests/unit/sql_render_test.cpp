@@ -78,5 +78,32 @@ TEST(ServerSql, MariaDBTakesMySQLsStatementsButBoundsRowLockWaitsInTheStatement)
   EXPECT_NE(mysql.row_lock.wait.find("MAX_EXECUTION_TIME"), std::string_view::npos);
 }
 
+// The session lock's statements render and bind from SessionLock's argument list on every server;
+// the fencing token comes in the lock statement itself; MariaDB keeps GET_LOCK's fractional
+// timeout, MySQL 8.0 does not.
+TEST(ServerSql, SessionLockStatementsBindAndCarryTheirToken) {
+  TableNames names("p_", "s");
+  for (Server server : {Server::kPostgreSQL, Server::kMySQL, Server::kMariaDB}) {
+    const Dialect d = dialect_of(server);
+    const SessionLockSql& sql = server_sql(server).session_lock;
+    for (std::string_view t : {sql.try_lock, sql.wait, sql.release, sql.unlock_all}) {
+      ASSERT_FALSE(t.empty());
+      Statement s(t, d, names);
+      EXPECT_EQ(s.sql().find("{{"), std::string::npos) << s.sql();
+      EXPECT_NO_THROW(s.bind({{"lock", Value(1)}, {"timeout", Value("1ms")}}));
+    }
+    for (std::string_view t : {sql.try_lock, sql.wait}) {
+      EXPECT_NE(t.find("AS fencing_token"), std::string_view::npos) << t;
+      EXPECT_NE(t.find(d == Dialect::kPostgreSQL ? "nextval('{{table:row_lock_tokens}}')"
+                                                 : "UUID_SHORT()"),
+                std::string_view::npos)
+          << t;
+    }
+  }
+  EXPECT_TRUE(server_sql(Server::kPostgreSQL).session_lock.fractional_wait);
+  EXPECT_TRUE(server_sql(Server::kMariaDB).session_lock.fractional_wait);
+  EXPECT_FALSE(server_sql(Server::kMySQL).session_lock.fractional_wait);
+}
+
 }  // namespace
 }  // namespace dblock::detail

@@ -63,6 +63,11 @@ class ConnectionSource {
   // connections (a borrowed connection, a caller's pool); callers then poll instead.
   virtual std::unique_ptr<Connection> open_dedicated() { return nullptr; }
 
+  // Whether a lent connection keeps one server session from one statement to the next, so that
+  // session state (a session lock, a LISTEN) stays with it. false behind a transaction pooler
+  // (PgBouncer in transaction mode), which may run each transaction on another server session.
+  virtual bool keeps_sessions() const noexcept { return true; }
+
  protected:
   friend class PooledConnection;
   // Called by PooledConnection with the connection it held. Must not throw.
@@ -107,6 +112,7 @@ class Pool final : public ConnectionSource {
   std::unique_ptr<Connection> open_dedicated() override {
     return options_.dedicated_sessions ? factory_() : nullptr;
   }
+  bool keeps_sessions() const noexcept override { return options_.dedicated_sessions; }
 
   // Connections currently open (idle + lent).
   std::size_t open_count() const;

@@ -257,6 +257,30 @@ constexpr RowLockSql kRowLock = {
         " FOR UPDATE",
 };
 
+constexpr SessionLockSql kSessionLock = {
+    // GET_LOCK names are server-wide (every database of the server shares them); the strategy
+    // names a lock "dblock_" + 40 hex digits of SHA-256 over schema, prefix and key, within the
+    // 64-character limit. GET_LOCK answers 1 when it took the lock, 0 when the wait ran out, NULL
+    // on an error (a killed wait); only 1 takes a token. The fencing token is UUID_SHORT(), in
+    // the same statement and without a table write: (server_id & 255) << 56, plus the server's
+    // start time in seconds << 24, plus a counter incremented on each call. It increases
+    // strictly within a server run, and across restarts while the server clock does not step
+    // back and fewer than 2^24 calls per second of uptime were made. Global, not per key. It is
+    // a BIGINT UNSIGNED: a server_id of 128 or more does not fit a signed token (the strategy
+    // refuses it).
+    .try_lock =
+        "SELECT CASE WHEN GET_LOCK({{param:lock}}, 0) = 1 THEN UUID_SHORT() END AS fencing_token",
+    // timeout: seconds (a double). MySQL 8.0 rounds it to whole seconds; the strategy sends it
+    // whole seconds only (SessionLockSql::fractional_wait).
+    .wait =
+        "SELECT CASE WHEN GET_LOCK({{param:lock}}, {{param:timeout}}) = 1 THEN UUID_SHORT() END"
+        " AS fencing_token",
+    .fractional_wait = false,
+    // 1 when this session held it; 0 when another session does; NULL when nobody does.
+    .release = "SELECT RELEASE_LOCK({{param:lock}}) AS released",
+    .unlock_all = "SELECT RELEASE_ALL_LOCKS()",
+};
+
 constexpr VersionSql kVersions = {
     // Optimistic versions. A version is the database clock in µs, raised past the previous
     // version (GREATEST(previous + 1, clock)): a row deleted and created again starts above every
@@ -343,6 +367,7 @@ constexpr ServerSql kMySQL = {
     .unique_key = kUniqueKey,
     .cleaner = kCleaner,
     .row_lock = kRowLock,
+    .session_lock = kSessionLock,
     .versions = kVersions,
     .operators = kOperators,
     .doctor = kDoctor,

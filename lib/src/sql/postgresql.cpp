@@ -297,6 +297,28 @@ constexpr RowLockSql kRowLock = {
         "SELECT 1 AS found FROM {{target}} WHERE {{column}} = {{param:row_key}} FOR UPDATE",
 };
 
+constexpr SessionLockSql kSessionLock = {
+    // Session-level advisory locks on a bigint. The fencing token comes from the row_lock_tokens
+    // sequence (migration 0004; shared with row locks, so tokens increase across every key) in
+    // the same statement, and only once the lock is granted: a wait that times out takes none,
+    // and a token taken after the grant is larger than any a holder before it got.
+    .try_lock =
+        "SELECT CASE WHEN pg_try_advisory_lock({{param:lock}}::bigint)"
+        " THEN nextval('{{table:row_lock_tokens}}') END AS fencing_token",
+    // One round trip: set_config(..., true) sets lock_timeout for the statement's own implicit
+    // transaction only (the session's setting is back when it ends; the session lock outlives
+    // it), and is evaluated before the lock (select-list order); the subquery (OFFSET 0 keeps it
+    // one) yields its row only once pg_advisory_lock returned, so nextval runs after the grant.
+    // A wait that runs out fails with lock_not_available (55P03).
+    .wait =
+        "SELECT nextval('{{table:row_lock_tokens}}') AS fencing_token FROM ("
+        "SELECT set_config('lock_timeout', {{param:timeout}}, true) AS t,"
+        " pg_advisory_lock({{param:lock}}::bigint) AS l OFFSET 0) w",
+    .fractional_wait = true,
+    .release = "SELECT pg_advisory_unlock({{param:lock}}::bigint)::int AS released",
+    .unlock_all = "SELECT pg_advisory_unlock_all()",
+};
+
 constexpr VersionSql kVersions = {
     // Optimistic versions. A version is the database clock in µs, raised past the previous
     // version (GREATEST(previous + 1, clock)): a row deleted and created again starts above every
@@ -391,6 +413,7 @@ constexpr ServerSql kPostgreSQL = {
     .unique_key = kUniqueKey,
     .cleaner = kCleaner,
     .row_lock = kRowLock,
+    .session_lock = kSessionLock,
     .versions = kVersions,
     .operators = kOperators,
     .doctor = kDoctor,

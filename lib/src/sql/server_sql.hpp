@@ -95,6 +95,24 @@ struct RowLockSql {
   std::string_view target_wait;
 };
 
+// The session lock: a native lock held by the lease's session (PostgreSQL advisory lock, MySQL
+// GET_LOCK), named by {{param:lock}} (PostgreSQL: a bigint; MySQL: a lock name). The lock
+// statements answer one row, column "fencing_token": the token when the lock was taken, NULL
+// when another session holds it (or, MySQL, the wait ran out). Every statement is autocommit.
+struct SessionLockSql {
+  std::string_view try_lock;
+  // Waits up to {{param:timeout}}: PostgreSQL a lock_timeout as text ('300ms'; '0' forever),
+  // MySQL seconds (fractional where fractional_wait; negative: forever).
+  std::string_view wait;
+  // GET_LOCK takes fractional seconds (MariaDB). MySQL 8.0 reads its timeout as an integer
+  // (a fraction rounds to the nearest second), so the strategy waits the whole seconds and tries
+  // again until the sub-second rest is over.
+  bool fractional_wait;
+  // A wait that runs out: PostgreSQL fails it (lock_timeout), MySQL answers NULL.
+  std::string_view release;     // column "released": true/1 when this session held the lock
+  std::string_view unlock_all;  // frees every session lock of the connection
+};
+
 // Optimistic versions / compare-and-set.
 struct VersionSql {
   std::string_view read;    // column "version"; no row when the key has none yet
@@ -132,6 +150,7 @@ struct ServerSql {
   UniqueKeySql unique_key;
   CleanerSql cleaner;
   RowLockSql row_lock;
+  SessionLockSql session_lock;
   VersionSql versions;
   OperatorSql operators;
   DoctorSql doctor;
