@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <optional>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -127,6 +129,16 @@ bool parse_flags(int argc, char** argv, const std::vector<std::string>& known,
     out[name] = argv[i + 1];
   }
   return true;
+}
+
+bool parse_race_args(int argc, char** argv, std::optional<std::string>& url, RaceConfig& race) {
+  std::map<std::string, std::string> flags;
+  if (!parse_flags(argc, argv, {"url", "processes", "threads", "requests"}, flags)) return false;
+  if (flags.count("url")) url = flags["url"];
+  if (flags.count("processes")) race.processes = std::atoi(flags["processes"].c_str());
+  if (flags.count("threads")) race.threads = std::atoi(flags["threads"].c_str());
+  if (flags.count("requests")) race.requests = std::atol(flags["requests"].c_str());
+  return race.processes > 0 && race.threads > 0 && race.requests > 0;
 }
 
 }  // namespace examples

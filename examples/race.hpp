@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,10 @@ std::string placeholders(dblock::Dialect dialect, const std::string& text);
 // count or a flag not in `known`.
 bool parse_flags(int argc, char** argv, const std::vector<std::string>& known,
                  std::map<std::string, std::string>& out);
+
+// Reads --url, --processes, --threads and --requests. False for anything else, or a count
+// that is not positive.
+bool parse_race_args(int argc, char** argv, std::optional<std::string>& url, RaceConfig& race);
 
 // Returns body(), running cleanup() after it on every path. When body throws, a failing cleanup
 // is ignored so that the first error is the one reported.

@@ -157,23 +157,11 @@ bool report(const dblock::DatabaseUrl& url, const Demo& demo, const examples::Ra
   return problems.empty();
 }
 
-bool parse_args(int argc, char** argv, Config& cfg) {
-  std::map<std::string, std::string> flags;
-  if (!examples::parse_flags(argc, argv, {"url", "processes", "threads", "requests"}, flags)) {
-    return false;
-  }
-  if (flags.count("url")) cfg.url = flags["url"];
-  if (flags.count("processes")) cfg.race.processes = std::atoi(flags["processes"].c_str());
-  if (flags.count("threads")) cfg.race.threads = std::atoi(flags["threads"].c_str());
-  if (flags.count("requests")) cfg.race.requests = std::atol(flags["requests"].c_str());
-  return cfg.race.processes > 0 && cfg.race.threads > 0 && cfg.race.requests > 0;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   Config cfg;
-  if (!parse_args(argc, argv, cfg)) {
+  if (!examples::parse_race_args(argc, argv, cfg.url, cfg.race)) {
     std::fprintf(stderr,
                  "usage: transfer [--url URL] [--processes N] [--threads T] "
                  "[--requests R]\n");

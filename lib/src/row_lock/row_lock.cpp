@@ -11,6 +11,7 @@
 #include "caller_tables.hpp"
 #include "dblock/error.hpp"
 #include "galera.hpp"
+#include "hold_registry.hpp"
 #include "isolation.hpp"
 #include "lease_core.hpp"
 #include "lock_keys.hpp"
@@ -36,8 +37,8 @@ struct Hold {
   detail::TransactionHold tx;
   std::string registry_key;
   std::int64_t fencing_token = 0;
-  int count = 1;               // leases of this owner on this transaction; guarded by Impl::mu
-  bool rollback_only = false;  // an inner lease was dropped without release()
+  int count = 1;               // leases of this owner on this transaction; guarded by the registry
+  bool rollback_only = false;  // an inner lease was dropped without release(); likewise
 };
 
 // How the statement for one lock attempt waits.
@@ -220,34 +221,6 @@ struct RowLock::Impl {
     known_rows.erase(key);
   }
 
-  // The owner's hold on `registry_key`, with one more lease counted; nullptr if none.
-  std::shared_ptr<Hold> reenter(const std::string& registry_key) {
-    std::lock_guard lock(mu);
-    auto it = holds.find(registry_key);
-    if (it == holds.end()) return nullptr;
-    if (it->second->tx.broken()) {
-      throw Error(ErrorCode::kConnectionLost,
-                  "this owner's transaction holding the same lock was lost; release the outer "
-                  "lease and acquire again");
-    }
-    ++it->second->count;
-    return it->second;
-  }
-
-  void remember(const std::shared_ptr<Hold>& hold) {
-    std::lock_guard lock(mu);
-    holds[hold->registry_key] = hold;
-  }
-
-  // One lease of the hold ends. True when it was the last one (the hold left the registry).
-  bool leave(Hold& hold, bool rollback_only) {
-    std::lock_guard lock(mu);
-    if (rollback_only) hold.rollback_only = true;
-    if (--hold.count > 0) return false;
-    holds.erase(hold.registry_key);
-    return true;
-  }
-
   ConnectionSource& source;
   RowLockOptions options;
   Dialect dialect;
@@ -255,7 +228,7 @@ struct RowLock::Impl {
   detail::SessionIsolation isolation;
   std::mutex mu;
   std::unordered_set<std::string> known_rows;
-  std::map<std::string, std::shared_ptr<Hold>> holds;  // by key and owner
+  detail::HoldRegistry<Hold> holds;  // by key and owner
 };
 
 namespace {
@@ -270,7 +243,7 @@ class RowLease final : public detail::LeaseCore {
 
  protected:
   ReleaseOutcome do_release() override {
-    if (!impl_->leave(*hold_, false)) return ReleaseOutcome::kDecremented;
+    if (!impl_->holds.leave(*hold_)) return ReleaseOutcome::kDecremented;
     if (hold_->rollback_only) {
       hold_->tx.rollback();
       throw Error(ErrorCode::kFailedPrecondition,
@@ -283,7 +256,7 @@ class RowLease final : public detail::LeaseCore {
   }
 
   void do_abandon() noexcept override {
-    if (impl_->leave(*hold_, true)) hold_->tx.rollback();
+    if (impl_->holds.leave(*hold_, [](Hold& h) { h.rollback_only = true; })) hold_->tx.rollback();
   }
 
   bool do_renew(std::chrono::milliseconds) override { return hold_->tx.alive(); }
@@ -333,7 +306,8 @@ std::optional<Lease> lock_target(const std::shared_ptr<RowLock::Impl>& impl, Tar
   detail::LeaseInfo info{target.display_key, 0, detail::random_lease_id(),
                          options.owner ? *options.owner : Owner::current_thread(), options.ttl};
   target.registry_key += '\x1f' + info.owner.to_string();
-  if (auto hold = impl->reenter(target.registry_key)) {
+  if (auto hold = impl->holds.reenter(
+          target.registry_key, [](const Hold& h) { return h.tx.broken(); }, "transaction")) {
     info.fencing_token = hold->fencing_token;
     return Lease(std::make_shared<RowLease>(impl, std::move(hold), std::move(info)));
   }
@@ -391,7 +365,7 @@ std::optional<Lease> lock_target(const std::shared_ptr<RowLock::Impl>& impl, Tar
       auto hold = std::make_shared<Hold>(std::move(conn), target.display_key);
       hold->registry_key = target.registry_key;
       hold->fencing_token = *token;
-      impl->remember(hold);
+      impl->holds.remember(hold);
       return Lease(std::make_shared<RowLease>(impl, std::move(hold), std::move(info)));
     } catch (const Error& e) {
       // Whatever the wait raced with, the rollback leaves this attempt holding nothing.

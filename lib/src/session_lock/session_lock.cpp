@@ -3,14 +3,13 @@
 #include <atomic>
 #include <charconv>
 #include <cstdint>
-#include <map>
-#include <mutex>
 #include <string>
 #include <thread>
 
 #include "dblock/error.hpp"
 #include "driver_support.hpp"
 #include "galera.hpp"
+#include "hold_registry.hpp"
 #include "lease_core.hpp"
 #include "lock_keys.hpp"
 #include "sha256.hpp"
@@ -48,7 +47,7 @@ struct Hold {
   Value lock;  // the bigint (PostgreSQL) or name (MySQL) the server knows the lock by
   std::string registry_key;
   std::int64_t fencing_token = 0;
-  int count = 1;  // leases of this owner on this hold; guarded by Impl::mu
+  int count = 1;  // leases of this owner on this hold; guarded by the registry
 
   // True once the session is gone (the connection broke or the server closed it), noticed
   // without a statement: the server freed the lock with it.
@@ -114,40 +113,12 @@ struct SessionLock::Impl {
     }
   }
 
-  // The owner's hold on `registry_key`, with one more lease counted; nullptr if none.
-  std::shared_ptr<Hold> reenter(const std::string& registry_key) {
-    std::lock_guard lock(mu);
-    auto it = holds.find(registry_key);
-    if (it == holds.end()) return nullptr;
-    if (it->second->broken()) {
-      throw Error(ErrorCode::kConnectionLost,
-                  "this owner's session holding the same lock was lost; release the outer lease "
-                  "and acquire again");
-    }
-    ++it->second->count;
-    return it->second;
-  }
-
-  void remember(const std::shared_ptr<Hold>& hold) {
-    std::lock_guard lock(mu);
-    holds[hold->registry_key] = hold;
-  }
-
-  // One lease of the hold ends. True when it was the last one (the hold left the registry).
-  bool leave(Hold& hold) {
-    std::lock_guard lock(mu);
-    if (--hold.count > 0) return false;
-    holds.erase(hold.registry_key);
-    return true;
-  }
-
   ConnectionSource& source;
   SessionLockOptions options;
   Dialect dialect;
   detail::ByServer<Statements> statements;
-  std::atomic<int> galera_{-1};  // -1 not asked yet, 0 no, 1 a Galera node
-  std::mutex mu;
-  std::map<std::string, std::shared_ptr<Hold>> holds;  // by owner and key
+  std::atomic<int> galera_{-1};      // -1 not asked yet, 0 no, 1 a Galera node
+  detail::HoldRegistry<Hold> holds;  // by owner and key
 };
 
 namespace {
@@ -173,7 +144,7 @@ class SessionLease final : public detail::LeaseCore {
 
  protected:
   ReleaseOutcome do_release() override {
-    if (!impl_->leave(*hold_)) return ReleaseOutcome::kDecremented;
+    if (!impl_->holds.leave(*hold_)) return ReleaseOutcome::kDecremented;
     const Statements& st = impl_->statements[hold_->conn->server()];
     Connection& conn = *hold_->conn;
     // A session the driver already knows is gone. One the server closed without the driver
@@ -290,7 +261,8 @@ std::optional<Lease> lock_key(const std::shared_ptr<SessionLock::Impl>& impl, st
   detail::LeaseInfo info{std::string(key), 0, detail::random_lease_id(),
                          options.owner ? *options.owner : Owner::current_thread(), options.ttl};
   std::string registry_key = info.owner.to_string() + '\x1f' + std::string(key);
-  if (auto hold = impl->reenter(registry_key)) {
+  if (auto hold = impl->holds.reenter(
+          registry_key, [](const Hold& h) { return h.broken(); }, "session")) {
     info.fencing_token = hold->fencing_token;
     return Lease(std::make_shared<SessionLease>(impl, std::move(hold), std::move(info)));
   }
@@ -321,7 +293,7 @@ std::optional<Lease> lock_key(const std::shared_ptr<SessionLock::Impl>& impl, st
   hold->lock = std::move(lock);
   hold->registry_key = std::move(registry_key);
   hold->fencing_token = *token;
-  impl->remember(hold);
+  impl->holds.remember(hold);
   return Lease(std::make_shared<SessionLease>(impl, std::move(hold), std::move(info)));
 }
 
