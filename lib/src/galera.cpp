@@ -13,6 +13,15 @@ bool galera_node(Connection& conn) {
   return last_column(conn.execute(sql.galera_check)) == "ON";
 }
 
+void GaleraCheck::refuse_on_galera(Connection& conn, const std::string& refusal) {
+  int known = known_.load();
+  if (known < 0) {
+    known = galera_node(conn) ? 1 : 0;
+    known_ = known;
+  }
+  if (known == 1) throw Error(ErrorCode::kFailedPrecondition, refusal);
+}
+
 CausalReads::CausalReads(Connection& conn) : conn_(conn) {
   if (!galera_node(conn_)) return;
   const auto& sql = server_sql(conn_.server()).session;

@@ -8,6 +8,7 @@
 // Thread-safety: like the Connection it is given.
 #pragma once
 
+#include <atomic>
 #include <optional>
 #include <string>
 
@@ -18,6 +19,19 @@ namespace dblock::detail {
 // True on a Galera node (MariaDB with wsrep_on = ON); false on PostgreSQL, MySQL and a
 // stand-alone MariaDB. One round trip on the MySQL dialect.
 bool galera_node(Connection& conn);
+
+// Whether the server behind a source is a Galera node, asked once (on the first connection the
+// caller shows it) and remembered: what a strategy whose locks are node-local checks before its
+// first lock.
+class GaleraCheck {
+ public:
+  // Throws Error(kFailedPrecondition, refusal) when `conn` is on a Galera node (PostgreSQL
+  // never is; it is not asked).
+  void refuse_on_galera(Connection& conn, const std::string& refusal);
+
+ private:
+  std::atomic<int> known_{-1};  // -1 not asked yet, 0 no, 1 a Galera node
+};
 
 class CausalReads {
  public:

@@ -144,19 +144,13 @@ struct RowLock::Impl {
 
   // Throws unless row locks hold on this server: not on a multi-writer Galera cluster.
   void check_server(Connection& conn) {
-    if (dialect != Dialect::kMySQL || options.galera_single_writer) return;
-    int galera = galera_.load();
-    if (galera < 0) {
-      galera = detail::galera_node(conn) ? 1 : 0;
-      galera_ = galera;
-    }
-    if (galera == 1) {
-      throw Error(ErrorCode::kFailedPrecondition,
-                  "row locks are node-local on a Galera cluster (SELECT ... FOR UPDATE locks only "
-                  "the node it runs on, so clients on two nodes both get the lock): use "
-                  "UniqueKeyLock or OptimisticLock there, or, if every row-lock client writes "
-                  "through one node, say so with RowLockOptions::galera_single_writer");
-    }
+    if (options.galera_single_writer) return;
+    galera.refuse_on_galera(
+        conn,
+        "row locks are node-local on a Galera cluster (SELECT ... FOR UPDATE locks only "
+        "the node it runs on, so clients on two nodes both get the lock): use "
+        "UniqueKeyLock or OptimisticLock there, or, if every row-lock client writes "
+        "through one node, say so with RowLockOptions::galera_single_writer");
   }
 
   // Makes the key's row exist (outside any transaction), unless it is known to.
@@ -224,7 +218,7 @@ struct RowLock::Impl {
   ConnectionSource& source;
   RowLockOptions options;
   Dialect dialect;
-  std::atomic<int> galera_{-1};  // -1 not asked yet, 0 no, 1 a Galera node
+  detail::GaleraCheck galera;
   detail::SessionIsolation isolation;
   std::mutex mu;
   std::unordered_set<std::string> known_rows;

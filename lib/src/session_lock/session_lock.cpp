@@ -99,25 +99,18 @@ struct SessionLock::Impl {
 
   // Throws unless session locks hold on this server: not on a Galera cluster.
   void check_server(Connection& conn) {
-    if (dialect != Dialect::kMySQL) return;
-    int galera = galera_.load();
-    if (galera < 0) {
-      galera = detail::galera_node(conn) ? 1 : 0;
-      galera_ = galera;
-    }
-    if (galera == 1) {
-      throw Error(ErrorCode::kFailedPrecondition,
-                  "session locks are node-local on a Galera cluster (GET_LOCK locks only the "
-                  "node it runs on, so clients on two nodes both get the lock): use "
-                  "UniqueKeyLock there");
-    }
+    galera.refuse_on_galera(
+        conn,
+        "session locks are node-local on a Galera cluster (GET_LOCK locks only the "
+        "node it runs on, so clients on two nodes both get the lock): use "
+        "UniqueKeyLock there");
   }
 
   ConnectionSource& source;
   SessionLockOptions options;
   Dialect dialect;
   detail::ByServer<Statements> statements;
-  std::atomic<int> galera_{-1};      // -1 not asked yet, 0 no, 1 a Galera node
+  detail::GaleraCheck galera;
   detail::HoldRegistry<Hold> holds;  // by owner and key
 };
 
