@@ -102,7 +102,8 @@ struct RowLockSql {
 struct SessionLockSql {
   std::string_view try_lock;
   // Waits up to {{param:timeout}}: PostgreSQL a lock_timeout as text ('300ms'; '0' forever),
-  // MySQL seconds (fractional where fractional_wait; negative: forever).
+  // MySQL seconds (fractional where fractional_wait; forever is sent as about 34 years, since
+  // MariaDB answers a negative timeout with NULL at once).
   std::string_view wait;
   // GET_LOCK takes fractional seconds (MariaDB). MySQL 8.0 reads its timeout as an integer
   // (a fraction rounds to the nearest second), so the strategy waits the whole seconds and tries
