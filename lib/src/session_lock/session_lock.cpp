@@ -4,7 +4,6 @@
 #include <charconv>
 #include <cstdint>
 #include <string>
-#include <thread>
 
 #include "dblock/error.hpp"
 #include "driver_support.hpp"
@@ -12,6 +11,7 @@
 #include "hold_registry.hpp"
 #include "lease_core.hpp"
 #include "lock_keys.hpp"
+#include "retry_until.hpp"
 #include "sha256.hpp"
 #include "sql/by_server.hpp"
 #include "sql/server_sql.hpp"
@@ -22,7 +22,6 @@ namespace dblock {
 namespace {
 
 using std::chrono::milliseconds;
-using Clock = std::chrono::steady_clock;
 
 // A wait "forever" on MySQL: GET_LOCK takes no negative timeout on MariaDB (it answers NULL at
 // once), so about 34 years.
@@ -234,18 +233,19 @@ std::optional<std::int64_t> lock_on(Connection& conn, const Statements& st, cons
   // MySQL 8.0: GET_LOCK takes whole seconds (it reads its timeout as an integer, rounding a
   // fraction to the nearest second), so it is given the whole seconds of the wait, and the rest
   // is spent trying again.
-  const Clock::time_point deadline = Clock::now() + timeout;
+  detail::Clock& clock = detail::Clock::system();
+  const auto deadline = clock.now() + timeout;
   const milliseconds whole = std::chrono::duration_cast<std::chrono::seconds>(timeout);
   if (whole.count() > 0) {
     if (auto token = lock_once(conn, st, lock, dialect, whole)) return token;
   }
-  for (;;) {
-    if (auto token = lock_once(conn, st, lock, dialect, milliseconds(0))) return token;
-    const Clock::time_point now = Clock::now();
-    if (now >= deadline) return std::nullopt;
-    std::this_thread::sleep_for(
-        std::min<Clock::duration>(kRestPoll, std::chrono::ceil<milliseconds>(deadline - now)));
-  }
+  const auto rest =
+      std::max(milliseconds(0), std::chrono::ceil<milliseconds>(deadline - clock.now()));
+  Backoff every_poll({.initial = kRestPoll, .max_delay = kRestPoll, .min_sleep = kRestPoll});
+  return detail::retry_until(
+      clock, rest, false, every_poll,
+      [&] { return lock_once(conn, st, lock, dialect, milliseconds(0)); },
+      [&](milliseconds pause) { clock.sleep_for(pause); });
 }
 
 std::optional<Lease> lock_key(const std::shared_ptr<SessionLock::Impl>& impl, std::string_view key,
