@@ -98,7 +98,9 @@ class CliRunTest : public CliFixture {
 
   // Waits until the log holds a heartbeat.
   bool wait_for_beats() const {
-    auto deadline = std::chrono::steady_clock::now() + 5s;
+    // Generous: under the sanitizers, with another test alongside, a first run was seen to need
+    // more than 5 s to take the lock and start its command.
+    auto deadline = std::chrono::steady_clock::now() + 20s;
     while (spans().empty()) {
       if (std::chrono::steady_clock::now() >= deadline) return false;
       std::this_thread::sleep_for(10ms);

@@ -54,7 +54,21 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv,
 }
 
 ChildProcess::~ChildProcess() {
-  if (pid_ > 0) wait();
+  // A test that failed half-way may leave a child that never ends on its own (a `dblock run`
+  // of an endless script): give it a while to exit, then kill it, so the test fails instead of
+  // hanging until ctest's timeout.
+  for (int i = 0; pid_ > 0 && i < 300; ++i) {
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      break;
+    }
+    ::usleep(100 * 1000);
+  }
+  if (pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    wait();
+  }
   ::unlink(out_path_.c_str());
   ::unlink(err_path_.c_str());
 }
