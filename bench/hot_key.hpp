@@ -32,8 +32,9 @@ struct HotKeyResult {
 class GrantLog {
  public:
   explicit GrantLog(int clients) : grants_(clients), releases_(clients) {}
-  // Client `i` holds the key now.
-  void granted(int i);
+  // Client `i` holds the key now; it asked at `asked`. A grant to a client that asked only after
+  // the last release started is no handoff: the client never waited for it.
+  void granted(int i, std::chrono::steady_clock::time_point asked);
   // Client `i`, holding the key, is about to release; then done releasing.
   std::chrono::steady_clock::time_point releasing();
   void released(int i, std::chrono::steady_clock::time_point started);
@@ -41,8 +42,8 @@ class GrantLog {
   HotKeyResult summarize(LoadResult load) const;
 
  private:
-  // Per client: grant time and the handoff that led to it (microseconds; -1 when unknown, -2
-  // when the client had held the key just before).
+  // Per client: grant time and the handoff that led to it (microseconds; -1 when unknown or the
+  // client did not wait, -2 when the client had held the key just before).
   std::vector<std::vector<std::pair<std::chrono::steady_clock::time_point, double>>> grants_;
   std::atomic<std::int64_t> release_started_{0};  // steady clock, ns
   std::atomic<int> holder_{-1};                   // the client that held the key last
@@ -50,16 +51,27 @@ class GrantLog {
   std::vector<std::vector<std::pair<std::chrono::steady_clock::time_point, double>>> releases_;
 };
 
+// How the clients of a hot key behave.
+struct HotKeyShape {
+  // After each release a client sleeps this long (its work elsewhere) before it asks again; with
+  // 0 it asks again at once and races its own waiters.
+  std::chrono::microseconds between_holds{};
+  // Each client has a lock object of its own, as clients in separate processes would: nothing
+  // in one client's lock learns of another's releases except through the server.
+  bool lock_per_client = false;
+};
+
 // `clients` threads contend for one fresh key of `tables` with blocking acquire, each on a pool
 // of `clients` connections.
 HotKeyResult measure_hot_key(BenchContext& ctx, const TableNames& tables, int clients,
-                             UniqueKeyLockOptions options);
+                             UniqueKeyLockOptions options, HotKeyShape shape = {});
 
 // The same for any strategy: make_lock builds it on the (counting) pool. With `prime`, the key is
 // acquired and released once before the run, so a row the strategy creates on first use exists
 // before anything is counted.
 HotKeyResult measure_hot_key(
     BenchContext& ctx, int clients,
-    const std::function<std::unique_ptr<Lock>(ConnectionSource&)>& make_lock, bool prime);
+    const std::function<std::unique_ptr<Lock>(ConnectionSource&)>& make_lock, bool prime,
+    HotKeyShape shape = {});
 
 }  // namespace dblock::bench

@@ -51,13 +51,20 @@ void print_comparison(std::ostream& out, const std::string& title, const nlohman
 // One line per hot-key point (HotKeyResult::to_json).
 void print_hot_key(std::ostream& out, const std::string& title, const nlohmann::json& points) {
   out << "\n" << title << "\n";
-  out << "  mode              clients  acq/s    handoff p50/p99 ms  release p50  re-took  "
+  out << "  mode                  clients  acq/s    handoff p50/p99 ms  release p50  re-took  "
          "stmts/acq  fairness max/min\n";
   for (const auto& p : points) {
+    std::string mode = p["mode"].get<std::string>();
+    if (p.value("lock_per_client", false)) mode += " apart";
+    if (p.contains("between_holds_ms") && num(p, "between_holds_ms") > 0) {
+      char gap[32];
+      std::snprintf(gap, sizeof gap, " +%gms", num(p, "between_holds_ms"));
+      mode += gap;
+    }
     char line[240];
     std::snprintf(
-        line, sizeof line, "  %-16s  %7d  %7.0f  %8.3f/%-9.3f  %11.3f  %6.0f%%  %9.2f  %s\n",
-        p["mode"].get<std::string>().c_str(), p["clients"].get<int>(), num(p, "acquisitions_per_s"),
+        line, sizeof line, "  %-20s  %7d  %7.0f  %8.3f/%-9.3f  %11.3f  %6.0f%%  %9.2f  %s\n",
+        mode.c_str(), p["clients"].get<int>(), num(p, "acquisitions_per_s"),
         num(p["handoff"], "p50_ms"), num(p["handoff"], "p99_ms"), num(p["release"], "p50_ms"),
         100 * num(p, "reacquired_by_previous_holder"), num(p, "statements_per_acquisition"),
         p["fairness_max_over_min"].is_number()
@@ -142,7 +149,8 @@ void print_table(std::ostream& out, const std::vector<Headline>& headlines,
     if (section.contains("hot_key")) {
       print_hot_key(out,
                     db + ": hot key, blocking acquire (handoff = release start to the next grant "
-                         "to another client)",
+                         "to a waiting client; apart: a lock object per client; +1ms: 1 ms of work "
+                         "between holds)",
                     section["hot_key"]["points"]);
     }
     if (section.contains("row_lock")) {

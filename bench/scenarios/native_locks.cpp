@@ -173,10 +173,11 @@ void run(BenchContext& ctx) {
     LoadResult r = run_load(clients, ctx.settings().duration, [&](int i) -> Operation {
       auto client = std::shared_ptr<RawClient>(connect_raw(ctx.target().url));
       return [&, client, i] {
+        const auto asked = std::chrono::steady_clock::now();
         RawResult got = client->execute(sql.lock, key);
         // GET_LOCK returns 0 on its 10 s timeout; pg_advisory_lock waits as long as it takes.
         if (d == Dialect::kMySQL && got.first != 1) return false;
-        log.granted(i);
+        log.granted(i, asked);
         auto releasing = log.releasing();
         client->execute(sql.unlock, key);
         log.released(i, releasing);

@@ -7,6 +7,8 @@
 // Waiting (acquire with a timeout) polls with exponential backoff and full jitter
 // (backoff.hpp). On PostgreSQL, when the source can open a dedicated connection, waiters also
 // sleep on LISTEN and the last release NOTIFYs, so the next waiter wakes in about one round trip.
+// A release wakes one waiter of the key per lock object; one made through the waiter's own lock
+// object wakes it at commit, without the round trip of the notification.
 //
 // Deadlocks and serialization failures during an acquire storm (InnoDB takes next-key locks on
 // duplicate-key inserts) are retried a few times and then reported as "not acquired", never

@@ -18,6 +18,7 @@ ReleaseListener::~ReleaseListener() {
   {
     std::lock_guard lock(mu_);
     stop_ = true;
+    for (auto& [key, state] : keys_) state.cv.notify_all();
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
@@ -44,26 +45,52 @@ void ReleaseListener::listen_once() {
   std::unique_ptr<Connection> conn = source_.open_dedicated();
   if (!conn || !conn->supports_notifications()) {
     available_ = false;
-    cv_.notify_all();
     return;
   }
   conn->listen(channel_);
+  {
+    // Notifications sent while no session listened never come back.
+    std::lock_guard lock(mu_);
+    for (auto& [key, state] : keys_) state.echoes = 0;
+  }
   while (true) {
     {
       std::lock_guard lock(mu_);
       if (stop_) return;
     }
     auto notes = conn->wait_for_notifications(kPollSlice);
-    if (notes.empty()) continue;
-    {
-      std::lock_guard lock(mu_);
-      for (const auto& n : notes) {
-        auto it = keys_.find(n.payload);
-        if (it != keys_.end()) it->second.wake = true;
+    std::lock_guard lock(mu_);
+    for (const auto& n : notes) {
+      auto it = keys_.find(n.payload);
+      if (it == keys_.end()) continue;
+      if (it->second.echoes > 0) {
+        --it->second.echoes;  // a release made here: released() wakes its waiter
+        continue;
       }
+      it->second.wake = true;
+      it->second.cv.notify_one();  // only one can win the key
     }
-    cv_.notify_all();
   }
+}
+
+void ReleaseListener::releasing(const std::string& key) {
+  std::lock_guard lock(mu_);
+  auto it = keys_.find(key);
+  if (it != keys_.end()) ++it->second.echoes;
+}
+
+void ReleaseListener::released(const std::string& key, bool freed) {
+  std::lock_guard lock(mu_);
+  auto it = keys_.find(key);
+  if (it == keys_.end()) return;
+  KeyState& state = it->second;
+  if (!freed) {
+    // No notification was sent (the release left holds), or none is known to have been.
+    if (state.echoes > 0) --state.echoes;
+    return;
+  }
+  state.wake = true;
+  state.cv.notify_one();
 }
 
 ReleaseListener::Interest::Interest(ReleaseListener& listener, std::string key)
@@ -81,7 +108,7 @@ ReleaseListener::Interest::~Interest() {
 void ReleaseListener::Interest::wait(std::chrono::milliseconds timeout) const {
   std::unique_lock lock(listener_.mu_);
   KeyState& state = listener_.keys_[key_];
-  listener_.cv_.wait_for(lock, timeout, [&] { return listener_.stop_ || state.wake; });
+  state.cv.wait_for(lock, timeout, [&] { return listener_.stop_ || state.wake; });
   state.wake = false;  // taken: the other waiters of this key keep sleeping
 }
 

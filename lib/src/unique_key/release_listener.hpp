@@ -29,6 +29,15 @@ class ReleaseListener {
 
   bool available() const noexcept { return available_.load(); }
 
+  // Releases made in this process wake a waiter here as soon as they are committed, not when
+  // their notification comes back from the server. Call releasing() before sending a release of
+  // `key`, and released() after it, with whether it freed the key (false also when it failed).
+  // From releasing() on, one notification of `key` is taken for the release's own and not
+  // passed on, else it would wake a second waiter for a key the first one already took. Only the
+  // holder can free a key, so during its release no other release of the key is expected.
+  void releasing(const std::string& key);
+  void released(const std::string& key, bool freed);
+
   // Registers interest in `key` for as long as the returned guard lives.
   class Interest {
    public:
@@ -54,10 +63,12 @@ class ReleaseListener {
   const std::string channel_;
   std::atomic<bool> available_{true};
   mutable std::mutex mu_;
-  mutable std::condition_variable cv_;
+  mutable std::condition_variable cv_;  // the thread's reconnect pause
   struct KeyState {
     bool wake = false;  // a release not yet taken by a waiter
     int interested = 0;
+    int echoes = 0;              // notifications of releases in this process still to come back
+    std::condition_variable cv;  // the waiters of this key sleep here
   };
   std::map<std::string, KeyState, std::less<>> keys_;
   bool stop_ = false;

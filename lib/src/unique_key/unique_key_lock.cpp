@@ -163,8 +163,10 @@ struct UniqueKeyLock::Impl : std::enable_shared_from_this<UniqueKeyLock::Impl> {
 
   detail::ReleaseListener* listener() {
     if (dialect != Dialect::kPostgreSQL || !options.notify) return nullptr;
-    std::call_once(listener_once,
-                   [&] { listener_ = std::make_unique<detail::ReleaseListener>(source, channel); });
+    std::call_once(listener_once, [&] {
+      listener_ = std::make_unique<detail::ReleaseListener>(source, channel);
+      started_listener_.store(listener_.get());
+    });
     return listener_.get();
   }
 
@@ -237,6 +239,7 @@ struct UniqueKeyLock::Impl : std::enable_shared_from_this<UniqueKeyLock::Impl> {
   std::string channel;
   std::once_flag listener_once;
   std::unique_ptr<detail::ReleaseListener> listener_;
+  std::atomic<detail::ReleaseListener*> started_listener_{nullptr};  // listener_ once it exists
 };
 
 namespace {
@@ -300,11 +303,16 @@ class PendingReleases {
 
 ReleaseOutcome UniqueKeyLock::Impl::release(const ReleaseRequest& q) {
   const std::string id = holds_id(q.key, q.owner);
+  // Waiters in this process are woken here, as soon as the release is committed.
+  detail::ReleaseListener* listener = started_listener_.load();
+  if (listener) listener->releasing(q.key);
   try {
     ReleaseOutcome outcome = send_release(q);
     PendingReleases::instance().forget(id, q.release_id);
+    if (listener) listener->released(q.key, outcome == ReleaseOutcome::kReleased);
     return outcome;
   } catch (const Error& e) {
+    if (listener) listener->released(q.key, false);
     if (e.code() == ErrorCode::kConnectionLost || e.code() == ErrorCode::kConnectFailed) {
       PendingReleases::instance().keep(id, {shared_from_this(), q});
     }
