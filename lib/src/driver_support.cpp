@@ -9,6 +9,7 @@
 #include <cctype>
 
 #include "dblock/url.hpp"
+#include "sql/server_sql.hpp"
 #include "sql_scanner.hpp"
 
 namespace dblock::detail {
@@ -218,6 +219,21 @@ void bound_network_waits(int fd) noexcept {
   set(IPPROTO_TCP, TCP_KEEPINTVL, kKeepaliveIntervalSeconds);
   set(IPPROTO_TCP, TCP_KEEPCNT, kKeepaliveProbes);
   set(IPPROTO_TCP, TCP_USER_TIMEOUT, kUnackedTimeoutMs);
+}
+
+void bound_server_waits(Connection& conn, const DatabaseUrl& url) {
+  if (url.transaction_pooler || url.param("keepalives") || url.param("tcp_user_timeout")) return;
+  try {
+    conn.execute(server_sql(Server::kPostgreSQL).session.server_keepalive,
+                 {Value(std::to_string(kServerKeepaliveIdleSeconds)),
+                  Value(std::to_string(kServerKeepaliveIntervalSeconds)),
+                  Value(std::to_string(kServerKeepaliveProbes)),
+                  Value(std::to_string(kServerUnackedTimeoutMs))});
+  } catch (const Error& e) {
+    // A server whose platform lacks one of these settings refuses it; the session then keeps
+    // the server's defaults, as a connection handed in does. A lost connection is the caller's.
+    if (e.code() == ErrorCode::kConnectionLost || e.code() == ErrorCode::kConnectFailed) throw;
+  }
 }
 
 bool peer_closed(int fd) noexcept {

@@ -9,6 +9,7 @@
 
 #include "dblock/connection.hpp"
 #include "dblock/error.hpp"
+#include "dblock/url.hpp"
 
 namespace dblock::detail {
 
@@ -61,6 +62,32 @@ inline constexpr int kKeepaliveIntervalSeconds = 5;
 inline constexpr int kKeepaliveProbes = 3;
 inline constexpr int kUnackedTimeoutMs = 20000;
 void bound_network_waits(int fd) noexcept;
+
+// The other side of the same bound, on PostgreSQL. The server ends the session of a client that
+// stopped answering, and with it the session's advisory locks and its transaction's row locks,
+// only when its own TCP keepalive gives up (on an idle connection) or data it sent stays
+// unacknowledged too long: by default after the server host's settings, two hours and about
+// fifteen minutes on Linux, during which a vanished holder's lock stays taken. Sessions dblock
+// opens over TCP ask the server to give up after 90 s instead, either way: longer than this
+// side's bound (25 s), so that a holder cut off from the server finds its connection dead, and
+// reports its lease lost, before the server frees the lock for someone else.
+inline constexpr int kServerKeepaliveIdleSeconds = 60;
+inline constexpr int kServerKeepaliveIntervalSeconds = 10;
+inline constexpr int kServerKeepaliveProbes = 3;
+inline constexpr int kServerUnackedTimeoutMs = 90000;
+static_assert(kServerKeepaliveIdleSeconds +
+                      kServerKeepaliveIntervalSeconds * kServerKeepaliveProbes >=
+                  2 * (kKeepaliveIdleSeconds + kKeepaliveIntervalSeconds * kKeepaliveProbes),
+              "the server must give a silent client up well after the client gives the server up");
+static_assert(kServerUnackedTimeoutMs >=
+                  2000 * (kKeepaliveIdleSeconds + kKeepaliveIntervalSeconds * kKeepaliveProbes),
+              "the server must give a silent client up well after the client gives the server up");
+// Sends the server's bound on `conn`, a PostgreSQL connection just opened from `url`. Not when
+// the URL sets libpq's keepalive or TCP timeout parameters (this side's bound is then the user's,
+// and the server's own default stays the longer one) or says pool_mode=transaction (the setting
+// would stay on a server session the pooler lends to other clients). A server that refuses the
+// settings (a platform without one of them) keeps its defaults.
+void bound_server_waits(Connection& conn, const DatabaseUrl& url);
 
 // True when the server has closed the connection on `fd` (it sent FIN: a killed session, a
 // server shut down), seen without reading from the socket. False for -1 and while nothing is

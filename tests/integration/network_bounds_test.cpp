@@ -1,17 +1,30 @@
 // Connections dblock opens bound how long a statement can hang on a network that stopped
 // delivering: TCP keepalive and TCP_USER_TIMEOUT on their sockets (driver_support.hpp), so a
-// renewal or release on a dead route fails within seconds, not the kernel's many minutes.
+// renewal or release on a dead route fails within seconds, not the kernel's many minutes. On
+// PostgreSQL they also bound how long the server keeps the session of a client that vanished
+// (and its locks), to longer than the client's own bound.
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include "backends.hpp"
+#include "dblock/open.hpp"
 #include "driver_support.hpp"
 
 namespace dblock::testing {
 namespace {
 
 class NetworkBoundsTest : public ::testing::TestWithParam<Backend> {};
+// PostgreSQL only: MySQL has no session setting for the server's keepalive (README).
+class ServerKeepaliveTest : public ::testing::TestWithParam<Backend> {};
+
+std::vector<Backend> postgresql_backends() {
+  std::vector<Backend> out;
+  for (const Backend& b : all_backends()) {
+    if (b.dialect == Dialect::kPostgreSQL) out.push_back(b);
+  }
+  return out;
+}
 
 int option(int fd, int level, int name) {
   int value = -1;
@@ -33,7 +46,40 @@ TEST_P(NetworkBoundsTest, ConnectionsDblockOpensBoundTheirNetworkWaits) {
   conn->execute("SELECT 1");  // the connection still works
 }
 
+std::string setting(Connection& conn, const std::string& name) {
+  // In the setting's base unit (seconds, milliseconds), without one.
+  return conn.execute("SELECT setting AS v FROM pg_settings WHERE name = $1", {Value(name)})
+      .at(0, "v")
+      .value_or("");
+}
+
+TEST_P(ServerKeepaliveTest, PostgreSQLGivesAVanishedClientUpAfterTheClientGivesItUp) {
+  auto conn = GetParam().connect();
+  EXPECT_EQ(setting(*conn, "tcp_keepalives_idle"),
+            std::to_string(detail::kServerKeepaliveIdleSeconds));
+  EXPECT_EQ(setting(*conn, "tcp_keepalives_interval"),
+            std::to_string(detail::kServerKeepaliveIntervalSeconds));
+  EXPECT_EQ(setting(*conn, "tcp_keepalives_count"), std::to_string(detail::kServerKeepaliveProbes));
+  EXPECT_EQ(setting(*conn, "tcp_user_timeout"), std::to_string(detail::kServerUnackedTimeoutMs));
+  // Past a transaction that ends in a rollback: set for the session.
+  conn->execute("BEGIN");
+  conn->execute("ROLLBACK");
+  EXPECT_EQ(setting(*conn, "tcp_keepalives_idle"),
+            std::to_string(detail::kServerKeepaliveIdleSeconds));
+
+  // A URL with libpq's own keepalive parameters keeps the server's defaults too: the client's
+  // bound is then the user's, and may be longer than 90 s.
+  DatabaseUrl own = GetParam().url();
+  own.params.emplace_back("keepalives", "1");
+  auto kept = open_connection(own);
+  EXPECT_NE(setting(*kept, "tcp_keepalives_idle"),
+            std::to_string(detail::kServerKeepaliveIdleSeconds));
+}
+
 INSTANTIATE_TEST_SUITE_P(Pairs, NetworkBoundsTest, ::testing::ValuesIn(all_backends()),
+                         BackendName());
+
+INSTANTIATE_TEST_SUITE_P(Pairs, ServerKeepaliveTest, ::testing::ValuesIn(postgresql_backends()),
                          BackendName());
 
 }  // namespace

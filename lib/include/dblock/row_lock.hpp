@@ -22,6 +22,15 @@
 // lost while the COMMIT was on its way gives Error(kCommitInDoubt): the writes may or may not be
 // in.
 //
+// A holder whose host vanishes (no FIN, no reset) is noticed by neither side until TCP gives
+// up. Connections dblock opens give the server up after about 25 s, and on PostgreSQL ask the
+// server to give the client up after 90 s (its TCP keepalive and user timeout, set for the
+// session), so the lease reports lost() before the server frees the lock, and the lock is free
+// again within about 90 s. MySQL and MariaDB have no such session setting: the server keeps the
+// session, and the lock, until its TCP keepalive (two hours by default) or wait_timeout ends it
+// (README: Stuck networks). A URL that sets libpq's keepalives or tcp_user_timeout keeps the
+// server's own settings, which must then outlast the client's.
+//
 // Leases do not expire: the server holds a row lock until commit, rollback or disconnect.
 // LockOptions::ttl, auto_renew and on_lost are not used; renew() checks that the connection is
 // still alive. Reentrant: the same owner acquiring a key it holds gets a second lease on the

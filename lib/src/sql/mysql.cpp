@@ -46,6 +46,7 @@ constexpr SessionSql kSession = {
     // MariaDB has wsrep_on (OFF unless the server is a Galera node); MySQL 8 has none: no row.
     .galera_check = "SHOW GLOBAL VARIABLES LIKE 'wsrep_on'",
     .galera_sync_wait = "SHOW SESSION VARIABLES LIKE 'wsrep_sync_wait'",
+    .server_keepalive = "",
 };
 
 constexpr UniqueKeySql kUniqueKey = {

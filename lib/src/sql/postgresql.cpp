@@ -49,6 +49,13 @@ constexpr SessionSql kSession = {
     .isolation = "SELECT current_setting('default_transaction_isolation') AS level",
     .galera_check = "",
     .galera_sync_wait = "",
+    // For the session only (is_local false: past the transaction); ignored by the server on a
+    // Unix-domain socket.
+    .server_keepalive =
+        "SELECT set_config('tcp_keepalives_idle', $1, false),"
+        " set_config('tcp_keepalives_interval', $2, false),"
+        " set_config('tcp_keepalives_count', $3, false),"
+        " set_config('tcp_user_timeout', $4, false)",
 };
 
 constexpr UniqueKeySql kUniqueKey = {

@@ -46,6 +46,10 @@ struct SessionSql {
   std::string_view galera_check;
   // MySQL dialect: the session's wsrep_sync_wait (empty elsewhere).
   std::string_view galera_sync_wait;
+  // PostgreSQL: sets the server's TCP keepalive for this session from $1 (idle seconds), $2
+  // (seconds between probes) and $3 (probes), and its TCP_USER_TIMEOUT from $4 (milliseconds),
+  // as text (empty elsewhere: MySQL has no such session settings).
+  std::string_view server_keepalive;
 };
 
 // The unique-key lock. PostgreSQL returns rows (RETURNING); MySQL carries one value back in

@@ -269,7 +269,9 @@ std::unique_ptr<Connection> connect_pqxx(const DatabaseUrl& url) {
   if (!url.param("keepalives") && !url.param("tcp_user_timeout")) {
     detail::bound_network_waits(ref.sock());
   }
-  return std::make_unique<PqxxConnection>(ref, std::move(conn), std::move(where), url.password);
+  auto out = std::make_unique<PqxxConnection>(ref, std::move(conn), std::move(where), url.password);
+  detail::bound_server_waits(*out, url);
+  return out;
 }
 
 }  // namespace dblock

@@ -391,6 +391,7 @@ std::unique_ptr<Connection> connect_soci(const DatabaseUrl& url) {
     if (!url.param("keepalives") && !url.param("tcp_user_timeout")) {
       detail::bound_network_waits(PQsocket(pg_conn(ref)));
     }
+    detail::bound_server_waits(*conn, url);
   } else {
     // Programs the service starts must not inherit the session (libpq sets this itself).
     detail::set_close_on_exec(detail::mysql_socket(mysql_conn(ref)));
