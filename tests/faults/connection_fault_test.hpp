@@ -1,20 +1,37 @@
 // The fixture of scenarios 3, 4 and 6 (connection_faults_test.cpp), and the analogues of those
-// scenarios for the transactional strategies (transactional_connection_faults.cpp): a lease
-// that is a server transaction ends with its connection, so where the unique-key lock retries
-// and recognises its own lease, a row lock or an optimistic lease reports the connection lost,
-// keeps nothing of the critical section, and leaves the next acquire a fresh connection.
+// scenarios for the transactional strategies (transactional_connection_faults.cpp) and for
+// session locks (session_connection_faults.cpp): a lease that is a server transaction or a
+// server session ends with its connection, so where the unique-key lock retries and recognises
+// its own lease, a row lock, an optimistic lease or a session lock reports the lease lost (a
+// transaction also keeps nothing of the critical section), and the next acquire takes a fresh
+// connection.
 //
 // Thread-safety: as GoogleTest fixtures.
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <string>
 
+#include "dblock/error.hpp"
 #include "dblock/lock_table.hpp"
 #include "fault_fixture.hpp"
 
 namespace dblock::testing {
+
+// The code of the Error `fn` throws; nullopt (and a failure) when it returns.
+template <class Fn>
+std::optional<ErrorCode> error_of(Fn&& fn, const char* what) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    std::printf("[ reported ] %s: %s\n", what, e.what());
+    return e.code();
+  }
+  ADD_FAILURE() << what << ": reported an outcome instead of an error";
+  return std::nullopt;
+}
 
 class ConnectionFaultTest : public FaultTest {
  protected:
@@ -36,6 +53,21 @@ class ConnectionFaultTest : public FaultTest {
   void transactional_release_reply_lost();
   // Scenario 6, transactional: the holder's network stops answering (the proxy blackhole).
   void transactional_holder_blackholed();
+
+  // Session locks. The server's own view of a key's session lock, computed by the server from
+  // the key as the strategy does (SHA-256 over schema, prefix and key): the lock's bigint as
+  // text (PostgreSQL) or its GET_LOCK name (MySQL), which the lock statements carry as a
+  // parameter; and the session holding it (0: free).
+  std::string session_lock_name(const std::string& key);
+  std::int64_t session_holding(const std::string& key);
+  // Waits (up to 10 s) until session `id` waits for a lock; false if it never does.
+  bool waits_for_lock(std::int64_t id);
+  // The analogues of scenarios 3, 4 and 6 for session locks.
+  void session_killed_mid_hold();
+  void session_killed_mid_acquire();
+  void session_acquire_reply_lost();
+  void session_release_reply_lost();
+  void session_holder_blackholed();
 };
 
 }  // namespace dblock::testing

@@ -1,9 +1,9 @@
 // Scenarios 3, 4 and 6 (for the transactional strategies each test runs its analogue from
-// transactional_connection_faults.cpp): the server ends a lock connection mid-hold and mid-acquire
-// (pg_terminate_backend / KILL CONNECTION); a reply is lost after the server applied the
-// statement (the fault proxy cuts the connection between request and reply); and the network
-// stops answering altogether (the proxy as a blackhole, and a firewall dropping every packet
-// of a network namespace).
+// transactional_connection_faults.cpp, for session locks from session_connection_faults.cpp): the
+// server ends a lock connection mid-hold and mid-acquire (pg_terminate_backend / KILL CONNECTION);
+// a reply is lost after the server applied the statement (the fault proxy cuts the connection
+// between request and reply); and the network stops answering altogether (the proxy as a blackhole,
+// and a firewall dropping every packet of a network namespace).
 #include <signal.h>
 
 #include <atomic>
@@ -58,6 +58,7 @@ using std::chrono::milliseconds;
 // doubled.
 TEST_P(ConnectionFaultTest, ASessionKilledMidHoldIsReplacedForTheNextCall) {
   if (strategy().transactional) return transactional_session_killed_mid_hold();
+  if (strategy().held_by_session()) return session_killed_mid_hold();
   auto pool = open_pool(backend().url(), {.max_size = 1});  // one session: the one we kill
   auto lock = make_lock(*pool);
   auto other = make_lock();
@@ -92,6 +93,7 @@ TEST_P(ConnectionFaultTest, ASessionKilledMidHoldIsReplacedForTheNextCall) {
 // with one hold; on both attempts, and the caller gets Error(kConnectionLost) and holds nothing.
 TEST_P(ConnectionFaultTest, ASessionKilledMidAcquireIsRetriedOnceThenReported) {
   if (strategy().transactional) return transactional_session_killed_mid_acquire();
+  if (strategy().held_by_session()) return session_killed_mid_acquire();
   auto lock = make_lock();
   HistoryWriter history(new_history("mid-acquire"));
   {
@@ -154,6 +156,7 @@ TEST_P(ConnectionFaultTest, ASessionKilledMidAcquireIsRetriedOnceThenReported) {
 // inner reentrant hold gives back exactly one hold; a retried last release frees the key.
 TEST_P(ConnectionFaultTest, LostRepliesAreRetriedAndRecognised) {
   if (strategy().transactional) return transactional_acquire_reply_lost();
+  if (strategy().held_by_session()) return session_acquire_reply_lost();
   const DatabaseUrl direct = backend().url();
   FaultProxy proxy(direct.host, direct.effective_port());
   auto pool = open_pool(proxy.through(direct), {.max_size = 2});
@@ -210,6 +213,7 @@ TEST_P(ConnectionFaultTest, LostRepliesAreRetriedAndRecognised) {
 // owner on it), not leave it held for as long as the owner keeps coming back.
 TEST_P(ConnectionFaultTest, AnAcquireWhoseRepliesAreAllLostLeavesNothingHeldAfterTheNextRelease) {
   if (strategy().transactional) return transactional_release_reply_lost();
+  if (strategy().held_by_session()) return session_release_reply_lost();
   const DatabaseUrl direct = backend().url();
   FaultProxy proxy(direct.host, direct.effective_port());
   auto pool = open_pool(proxy.through(direct), {.max_size = 2});
@@ -254,6 +258,7 @@ TEST_P(ConnectionFaultTest, AnAcquireWhoseRepliesAreAllLostLeavesNothingHeldAfte
 // has passed since its last renewal was sent, and nobody else gets the key before then.
 TEST_P(ConnectionFaultTest, ABlackholedHolderReportsLostAndIsNotReplacedBeforeItsTtl) {
   if (strategy().transactional) return transactional_holder_blackholed();
+  if (strategy().held_by_session()) return session_holder_blackholed();
   constexpr int kTtlMs = 1500;
   const DatabaseUrl direct = backend().url();
   FaultProxy proxy(direct.host, direct.effective_port());
@@ -311,6 +316,13 @@ TEST_P(ConnectionFaultTest, AHungRenewalHoldsBackNoOtherLeasesRenewal) {
         "no background renewal: a transactional lease is held by its open transaction");
   }
   constexpr int kTtlMs = 1200;
+  if (strategy().held_by_session()) {
+    not_applicable(
+        "no background renewal: a session lease is held by its session and nothing expires; "
+        "checked instead that a lease whose connection hangs (blackholed) keeps its key while "
+        "the server keeps its session, and that a lease of the same Lock on a healthy "
+        "connection stays held, excludes others and releases");
+  }
   const DatabaseUrl direct = backend().url();
   FaultProxy proxy(direct.host, direct.effective_port());
   auto cut_pool = open_pool(proxy.through(direct), {.max_size = 2});
@@ -326,11 +338,16 @@ TEST_P(ConnectionFaultTest, AHungRenewalHoldsBackNoOtherLeasesRenewal) {
   ASSERT_TRUE(healthy);
   proxy.set_blackhole(true);  // the cut-off lease's next renewal hangs
   std::this_thread::sleep_for(milliseconds(3 * kTtlMs));
-  EXPECT_TRUE(cut->lost()) << "a lease whose renewals hang for three TTLs still looks held";
-  EXPECT_FALSE(healthy->lost()) << "the healthy lease was not renewed while another one hung";
   LockOptions intruder = opts;
   intruder.owner = Owner::named("intruder");
   intruder.auto_renew = false;
+  if (strategy().ends_with_ttl) {
+    EXPECT_TRUE(cut->lost()) << "a lease whose renewals hang for three TTLs still looks held";
+  } else {
+    EXPECT_FALSE(cut->lost()) << "a lease without a TTL was reported lost by a timer";
+    EXPECT_FALSE(lock->try_acquire("cut", intruder)) << "the blackholed holder's key was free";
+  }
+  EXPECT_FALSE(healthy->lost()) << "the healthy lease was not renewed while another one hung";
   EXPECT_FALSE(lock->try_acquire("healthy", intruder)) << "the healthy lease expired";
   EXPECT_EQ(healthy->release(), ReleaseOutcome::kReleased);
   proxy.set_blackhole(false);
@@ -372,7 +389,12 @@ TEST_P(ConnectionFaultTest, AHolderBehindADroppingFirewallReportsLostAndIsNotRep
   auto lock = make_lock();
   HistoryWriter history(new_history("taker"));
   RecordedHolder taker(*lock, history, "taker", "k", milliseconds(30000));
-  if (strategy().transactional) {
+  if (strategy().held_by_session()) {
+    not_applicable(
+        "session locks have no TTL: the firewalled holder keeps its lock while the server keeps "
+        "its session; checked instead that nobody else gets it during 3 s of dropped packets, "
+        "and that once the server loses the session the key is free");
+  } else if (strategy().transactional) {
     not_applicable(strategy().exclusive
                        ? "row locks have no TTL: the firewalled holder keeps its lock while the "
                          "server keeps its session; checked instead that nobody else gets it "
@@ -381,6 +403,8 @@ TEST_P(ConnectionFaultTest, AHolderBehindADroppingFirewallReportsLostAndIsNotRep
                        : "optimistic leases have no TTL and exclude nobody; checked instead that "
                          "another writer commits while the holder's packets are dropped and "
                          "that the holder's write is never applied");
+  }
+  if (!strategy().ends_with_ttl) {
     if (strategy().exclusive) {
       EXPECT_FALSE(taker.acquire(milliseconds(3000)))
           << "another client got the lock while the server still had the holder's session";
@@ -399,13 +423,17 @@ TEST_P(ConnectionFaultTest, AHolderBehindADroppingFirewallReportsLostAndIsNotRep
     proxy.close_all();  // the server loses the holder's session
     if (strategy().exclusive) {
       ASSERT_TRUE(taker.acquire(milliseconds(5000))) << "the key stayed held";
-      EXPECT_EQ(taker.in_transaction(
-                    [&](Connection& c) { return increment_counter(c, tables_, "taker"); }),
-                1u);
+      if (strategy().transactional) {
+        EXPECT_EQ(taker.in_transaction(
+                      [&](Connection& c) { return increment_counter(c, tables_, "taker"); }),
+                  1u);
+      }
       EXPECT_EQ(taker.release(), "released");
     }
-    EXPECT_EQ(rows_written_by("namespaced"), 0) << "the cut-off holder's write was committed";
-    EXPECT_EQ(counter(), 1);
+    if (strategy().transactional) {
+      EXPECT_EQ(rows_written_by("namespaced"), 0) << "the cut-off holder's write was committed";
+      EXPECT_EQ(counter(), 1);
+    }
     check_histories();
     return;
   }

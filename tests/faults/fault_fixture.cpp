@@ -98,8 +98,9 @@ std::uint64_t FaultTest::fenced_write(std::int64_t token, const std::string& wri
 
 HistoryReport FaultTest::check_histories() {
   const auto holds = load_holds(histories_, strategy().ends_with_ttl);
-  HistoryReport report =
-      strategy().exclusive ? check_mutual_exclusion(holds) : check_compare_and_set(holds);
+  HistoryReport report = strategy().exclusive
+                             ? check_mutual_exclusion(holds, strategy().global_tokens)
+                             : check_compare_and_set(holds);
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
   std::printf("[ history  ] %s.%s: %s\n", info->test_suite_name(), info->name(),
               report.summary().c_str());

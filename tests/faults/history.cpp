@@ -122,9 +122,10 @@ std::string HistoryReport::summary() const {
   } else {
     s << "holds=" << holds << " keys=" << keys << " overlaps=" << overlaps.size()
       << " token_inversions=" << token_inversions.size();
+    if (!repeated_tokens.empty()) s << " repeated_tokens=" << repeated_tokens.size();
   }
   std::size_t shown = 0;
-  for (const auto* list : {&overlaps, &token_inversions}) {
+  for (const auto* list : {&overlaps, &token_inversions, &repeated_tokens}) {
     for (const auto& problem : *list) {
       if (shown++ == 5) return s.str() + "\n  ...";
       s << "\n  " << problem;
@@ -133,7 +134,7 @@ std::string HistoryReport::summary() const {
   return s.str();
 }
 
-HistoryReport check_mutual_exclusion(const std::vector<Hold>& holds) {
+HistoryReport check_mutual_exclusion(const std::vector<Hold>& holds, bool global_tokens) {
   HistoryReport report;
   report.holds = holds.size();
   std::map<std::string, std::vector<const Hold*>> by_key;
@@ -158,6 +159,17 @@ HistoryReport check_mutual_exclusion(const std::vector<Hold>& holds) {
       if (i > 0 && list[i]->token <= list[i - 1]->token) {
         report.token_inversions.push_back(key + ": " + describe(*list[i]) + " follows " +
                                           describe(*list[i - 1]));
+      }
+    }
+  }
+  if (global_tokens) {
+    std::map<std::int64_t, const Hold*> by_token;
+    for (const auto& h : holds) {
+      auto [it, fresh] = by_token.emplace(h.token, &h);
+      if (!fresh) {
+        report.repeated_tokens.push_back("token " + std::to_string(h.token) + ": " +
+                                         it->second->key + " " + describe(*it->second) + " and " +
+                                         h.key + " " + describe(h));
       }
     }
   }

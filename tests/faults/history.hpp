@@ -62,7 +62,8 @@ struct Hold {
 };
 
 // Reads history files into holds. Throws std::runtime_error on a malformed line.
-// `leases_expire` false is for leases without a TTL (a transaction holds them): a hold then
+// `leases_expire` false is for leases without a TTL (a transaction or a server session holds
+// them): a hold then
 // lasts until its release is sent when that release succeeded (released, decremented), and
 // otherwise (no release, a release that failed or found nothing) until the last moment the
 // client knew it still held the key: its acquire's reply or its latest successful renew sent.
@@ -78,14 +79,19 @@ struct HistoryReport {
   std::size_t keys = 0;
   std::vector<std::string> overlaps;          // one line per overlapping pair
   std::vector<std::string> token_inversions;  // one line per token not above its predecessor's
+  std::vector<std::string> repeated_tokens;   // global tokens only: one line per token reused
 
-  bool clean() const { return overlaps.empty() && token_inversions.empty(); }
+  bool clean() const {
+    return overlaps.empty() && token_inversions.empty() && repeated_tokens.empty();
+  }
   // "holds=N keys=K overlaps=0 token_inversions=0" (compare-and-set: "holds=N keys=K
   // commits=C versions_committed_twice=0 commits_out_of_order=0") and the first few problems.
   std::string summary() const;
 };
 
-HistoryReport check_mutual_exclusion(const std::vector<Hold>& holds);
+// `global_tokens`: tokens come from one sequence over every key, so no token may be held under
+// two keys (or by two clients) either.
+HistoryReport check_mutual_exclusion(const std::vector<Hold>& holds, bool global_tokens = false);
 
 // For optimistic leases (the token is the version read; outcome "released" is a commit): no
 // update is lost when no two commits of a key read the same version, and commits in the order

@@ -1,5 +1,6 @@
 // The mutual-exclusion checker itself (scenario 10), on histories written here: it must find
-// the overlaps and token inversions planted in them, and nothing in a clean history.
+// the overlaps, token inversions and reused global tokens planted in them, and nothing in a
+// clean history.
 #include "history.hpp"
 
 #include <gtest/gtest.h>
@@ -64,6 +65,25 @@ TEST_F(HistoryCheckerTest, ARenewalExtendsAHoldAndALateReleaseDoesNot) {
   ASSERT_EQ(holds.size(), 2u);
   auto report = check_mutual_exclusion(holds);
   EXPECT_EQ(report.overlaps.size(), 1u) << report.summary();
+}
+
+// Tokens of one sequence over every key (session locks): a token seen under two keys is
+// reported only when the strategy promises global tokens; per key both histories are clean.
+TEST_F(HistoryCheckerTest, FindsATokenReusedUnderAnotherKeyWhenTokensAreGlobal) {
+  {
+    HistoryWriter h(path_);
+    h.acquired("a", "k1", 10, 1'100, 1'000, 0);
+    h.released("a", "k1", 10, 2'000, "released");
+    h.acquired("b", "k2", 10, 3'000, 2'500, 0);
+    h.released("b", "k2", 10, 4'000, "released");
+    h.acquired("c", "k2", 12, 5'000, 4'500, 0);
+  }
+  auto holds = load_holds({path_}, /*leases_expire=*/false);
+  EXPECT_TRUE(check_mutual_exclusion(holds).clean());
+  auto report = check_mutual_exclusion(holds, /*global_tokens=*/true);
+  EXPECT_EQ(report.repeated_tokens.size(), 1u) << report.summary();
+  EXPECT_TRUE(report.overlaps.empty() && report.token_inversions.empty()) << report.summary();
+  EXPECT_FALSE(report.clean());
 }
 
 TEST_F(HistoryCheckerTest, RejectsMalformedLines) {

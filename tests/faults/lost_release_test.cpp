@@ -2,7 +2,8 @@
 // when the server crashes before reading it): the caller gets an error and keeps no lease. The
 // owner's next acquire of the key must not re-enter the hold the caller was told is gone (it
 // would get back a fencing token already used for writes): the library sends that release again
-// first, so the acquire gets a fresh hold with a higher token.
+// first, so the acquire gets a fresh hold with a higher token. A session lock keeps nothing to
+// send again (the dropped request closed the session that held the lock); it runs the analogue.
 #include "dblock/error.hpp"
 #include "dblock/lock_table.hpp"
 #include "dblock/open.hpp"
@@ -20,18 +21,119 @@ class LostReleaseTest : public FaultTest {
     }
     return std::nullopt;
   }
+
+  // Session locks keep nothing to send again: a release the server never saw went out on the
+  // lease's session, which the dropped request closed, and the server freed the lock with it.
+  void session_release_dropped();
+  void session_release_dropped_then_reentered();
+  // Drops the release of a fresh lease of `key` through `lock` (its request and the connection
+  // with it); expects Error(kLeaseLost). Returns the lease's token.
+  std::int64_t acquire_and_drop_release(Lock& lock, FaultProxy& proxy, const std::string& key);
 };
 
-// Only the unique-key strategy keeps its hold in a row that outlives the connection.
-std::vector<FaultCase> unique_key_cases() {
+LockOptions owned_by(const std::string& name) {
+  LockOptions options;
+  options.owner = Owner::named(name);
+  options.auto_renew = false;
+  return options;
+}
+
+std::int64_t LostReleaseTest::acquire_and_drop_release(Lock& lock, FaultProxy& proxy,
+                                                       const std::string& key) {
+  auto lease = lock.try_acquire(key, owned_by("me"));
+  if (!lease) {
+    ADD_FAILURE() << "could not acquire " << key;
+    return 0;
+  }
+  const std::int64_t token = lease->fencing_token();
+  EXPECT_EQ(fenced_write(token, "me"), 1u);
+  // The unlock names the lock by its hash, not by the key: the word of the unlock statement.
+  const int cuts = proxy.cuts();
+  proxy.drop_request_containing(backend().dialect == Dialect::kPostgreSQL ? "advisory_unlock("
+                                                                          : "RELEASE_LOCK(");
+  try {
+    lease->release();
+    ADD_FAILURE() << "a release the server never saw reported an outcome";
+  } catch (const Error& e) {
+    std::printf("[ reported ] release never seen by the server: %s\n", e.what());
+    EXPECT_EQ(e.code(), ErrorCode::kLeaseLost) << e.what();
+  }
+  EXPECT_EQ(proxy.cuts(), cuts + 1);
+  return token;
+}
+
+void LostReleaseTest::session_release_dropped() {
+  not_applicable(
+      "nothing is kept to send again: the dropped release closed the lease's session and the "
+      "server freed the lock with it; checked instead that the release reports kLeaseLost, "
+      "that another owner can take the key at once, and that the owner's next acquire gets a "
+      "fresh hold with a higher token whose fenced write goes through");
+  const DatabaseUrl direct = backend().url();
+  FaultProxy proxy(direct.host, direct.effective_port());
+  auto pool = open_pool(proxy.through(direct), {.max_size = 2});
+  auto lock = make_lock(*pool);
+  auto other = make_lock();
+  const std::string key = "lost-release";
+  const std::int64_t first = acquire_and_drop_release(*lock, proxy, key);
+  // The server notices the closed connection on its own time: a short wait.
+  auto taken = other->acquire(key, std::chrono::milliseconds(5000), owned_by("other"));
+  ASSERT_TRUE(taken) << "the dropped release's session kept the lock";
+  EXPECT_GT(taken->fencing_token(), first);
+  EXPECT_FALSE(lock->try_acquire(key, owned_by("me"))) << "the owner re-entered a freed hold";
+  const std::int64_t taken_token = taken->fencing_token();
+  EXPECT_EQ(taken->release(), ReleaseOutcome::kReleased);
+  auto again = lock->try_acquire(key, owned_by("me"));
+  ASSERT_TRUE(again);
+  EXPECT_GT(again->fencing_token(), taken_token);
+  EXPECT_EQ(fenced_write(again->fencing_token(), "me"), 1u);
+  EXPECT_EQ(again->release(), ReleaseOutcome::kReleased);
+}
+
+void LostReleaseTest::session_release_dropped_then_reentered() {
+  not_applicable(
+      "nothing is kept to send first: the dropped release ended the lease's session; checked "
+      "instead that the owner's next acquire through a second lock object on the same source "
+      "gets a fresh hold (higher token), that a re-entry through that object and its release "
+      "leave the live hold alone, and that the first object, whose session is another, is "
+      "kept out like any other owner");
+  const DatabaseUrl direct = backend().url();
+  FaultProxy proxy(direct.host, direct.effective_port());
+  auto pool = open_pool(proxy.through(direct), {.max_size = 3});
+  auto first_lock = make_lock(*pool);
+  auto second_lock = make_lock(*pool);
+  const std::string key = "lost-release-2";
+  const std::int64_t first = acquire_and_drop_release(*first_lock, proxy, key);
+  // The owner's next acquire waits for the server to notice the closed session.
+  auto second = second_lock->acquire(key, std::chrono::milliseconds(5000), owned_by("me"));
+  ASSERT_TRUE(second);
+  EXPECT_GT(second->fencing_token(), first) << "the acquire re-entered the ended hold";
+  auto inner = second_lock->try_acquire(key, owned_by("me"));
+  ASSERT_TRUE(inner) << "the owner could not re-enter its live hold";
+  EXPECT_EQ(inner->fencing_token(), second->fencing_token());
+  EXPECT_EQ(inner->release(), ReleaseOutcome::kDecremented);
+  // Reentrancy is per lock object: the first one holds nothing of the key, so its session waits
+  // its turn like any other.
+  EXPECT_FALSE(first_lock->try_acquire(key, owned_by("me"))) << "two sessions held one key";
+  EXPECT_FALSE(second_lock->try_acquire(key, owned_by("other"))) << "another owner got a held key";
+  EXPECT_FALSE(second->lost());
+  EXPECT_EQ(second->release(), ReleaseOutcome::kReleased);
+  auto after = second_lock->try_acquire(key, owned_by("other"));
+  ASSERT_TRUE(after) << "the key stayed held after its last release";
+  EXPECT_EQ(after->release(), ReleaseOutcome::kReleased);
+}
+
+// The strategies whose release is a statement of its own (not the COMMIT of the lease's
+// transaction, whose lost reply transactional_connection_faults.cpp covers).
+std::vector<FaultCase> release_statement_cases() {
   std::vector<FaultCase> out;
   for (auto& c : fault_cases()) {
-    if (c.strategy.name == "unique_key") out.push_back(c);
+    if (!c.strategy.transactional) out.push_back(c);
   }
   return out;
 }
 
 TEST_P(LostReleaseTest, TheOwnersNextAcquireSendsALostReleaseAgainAndGetsAFreshToken) {
+  if (strategy().held_by_session()) return session_release_dropped();
   const DatabaseUrl direct = backend().url();
   FaultProxy proxy(direct.host, direct.effective_port());
   auto pool = open_pool(proxy.through(direct), {.max_size = 2});
@@ -80,6 +182,7 @@ TEST_P(LostReleaseTest, TheOwnersNextAcquireSendsALostReleaseAgainAndGetsAFreshT
 // sent it: the owner's next acquire through a second lock object on the same table sends it
 // first (and gets a fresh hold), and sending it never frees a live re-entry made meanwhile.
 TEST_P(LostReleaseTest, AKeptReleaseIsSentFirstByAnyLockOnTheTableAndNeverFreesALiveHold) {
+  if (strategy().held_by_session()) return session_release_dropped_then_reentered();
   const DatabaseUrl direct = backend().url();
   FaultProxy proxy(direct.host, direct.effective_port());
   auto pool = open_pool(proxy.through(direct), {.max_size = 2});
@@ -118,7 +221,7 @@ TEST_P(LostReleaseTest, AKeptReleaseIsSentFirstByAnyLockOnTheTableAndNeverFreesA
   EXPECT_FALSE(row(key));
 }
 
-INSTANTIATE_TEST_SUITE_P(Faults, LostReleaseTest, ::testing::ValuesIn(unique_key_cases()),
+INSTANTIATE_TEST_SUITE_P(Faults, LostReleaseTest, ::testing::ValuesIn(release_statement_cases()),
                          FaultCaseName());
 
 }  // namespace

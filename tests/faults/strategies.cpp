@@ -4,6 +4,7 @@
 
 #include "dblock/optimistic_lock.hpp"
 #include "dblock/row_lock.hpp"
+#include "dblock/session_lock.hpp"
 #include "dblock/unique_key_lock.hpp"
 
 namespace dblock::testing {
@@ -16,21 +17,32 @@ const std::vector<StrategyUnderTest>& fault_strategies() {
          options.tables = tables;
          return std::make_unique<UniqueKeyLock>(source, options);
        },
-       /*ends_with_ttl=*/true, /*exclusive=*/true, /*transactional=*/false, "locks"},
+       /*ends_with_ttl=*/true, /*exclusive=*/true, /*transactional=*/false, /*lock_row=*/true,
+       "locks"},
       {"row_lock",
        [](ConnectionSource& source, const TableNames& tables) -> std::unique_ptr<Lock> {
          RowLockOptions options;
          options.tables = tables;
          return std::make_unique<RowLock>(source, options);
        },
-       /*ends_with_ttl=*/false, /*exclusive=*/true, /*transactional=*/true, "row_locks"},
+       /*ends_with_ttl=*/false, /*exclusive=*/true, /*transactional=*/true, /*lock_row=*/true,
+       "row_locks"},
       {"optimistic",
        [](ConnectionSource& source, const TableNames& tables) -> std::unique_ptr<Lock> {
          OptimisticLockOptions options;
          options.tables = tables;
          return std::make_unique<OptimisticLock>(source, options);
        },
-       /*ends_with_ttl=*/false, /*exclusive=*/false, /*transactional=*/true, "versions"},
+       /*ends_with_ttl=*/false, /*exclusive=*/false, /*transactional=*/true, /*lock_row=*/true,
+       "versions"},
+      {"session_lock",
+       [](ConnectionSource& source, const TableNames& tables) -> std::unique_ptr<Lock> {
+         SessionLockOptions options;
+         options.tables = tables;
+         return std::make_unique<SessionLock>(source, options);
+       },
+       /*ends_with_ttl=*/false, /*exclusive=*/true, /*transactional=*/false, /*lock_row=*/false,
+       /*table=*/"", /*global_tokens=*/true},
   };
   return all;
 }

@@ -12,6 +12,11 @@
 //   optimistic  transactional                     version compare-and-set at release; nobody
 //                                                 waits or is excluded; correct when no update
 //                                                 is lost (one commit per version read)
+//   session_lock exclusive, no lock row           pg_advisory_lock / GET_LOCK held by the
+//                                                 lease's own session, outside any
+//                                                 transaction; the server frees it when the
+//                                                 session ends; no TTL; tokens increase over
+//                                                 every key
 //
 // Thread-safety: the list is built once and read-only.
 #pragma once
@@ -41,8 +46,20 @@ struct StrategyUnderTest {
   // True when a lease carries a transaction (Lease::connection()): the critical section writes
   // through it, release() commits those writes, and a lost connection rolls them back.
   bool transactional = false;
+  // True when the strategy keeps one row per key in `table` (a scenario may look at it, block
+  // it or delete it); false when the server knows the lock only in memory, by a hash of the key
+  // (session locks), and `table` is empty.
+  bool lock_row = true;
   // dblock's table (base name) that holds the strategy's one row per key.
   std::string table = "locks";
+  // True when no fencing token is handed out twice over all keys, not only within one key
+  // (histories are checked for a token held under two keys).
+  bool global_tokens = false;
+
+  // The lock lives in the server session itself, outside any transaction: it ends when the
+  // session does (no TTL), and a transaction pooler, which lends the session to others between
+  // transactions, cannot carry it.
+  bool held_by_session() const { return !ends_with_ttl && !transactional; }
 };
 
 // Every strategy the scenarios cover.

@@ -28,19 +28,6 @@ LockOptions owned_by(const std::string& client) {
   return options;
 }
 
-// The code of the Error `fn` throws; nullopt (and a failure) when it returns.
-template <class Fn>
-std::optional<ErrorCode> error_of(Fn&& fn, const char* what) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    std::printf("[ reported ] %s: %s\n", what, e.what());
-    return e.code();
-  }
-  ADD_FAILURE() << what << ": reported an outcome instead of an error";
-  return std::nullopt;
-}
-
 }  // namespace
 
 void ConnectionFaultTest::transactional_session_killed_mid_hold() {

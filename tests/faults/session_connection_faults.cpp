@@ -1,0 +1,292 @@
+// Scenarios 3, 4 and 6 for session locks: what each test of connection_faults_test.cpp checks
+// instead when the lock is held by the lease's own server session (pg_advisory_lock, GET_LOCK)
+// and there is no row and no TTL. A session cannot move to another connection, so nothing is
+// retried or recognised: when the session ends (killed, its connection cut, a reply lost) the
+// server frees the lock at once, and the holder must know it by then: lost() turns true
+// (noticed from the closed socket) and release() throws Error(kLeaseLost). Another owner then
+// gets the key with a higher token, and the next acquire takes a fresh connection.
+#include <atomic>
+#include <thread>
+
+#include "connection_fault_test.hpp"
+#include "dblock/open.hpp"
+#include "fault_proxy.hpp"
+#include "recorded_holder.hpp"
+
+namespace dblock::testing {
+
+namespace {
+
+using std::chrono::milliseconds;
+
+LockOptions owned_by(const std::string& client) {
+  LockOptions options;
+  options.owner = Owner::named(client);
+  return options;
+}
+
+// The server session of the one connection of a pool opened with max_size 1: the connection
+// the next lease of a lock over that pool will hold.
+std::int64_t session_of(Pool& pool, const Backend& backend) {
+  auto c = pool.acquire();
+  return backend.session_id(*c);
+}
+
+}  // namespace
+
+std::string ConnectionFaultTest::session_lock_name(const std::string& key) {
+  const std::string input = tables_.schema() + '\x1f' + tables_.prefix() + '\x1f' + key;
+  if (backend().dialect == Dialect::kPostgreSQL) {
+    return conn_
+        ->execute(
+            "SELECT (('x' || left(encode(sha256(convert_to($1, 'UTF8')), 'hex'), 16))"
+            "::bit(64)::bigint)::text AS name",
+            {Value(input)})
+        .at(0, "name")
+        .value_or("");
+  }
+  return conn_->execute("SELECT CONCAT('dblock_', LEFT(SHA2(?, 256), 40)) AS name", {Value(input)})
+      .at(0, "name")
+      .value_or("");
+}
+
+std::int64_t ConnectionFaultTest::session_holding(const std::string& key) {
+  const std::string name = session_lock_name(key);
+  if (backend().dialect == Dialect::kPostgreSQL) {
+    // An advisory lock on a bigint: its high 32 bits in classid, its low ones in objid.
+    auto r = conn_->execute(
+        "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1"
+        " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+        " AND classid::bigint = ($1::bigint >> 32) & 4294967295"
+        " AND objid::bigint = $1::bigint & 4294967295",
+        {Value(static_cast<long long>(std::stoll(name)))});
+    return r.empty() ? 0 : r.int64_at(0, "pid");
+  }
+  auto r = conn_->execute("SELECT COALESCE(IS_USED_LOCK(?), 0) AS id", {Value(name)});
+  return r.int64_at(0, "id");
+}
+
+bool ConnectionFaultTest::waits_for_lock(std::int64_t id) {
+  const bool pg = backend().dialect == Dialect::kPostgreSQL;
+  const std::string sql =
+      pg ? "SELECT pid FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock'"
+         : "SELECT id FROM information_schema.processlist WHERE id = ? AND state = 'User lock'";
+  for (int i = 0; i < 1000; ++i) {
+    if (!conn_->execute(sql, {Value(static_cast<long long>(id))}).empty()) return true;
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  return false;
+}
+
+void ConnectionFaultTest::session_killed_mid_hold() {
+  not_applicable(
+      "a session lock lives in its session, so a killed session ends it and there is nothing to "
+      "renew or release on a new connection; checked instead that by the time another owner "
+      "gets the key the holder already reports lost, that renew() says no and release() throws "
+      "kLeaseLost, that the new owner's token is higher, and that the Lock's next acquire works "
+      "on a fresh connection");
+  auto pool = open_pool(backend().url(), {.max_size = 1});  // one session: the one we kill
+  auto lock = make_lock(*pool);
+  auto other = make_lock();
+  HistoryWriter history(new_history("mid-hold"));
+  const auto session = session_of(*pool, backend());
+  const auto sent = monotonic_us();
+  auto lease = lock->try_acquire("k", owned_by("holder"));
+  ASSERT_TRUE(lease);
+  const auto token = lease->fencing_token();
+  history.acquired("holder", "k", token, monotonic_us(), sent, 0);
+  ASSERT_EQ(session_holding("k"), session) << "the lease is not held by the pool's session";
+  RecordedHolder intruder(*other, history, "intruder", "k", milliseconds(30000));
+  EXPECT_FALSE(intruder.acquire(milliseconds(0)));
+  EXPECT_FALSE(lease->lost());
+
+  backend().kill_session(*conn_, session);
+  // The intruder tries as fast as it can: the moment the server lets it have the key, the
+  // holder must already know its lease is gone.
+  std::optional<bool> lost_when_taken;
+  const auto deadline = monotonic_us() + 5'000'000;
+  while (!intruder.held() && monotonic_us() < deadline) {
+    if (intruder.acquire(milliseconds(0))) lost_when_taken = lease->lost();
+  }
+  ASSERT_TRUE(intruder.held()) << "the killed session's lock was not freed";
+  EXPECT_EQ(lost_when_taken, true)
+      << "another owner got the key while the killed holder's lease still looked held";
+  EXPECT_GT(intruder.token(), token);
+  EXPECT_FALSE(lease->renew());
+  EXPECT_TRUE(lease->lost());
+  const auto release_sent = monotonic_us();
+  EXPECT_EQ(error_of([&] { lease->release(); }, "release after the session was killed"),
+            ErrorCode::kLeaseLost);
+  history.released("holder", "k", token, release_sent, "error");
+  const auto now_holding = session_holding("k");
+  EXPECT_NE(now_holding, 0);
+  EXPECT_NE(now_holding, session) << "the killed session still holds the key";
+  EXPECT_EQ(intruder.release(), "released");
+  EXPECT_EQ(session_holding("k"), 0) << "a released key is still held on the server";
+
+  RecordedHolder again(*lock, history, "holder-again", "k", milliseconds(30000));
+  ASSERT_TRUE(again.acquire(milliseconds(0)))
+      << "the Lock's next acquire did not get a fresh connection";
+  EXPECT_GT(again.token(), intruder.token());
+  EXPECT_EQ(again.release(), "released");
+  check_histories();
+}
+
+void ConnectionFaultTest::session_killed_mid_acquire() {
+  not_applicable(
+      "a session-lock acquire waits in the server (pg_advisory_lock, GET_LOCK) and holds "
+      "nothing while it waits; when its session is killed there it is not retried (the session "
+      "is gone); checked that the error is kConnectionLost, that the holder it waited for still "
+      "holds the key, and that the next acquire works on a fresh connection");
+  auto pool = open_pool(backend().url(), {.max_size = 1});  // one session: the one we kill
+  auto lock = make_lock(*pool);
+  auto other = make_lock();
+  HistoryWriter history(new_history("mid-acquire"));
+  RecordedHolder blocker(*other, history, "blocker", "k", milliseconds(30000));
+  ASSERT_TRUE(blocker.acquire(milliseconds(0)));
+  const auto session = session_of(*pool, backend());
+  std::optional<bool> got;
+  std::optional<ErrorCode> error;
+  std::thread acquirer([&] {
+    try {
+      got = lock->acquire("k", milliseconds(20000), owned_by("waiter")).has_value();
+    } catch (const Error& e) {
+      std::printf("[ reported ] acquire whose session was killed: %s\n", e.what());
+      error = e.code();
+    }
+  });
+  if (waits_for_lock(session)) {
+    backend().kill_session(*conn_, session);
+  } else {
+    ADD_FAILURE() << "the acquire never waited";
+    blocker.release();  // lets the acquirer through
+  }
+  acquirer.join();
+  EXPECT_EQ(error, ErrorCode::kConnectionLost);
+  EXPECT_FALSE(got.has_value());
+  EXPECT_FALSE(blocker.lost());
+  const auto now_holding = session_holding("k");
+  EXPECT_NE(now_holding, 0) << "the holder lost the key when its waiter was killed";
+  EXPECT_NE(now_holding, session) << "the killed waiter got the key";
+  EXPECT_EQ(blocker.release(), "released");
+
+  RecordedHolder after(*lock, history, "after", "k", milliseconds(30000));
+  ASSERT_TRUE(after.acquire(milliseconds(0))) << "the next acquire did not get a connection";
+  EXPECT_GT(after.token(), blocker.token());
+  EXPECT_EQ(after.release(), "released");
+  check_histories();
+}
+
+void ConnectionFaultTest::session_acquire_reply_lost() {
+  not_applicable(
+      "a retried session-lock acquire cannot find its own lease: the session that took the "
+      "lock died with the cut connection; checked instead that the acquire reports "
+      "kConnectionLost, that the server ran the lock statement and freed the lock when the "
+      "connection closed, and that the next acquire works");
+  const DatabaseUrl direct = backend().url();
+  FaultProxy proxy(direct.host, direct.effective_port());
+  auto pool = open_pool(proxy.through(direct), {.max_size = 2});
+  auto lock = make_lock(*pool);
+  auto other = make_lock();
+  HistoryWriter history(new_history("lost-reply"));
+  const std::string key = "lost-reply";
+  {
+    // The lock statement is prepared before the cut (MySQL), so the cut hits its execution.
+    auto warm = lock->try_acquire(key, owned_by("warm-up"));
+    ASSERT_TRUE(warm);
+    warm->release();
+  }
+  proxy.cut_after_request_containing(session_lock_name(key));
+  EXPECT_EQ(error_of([&] { lock->try_acquire(key, owned_by("me")); }, "acquire, reply lost"),
+            ErrorCode::kConnectionLost);
+  EXPECT_EQ(proxy.cuts(), 1);
+  EXPECT_EQ(proxy.answered_after_cut(), 1) << "the server did not run the cut statement";
+  // The server notices the closed connection on its own time: a short wait.
+  RecordedHolder intruder(*other, history, "intruder", key, milliseconds(30000));
+  EXPECT_TRUE(intruder.acquire(milliseconds(5000))) << "the cut connection's lock stayed held";
+  EXPECT_EQ(intruder.release(), "released");
+  RecordedHolder next(*lock, history, "me", key, milliseconds(30000));
+  ASSERT_TRUE(next.acquire(milliseconds(0))) << "the next acquire did not get a fresh connection";
+  EXPECT_GT(next.token(), intruder.token());
+  EXPECT_EQ(next.release(), "released");
+  check_histories();
+}
+
+void ConnectionFaultTest::session_release_reply_lost() {
+  not_applicable(
+      "a session-lock release is one unlock on the lease's session, which cannot be retried on "
+      "another; checked instead that an unlock whose reply was lost is reported as kLeaseLost "
+      "(never as released), that the lock is free on the server, that the owner's next "
+      "acquire gets a fresh hold with a higher token, and that it excludes another owner");
+  const DatabaseUrl direct = backend().url();
+  FaultProxy proxy(direct.host, direct.effective_port());
+  auto pool = open_pool(proxy.through(direct), {.max_size = 2});
+  auto lock = make_lock(*pool);
+  auto other = make_lock();
+  HistoryWriter history(new_history("lost-release"));
+  const std::string key = "lost-release";
+  const std::string name = session_lock_name(key);
+  const auto sent = monotonic_us();
+  auto lease = lock->try_acquire(key, owned_by("me"));
+  ASSERT_TRUE(lease);
+  const auto token = lease->fencing_token();
+  history.acquired("me", key, token, monotonic_us(), sent, 0);
+  // The unlock carries the lock's name as the lock statement does; the lock statement is not
+  // sent again before the cut.
+  proxy.cut_after_request_containing(name);
+  const auto release_sent = monotonic_us();
+  EXPECT_EQ(error_of([&] { lease->release(); }, "release, reply lost"), ErrorCode::kLeaseLost);
+  history.released("me", key, token, release_sent, "error");
+  EXPECT_EQ(proxy.cuts(), 1);
+  EXPECT_EQ(proxy.answered_after_cut(), 1) << "the server did not run the cut unlock";
+  EXPECT_EQ(session_holding(key), 0) << "the server still holds the lock";
+  RecordedHolder next(*lock, history, "me", key, milliseconds(30000));
+  ASSERT_TRUE(next.acquire(milliseconds(0))) << "the next acquire did not get a fresh connection";
+  EXPECT_GT(next.token(), token) << "the acquire re-entered the ended hold";
+  RecordedHolder intruder(*other, history, "intruder", key, milliseconds(30000));
+  EXPECT_FALSE(intruder.acquire(milliseconds(0))) << "another owner got a held key";
+  EXPECT_EQ(next.release(), "released");
+  EXPECT_TRUE(intruder.acquire(milliseconds(0)));
+  EXPECT_EQ(intruder.release(), "released");
+  check_histories();
+}
+
+void ConnectionFaultTest::session_holder_blackholed() {
+  not_applicable(
+      "session locks have no TTL: a blackholed holder keeps its lock for as long as the server "
+      "keeps its session, so no timer reports it lost; checked instead that nobody else gets "
+      "the lock during 3 s of dead network, that the holder finds its lease lost once its "
+      "connection is closed, that its release throws kLeaseLost, and that the key is free");
+  constexpr int kDeadMs = 3000;
+  const DatabaseUrl direct = backend().url();
+  FaultProxy proxy(direct.host, direct.effective_port());
+  auto cut_pool = open_pool(proxy.through(direct), {.max_size = 2});
+  auto cut_lock = make_lock(*cut_pool);
+  auto lock = make_lock();
+  HistoryWriter history(new_history("blackhole"));
+  RecordedHolder holder(*cut_lock, history, "cut-off", "k", milliseconds(1500));
+  ASSERT_TRUE(holder.acquire(milliseconds(0)));
+  std::this_thread::sleep_for(milliseconds(750));  // a renewal or two get through
+  proxy.set_blackhole(true);
+  RecordedHolder taker(*lock, history, "taker", "k", milliseconds(30000));
+  EXPECT_FALSE(taker.acquire(milliseconds(kDeadMs)))
+      << "another client got the lock while the server still had the holder's session";
+  EXPECT_FALSE(holder.lost()) << "a lease without a TTL was reported lost by a timer";
+  // Heal by closing the connections: the server ends the session, the holder sees the socket
+  // closed.
+  proxy.set_blackhole(false);
+  proxy.close_all();
+  const auto deadline = monotonic_us() + 5'000'000;
+  while (!holder.lost() && monotonic_us() < deadline) {
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  EXPECT_TRUE(holder.lost()) << "the holder never found its lease lost";
+  std::string error;
+  EXPECT_EQ(holder.release(&error), "error");
+  EXPECT_NE(error.find("ended before the release"), std::string::npos) << error;
+  ASSERT_TRUE(taker.acquire(milliseconds(5000))) << "the key stayed held";
+  EXPECT_EQ(taker.release(), "released");
+  check_histories();
+}
+
+}  // namespace dblock::testing
