@@ -82,8 +82,9 @@ void ConnectionFaultTest::session_killed_mid_hold() {
   not_applicable(
       "a session lock lives in its session, so a killed session ends it and there is nothing to "
       "renew or release on a new connection; checked instead that by the time another owner "
-      "gets the key the holder already reports lost, that renew() says no and release() throws "
-      "kLeaseLost, that the new owner's token is higher, and that the Lock's next acquire works "
+      "gets the key the holder already reports lost, that the owner cannot re-enter the dead "
+      "hold, that renew() says no and release() throws kLeaseLost, that the new owner's token "
+      "is higher, and that the Lock's next acquire works "
       "on a fresh connection");
   auto pool = open_pool(backend().url(), {.max_size = 1});  // one session: the one we kill
   auto lock = make_lock(*pool);
@@ -109,9 +110,22 @@ void ConnectionFaultTest::session_killed_mid_hold() {
     if (intruder.acquire(milliseconds(0))) lost_when_taken = lease->lost();
   }
   ASSERT_TRUE(intruder.held()) << "the killed session's lock was not freed";
+  const auto taken_at = monotonic_us();
   EXPECT_EQ(lost_when_taken, true)
       << "another owner got the key while the killed holder's lease still looked held";
+  if (lost_when_taken == false) {
+    while (!lease->lost() && monotonic_us() < taken_at + 5'000'000) {
+    }
+    std::printf(
+        "[ kill     ] %s: the holder reported lost %lld us after another owner took the key\n",
+        backend().name.c_str(), static_cast<long long>(monotonic_us() - taken_at));
+  }
   EXPECT_GT(intruder.token(), token);
+  // The owner's lease is still open: a re-entry must not hand it the dead hold (its old token,
+  // on a key another owner holds now).
+  EXPECT_EQ(error_of([&] { lock->try_acquire("k", owned_by("holder")); },
+                     "re-entry onto the killed session's hold"),
+            ErrorCode::kConnectionLost);
   EXPECT_FALSE(lease->renew());
   EXPECT_TRUE(lease->lost());
   const auto release_sent = monotonic_us();
