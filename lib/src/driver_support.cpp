@@ -243,6 +243,13 @@ bool peer_closed(int fd) noexcept {
   return (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
+bool peer_spoke_or_closed(int fd) noexcept {
+  if (fd < 0) return false;
+  pollfd pfd{fd, POLLIN | POLLRDHUP, 0};
+  if (::poll(&pfd, 1, 0) <= 0) return false;
+  return (pfd.revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
 bool is_sync_replication_cancelled(std::string_view notice) noexcept {
   // "canceling wait for synchronous replication due to user request" (or "... due to
   // statement timeout"). The FATAL variant ("canceling the wait for synchronous replication and

@@ -94,6 +94,13 @@ void bound_server_waits(Connection& conn, const DatabaseUrl& url);
 // known. For a connection no statement is using, so its protocol state is untouched.
 bool peer_closed(int fd) noexcept;
 
+// peer_closed(), or the server sent something on a connection no statement is using and nothing
+// else can speak on (no LISTEN, no statement in flight): the message that ends the session. On
+// PostgreSQL a terminated session's "terminating connection" error comes first, then the server
+// frees the session's locks, and only then closes the socket, so reading the message as the end
+// sees the session gone before another owner can have its lock.
+bool peer_spoke_or_closed(int fd) noexcept;
+
 // PostgreSQL: true for the WARNING a backend sends when its wait for a synchronous standby was
 // cancelled (a cancel request, statement_timeout): the commit took effect locally and the
 // statement reports success, but the standby may not have it, so a failover can lose it. The

@@ -22,12 +22,19 @@
 // Guarantees: two sessions never hold one key at once, while the lease's connection lives. A
 // lease lasts until release() or until its session ends (the connection breaks, the server
 // kills the session or restarts): the server then frees the lock at once, so another owner may
-// take it; the lease reports lost() (noticed without a statement, from the closed socket) and
-// release() throws Error(kLeaseLost). A release whose reply is lost leaves the connection
-// broken and is reported the same way: the server ends that session and with it the lock.
+// take it; the lease reports lost() and release() throws Error(kLeaseLost). lost() needs no
+// statement: it reads the socket, where the server's last message (PostgreSQL sends its
+// "terminating connection" error before it frees the lock) or the closed connection shows up.
+// A release whose reply is lost leaves the connection broken and is reported the same way: the
+// server ends that session and with it the lock.
 // A holder whose host vanishes is noticed as for RowLock (row_lock.hpp): on PostgreSQL the lease
 // reports lost() within about 25 s and the server frees the lock within about 90 s; MySQL and
 // MariaDB keep it until the server host's TCP keepalive or wait_timeout ends the session.
+// What lost() cannot see: a session the server ends on its own (an administrator's kill, a
+// failover) while the network between it and this host is down. The server frees the lock at
+// once, another owner may take it, and this lease learns it only when its connection gives up
+// (about 25 s; never behind a middlebox that keeps the TCP connection alive without passing
+// anything). Writes that must not overlap check the fencing token.
 // Leases have no TTL: LockOptions::ttl, auto_renew and on_lost are not used (nothing expires, so
 // there is nothing to renew; renew() asks the connection whether it is alive), nor metadata.
 //

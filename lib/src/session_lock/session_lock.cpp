@@ -48,10 +48,12 @@ struct Hold {
   std::int64_t fencing_token = 0;
   int count = 1;  // leases of this owner on this hold; guarded by the registry
 
-  // True once the session is gone (the connection broke or the server closed it), noticed
-  // without a statement: the server freed the lock with it.
+  // True once the session is gone (the connection broke, the server closed it, or sent the
+  // message that ends it), noticed without a statement: the server frees the lock with it. The
+  // connection is the hold's alone and idle between its statements, so nothing else arrives
+  // on it.
   bool broken() const noexcept {
-    return conn->broken() || detail::peer_closed(conn->native_socket());
+    return conn->broken() || detail::peer_spoke_or_closed(conn->native_socket());
   }
 };
 
