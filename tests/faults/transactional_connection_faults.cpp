@@ -6,6 +6,7 @@
 // is free as soon as the server has dropped the session, and the next acquire takes a fresh
 // connection. A COMMIT whose reply is lost is the one case the caller cannot be told the outcome
 // of: it must be reported as Error kCommitInDoubt, never as released.
+#include <optional>
 #include <thread>
 
 #include "connection_fault_test.hpp"
@@ -52,15 +53,25 @@ void ConnectionFaultTest::transactional_session_killed_mid_hold() {
   history.acquired("holder", "k", token, monotonic_us(), sent, 0);
   EXPECT_EQ(increment_counter(*lease->connection(), tables_, "holder"), 1u);
   backend().kill_session(*conn_, backend().session_id(*lease->connection()));
-  std::this_thread::sleep_for(milliseconds(100));  // let the server end it
-  EXPECT_FALSE(lease->renew());
-  EXPECT_TRUE(lease->lost());
   if (strategy().exclusive) {
+    // The intruder tries as fast as it can: the moment the server lets it have the lock, the
+    // holder must already know its lease is gone.
     RecordedHolder intruder(*other, history, "intruder", "k", milliseconds(30000));
-    EXPECT_TRUE(intruder.acquire(milliseconds(0))) << "the killed session's lock was not freed";
+    std::optional<bool> lost_when_taken;
+    const auto deadline = monotonic_us() + 5'000'000;
+    while (!intruder.held() && monotonic_us() < deadline) {
+      if (intruder.acquire(milliseconds(0))) lost_when_taken = lease->lost();
+    }
+    ASSERT_TRUE(intruder.held()) << "the killed session's lock was not freed";
+    EXPECT_EQ(lost_when_taken, true)
+        << "another owner got the lock while the killed holder's lease still looked held";
     EXPECT_GT(intruder.token(), token);
     EXPECT_EQ(intruder.release(), "released");
+  } else {
+    std::this_thread::sleep_for(milliseconds(100));  // let the server end it
   }
+  EXPECT_FALSE(lease->renew());
+  EXPECT_TRUE(lease->lost());
   const auto release_sent = monotonic_us();
   EXPECT_EQ(error_of([&] { lease->release(); }, "release after the session was killed"),
             ErrorCode::kLeaseLost);
