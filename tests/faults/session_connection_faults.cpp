@@ -35,35 +35,11 @@ std::int64_t session_of(Pool& pool, const Backend& backend) {
 }  // namespace
 
 std::string ConnectionFaultTest::session_lock_name(const std::string& key) {
-  const std::string input = tables_.schema() + '\x1f' + tables_.prefix() + '\x1f' + key;
-  if (backend().dialect == Dialect::kPostgreSQL) {
-    return conn_
-        ->execute(
-            "SELECT (('x' || left(encode(sha256(convert_to($1, 'UTF8')), 'hex'), 16))"
-            "::bit(64)::bigint)::text AS name",
-            {Value(input)})
-        .at(0, "name")
-        .value_or("");
-  }
-  return conn_->execute("SELECT CONCAT('dblock_', LEFT(SHA2(?, 256), 40)) AS name", {Value(input)})
-      .at(0, "name")
-      .value_or("");
+  return backend().session_lock_name(*conn_, tables_, key);
 }
 
 std::int64_t ConnectionFaultTest::session_holding(const std::string& key) {
-  const std::string name = session_lock_name(key);
-  if (backend().dialect == Dialect::kPostgreSQL) {
-    // An advisory lock on a bigint: its high 32 bits in classid, its low ones in objid.
-    auto r = conn_->execute(
-        "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1"
-        " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
-        " AND classid::bigint = ($1::bigint >> 32) & 4294967295"
-        " AND objid::bigint = $1::bigint & 4294967295",
-        {Value(static_cast<long long>(std::stoll(name)))});
-    return r.empty() ? 0 : r.int64_at(0, "pid");
-  }
-  auto r = conn_->execute("SELECT COALESCE(IS_USED_LOCK(?), 0) AS id", {Value(name)});
-  return r.int64_at(0, "id");
+  return backend().session_lock_holder(*conn_, tables_, key);
 }
 
 bool ConnectionFaultTest::waits_for_lock(std::int64_t id) {

@@ -12,10 +12,14 @@
 // vanished holder's lock lasts until the server host's keepalive or wait_timeout ends the
 // session (README).
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <future>
 #include <random>
 #include <string>
@@ -36,19 +40,25 @@ using Clock = std::chrono::steady_clock;
 
 constexpr const char* kNft = "/usr/sbin/nft";
 
-// Drops every packet to or from one local TCP port, while it lives.
+// Drops every packet between one local TCP port and the server's port, while it lives and for
+// at most a minute: the port sits in an nftables set whose elements expire, so a test killed
+// half-way cannot leave a rule behind that later hangs another connection reusing that port.
+// Tables a dead test process left (named after its pid) are deleted on the way in.
 class PortCut {
  public:
   // Empty `why_not` on success.
-  PortCut(int port, std::string* why_not) {
-    table_ = "dblock_cut_" + std::to_string(port) + "_" +
-             std::to_string(std::random_device{}() & 0xffff);
-    const std::string p = std::to_string(port);
+  PortCut(int client_port, int server_port, std::string* why_not) {
+    remove_stale_tables();
+    table_ = "dblock_cut_" + std::to_string(::getpid()) + "_" + std::to_string(client_port);
+    const std::string s = std::to_string(server_port);
     for (const std::string& command :
          {"add table inet " + table_,
+          "add set inet " + table_ + " cut { type inet_service ; flags timeout ; }",
           "add chain inet " + table_ + " out { type filter hook output priority 0 ; }",
-          "add rule inet " + table_ + " out tcp sport " + p + " drop",
-          "add rule inet " + table_ + " out tcp dport " + p + " drop"}) {
+          "add rule inet " + table_ + " out tcp sport @cut tcp dport " + s + " drop",
+          "add rule inet " + table_ + " out tcp dport @cut tcp sport " + s + " drop",
+          "add element inet " + table_ + " cut { " + std::to_string(client_port) +
+              " timeout 60s }"}) {
       auto r = run_process({kNft, command});
       if (r.exit_code != 0) {
         *why_not = "`nft " + command + "` exited " + std::to_string(r.exit_code) + ": " + r.err;
@@ -64,6 +74,20 @@ class PortCut {
   PortCut& operator=(const PortCut&) = delete;
 
  private:
+  static void remove_stale_tables() {
+    const std::string listing = run_process({kNft, "list tables"}).out;
+    const std::string marker = "table inet dblock_cut_";
+    for (auto at = listing.find(marker); at != std::string::npos;
+         at = listing.find(marker, at + 1)) {
+      const auto name_at = at + std::string("table inet ").size();
+      const std::string name = listing.substr(name_at, listing.find('\n', name_at) - name_at);
+      const long pid = std::strtol(name.c_str() + std::string("dblock_cut_").size(), nullptr, 10);
+      if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
+        run_process({kNft, "delete table inet " + name});
+      }
+    }
+  }
+
   std::string table_;
   bool made_ = false;
 };
@@ -120,7 +144,7 @@ TEST_P(VanishedClientTest, TheHolderReportsItsLeaseLostBeforeTheServerLetsAnothe
   ASSERT_TRUE(held);
 
   std::string why_not;
-  auto cut = std::make_unique<PortCut>(holder_port, &why_not);
+  auto cut = std::make_unique<PortCut>(holder_port, url.effective_port(), &why_not);
   if (!why_not.empty()) {
     std::printf("[ nft      ] not possible here: %s\n", why_not.c_str());
     return;

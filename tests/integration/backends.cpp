@@ -54,6 +54,33 @@ void Backend::kill_session(Connection& killer, std::int64_t id) const {
   }
 }
 
+std::string Backend::session_lock_name(Connection& conn, const TableNames& tables,
+                                       const std::string& key) const {
+  const std::string input = tables.schema() + '\x1f' + tables.prefix() + '\x1f' + key;
+  const char* sql = dialect == Dialect::kPostgreSQL
+                        ? "SELECT (('x' || left(encode(sha256(convert_to($1, 'UTF8')), 'hex'), 16))"
+                          "::bit(64)::bigint)::text AS name"
+                        : "SELECT CONCAT('dblock_', LEFT(SHA2(?, 256), 40)) AS name";
+  return conn.execute(sql, {Value(input)}).at(0, "name").value_or("");
+}
+
+std::int64_t Backend::session_lock_holder(Connection& conn, const TableNames& tables,
+                                          const std::string& key) const {
+  const std::string lock = session_lock_name(conn, tables, key);
+  if (dialect == Dialect::kPostgreSQL) {
+    // An advisory lock on a bigint: its high 32 bits in classid, its low ones in objid.
+    auto r = conn.execute(
+        "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1"
+        " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+        " AND classid::bigint = ($1::bigint >> 32) & 4294967295"
+        " AND objid::bigint = $1::bigint & 4294967295",
+        {Value(static_cast<long long>(std::stoll(lock)))});
+    return r.empty() ? 0 : r.int64_at(0, "pid");
+  }
+  auto r = conn.execute("SELECT COALESCE(IS_USED_LOCK(?), 0) AS id", {Value(lock)});
+  return r.int64_at(0, "id");
+}
+
 std::vector<std::string> Backend::catalog_queries() const {
   if (dialect == Dialect::kPostgreSQL) {
     return {

@@ -39,6 +39,13 @@ struct Backend {
   std::int64_t session_id(Connection& conn) const;
   // Kills the session `id` from `killer`.
   void kill_session(Connection& killer, std::int64_t id) const;
+  // SessionLock's name for `key` under `tables` as the server knows it (PostgreSQL: the bigint,
+  // as text; MySQL: the GET_LOCK name), computed by the server from the documented recipe.
+  std::string session_lock_name(Connection& conn, const TableNames& tables,
+                                const std::string& key) const;
+  // The session holding SessionLock's lock on `key`, or 0 when the server shows it free.
+  std::int64_t session_lock_holder(Connection& conn, const TableNames& tables,
+                                   const std::string& key) const;
   // Queries that describe a schema's (or MySQL database's) tables, columns, indexes and
   // constraints; each takes the schema name as its only parameter and returns rows of text.
   std::vector<std::string> catalog_queries() const;
