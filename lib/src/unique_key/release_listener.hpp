@@ -1,8 +1,9 @@
 // Wakes waiters when a key is released, from PostgreSQL notifications: one thread with its own
 // session LISTENs on the lock table's channel; the last release of a key NOTIFYs with the key
 // as payload. Each notification wakes one waiter of that key in this process (only one can win;
-// waking them all would only add failed tries). Waiters sleep until woken or until their backoff
-// interval ends, so a missed or late notification only degrades to polling. Internal.
+// waking them all would only add failed tries); a release made through this lock object wakes
+// one at commit instead (releasing() / released()). Waiters sleep until woken or until their
+// backoff interval ends, so a missed or late notification only degrades to polling. Internal.
 //
 // Thread-safety: all methods may be called from many threads.
 #pragma once
