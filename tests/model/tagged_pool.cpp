@@ -3,6 +3,8 @@
 #include <chrono>
 #include <stdexcept>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "dblock/error.hpp"
 #include "dblock/open.hpp"
@@ -42,7 +44,10 @@ int TaggedPool::kill_sessions(Connection& killer) {
   const Backend& b = state_->backend;
   int killed = 0;
   std::string killed_ids;  // MySQL: "1,2,3", integers read from the server
-  std::string started_by;  // PostgreSQL: the latest backend_start among the killed sessions
+  // PostgreSQL: (pid, backend_start) of each killed session. Only these are waited for: a
+  // connection being opened meanwhile is tagged after its backend started, so it can carry the
+  // tag, unlisted and alive, with a start time before the killed ones'.
+  std::vector<std::pair<std::int64_t, std::string>> killed_pg;
   if (b.dialect == Dialect::kPostgreSQL) {
     // The lock's listener reconnects at once under the same tag: wait for the killed sessions
     // only, by pid and start time (a pid may be reused).
@@ -58,7 +63,7 @@ int TaggedPool::kill_sessions(Connection& killer) {
           " THEN pg_terminate_backend(pid) END AS killed FROM pg_stat_activity WHERE pid = $1",
           {Value(r.int64_at(i, "pid")), Value(state_->tag), Value(*r.at(i, "started"))});
       ++killed;
-      started_by = *r.at(i, "started");
+      killed_pg.emplace_back(r.int64_at(i, "pid"), *r.at(i, "started"));
     }
   } else {
     std::vector<std::int64_t> ids;
@@ -80,13 +85,15 @@ int TaggedPool::kill_sessions(Connection& killer) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   for (;;) {
     std::int64_t left = 0;
-    if (b.dialect == Dialect::kPostgreSQL && !started_by.empty()) {
-      left = killer
-                 .execute(
-                     "SELECT COUNT(*) AS n FROM pg_stat_activity WHERE application_name = $1"
-                     " AND pid <> pg_backend_pid() AND backend_start <= $2::timestamptz",
-                     {Value(state_->tag), Value(started_by)})
-                 .int64_at(0, "n");
+    if (b.dialect == Dialect::kPostgreSQL) {
+      for (const auto& [pid, started] : killed_pg) {
+        left += killer
+                    .execute(
+                        "SELECT COUNT(*) AS n FROM pg_stat_activity WHERE pid = $1"
+                        " AND backend_start = $2::timestamptz",
+                        {Value(pid), Value(started)})
+                    .int64_at(0, "n");
+      }
     } else if (!killed_ids.empty()) {
       left = killer
                  .execute("SELECT COUNT(*) AS n FROM information_schema.processlist WHERE id IN (" +
