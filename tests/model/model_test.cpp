@@ -41,28 +41,17 @@
 #include <string>
 
 #include "backends.hpp"
+#include "model_env.hpp"
 #include "model_runner.hpp"
 
 namespace dblock::testing {
 namespace {
 
-std::uint64_t seed_from_env() {
-  const char* text = std::getenv("DBLOCK_MODEL_SEED");
-  if (text != nullptr && *text != '\0') return std::stoull(text);
-  std::random_device rd;
-  return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
-}
-
-std::chrono::seconds budget_from_env() {
-  const char* text = std::getenv("DBLOCK_MODEL_SECONDS");
-  return std::chrono::seconds(text != nullptr && *text != '\0' ? std::stoll(text) : 30);
-}
-
 class ModelTest : public ::testing::TestWithParam<Backend> {};
 
 TEST_P(ModelTest, RandomSequencesKeepTheGuarantees) {
-  const std::uint64_t seed = seed_from_env();
-  const auto budget = budget_from_env();
+  const std::uint64_t seed = model_seed_from_env();
+  const auto budget = model_budget_from_env();
   const auto start = std::chrono::steady_clock::now();
   ModelRunner runner(GetParam(), seed);
   if (const char* without = std::getenv("DBLOCK_MODEL_WITHOUT")) runner.leave_out(without);

@@ -20,7 +20,6 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <map>
 #include <memory>
 #include <optional>
@@ -34,6 +33,7 @@
 #include "dblock/migrator.hpp"
 #include "dblock/open.hpp"
 #include "dblock/session_lock.hpp"
+#include "model_env.hpp"
 
 namespace dblock::testing {
 namespace {
@@ -43,19 +43,6 @@ using Clock = std::chrono::steady_clock;
 
 const std::vector<std::string> kKeys = {"k0", "k1", "k2"};
 const std::vector<std::string> kOwners = {"w", "w ", "W", "x"};
-
-std::uint64_t seed_from_env() {
-  const char* text = std::getenv("DBLOCK_MODEL_SEED");
-  if (text != nullptr && *text != '\0') return std::stoull(text);
-  std::random_device rd;
-  return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
-}
-
-std::chrono::milliseconds budget_from_env() {
-  const char* text = std::getenv("DBLOCK_MODEL_SECONDS");
-  const long long seconds = text != nullptr && *text != '\0' ? std::stoll(text) : 30;
-  return milliseconds(seconds * 1000 / 3);
-}
 
 // One session lock held by one owner through one lock object: the model's view of a hold.
 struct Hold {
@@ -252,10 +239,10 @@ class SessionModel {
 class SessionModelTest : public ::testing::TestWithParam<Backend> {};
 
 TEST_P(SessionModelTest, RandomStepsKeepExclusionTokensAndLostTruthful) {
-  const std::uint64_t seed = seed_from_env();
+  const std::uint64_t seed = model_seed_from_env();
   SCOPED_TRACE("DBLOCK_MODEL_SEED=" + std::to_string(seed));
   SessionModel model(GetParam(), seed);
-  const auto end = Clock::now() + budget_from_env();
+  const auto end = Clock::now() + model_budget_from_env() / 3;
   while (Clock::now() < end && !::testing::Test::HasFailure()) model.step();
   std::string summary;
   for (const auto& [what, n] : model.counts) summary += " " + what + "=" + std::to_string(n);
