@@ -59,6 +59,8 @@ struct HotKeyShape {
   // Each client has a lock object of its own, as clients in separate processes would: nothing
   // in one client's lock learns of another's releases except through the server.
   bool lock_per_client = false;
+  // How long to measure (0: the run's --duration-ms).
+  std::chrono::milliseconds duration{};
 };
 
 // `clients` threads contend for one fresh key of `tables` with blocking acquire, each on a pool

@@ -43,3 +43,20 @@ CREATE TABLE IF NOT EXISTS dblock_versions (
     PRIMARY KEY (lock_key),
     KEY updated_at_idx (updated_at)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+-- Fair waiting (unique-key lock with fair = true): one row per waiter, in order of arrival
+-- (seq); only the first live waiter of a key may take it. Registrations expire like leases.
+CREATE TABLE IF NOT EXISTS dblock_lock_waiters (
+    seq           BIGINT          NOT NULL AUTO_INCREMENT,
+    waiter_id     VARBINARY(256)  NOT NULL,
+    lock_key      VARBINARY(1020) NOT NULL,
+    owner_host    VARBINARY(1020) NOT NULL,
+    owner_process VARBINARY(1020) NOT NULL,
+    owner_thread  VARBINARY(1020) NOT NULL,
+    registered_at DATETIME(6)     NOT NULL,
+    expires_at    DATETIME(6)     NOT NULL,
+    PRIMARY KEY (seq),
+    UNIQUE KEY waiter_id_idx (waiter_id),
+    KEY key_seq_idx (lock_key, seq),
+    KEY expires_at_idx (expires_at)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;

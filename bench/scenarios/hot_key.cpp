@@ -2,11 +2,13 @@
 // (from the moment the holder starts its release to the moment the next client holds the key),
 // statements sent per successful acquisition (counted on the connections, tries and releases
 // alike) and fairness (most / fewest acquisitions per client). On PostgreSQL with LISTEN/NOTIFY
-// wake-ups and with polling only; MySQL always polls.
+// wake-ups and with polling only; MySQL always polls. Each also with fair waiting (the queue's
+// head woken on PostgreSQL; polling at the backoff's quickest pace on MySQL).
 #include "../hot_key.hpp"
 
 #include <algorithm>
 #include <atomic>
+#include <limits>
 #include <stdexcept>
 #include <thread>
 
@@ -90,7 +92,8 @@ HotKeyResult measure_hot_key(
   }
   std::atomic<std::uint64_t> acquisitions{0};
   GrantLog log(clients);
-  LoadResult load = run_load(clients, ctx.settings().duration, [&](int i) -> Operation {
+  const auto duration = shape.duration.count() > 0 ? shape.duration : ctx.settings().duration;
+  LoadResult load = run_load(clients, duration, [&](int i) -> Operation {
     return [&, i] {
       const auto asked = std::chrono::steady_clock::now();
       auto lease = locks[shape.lock_per_client ? i : 0]->acquire(key, std::chrono::seconds(10));
@@ -135,6 +138,7 @@ struct Mode {
   std::string name;
   bool notify;
   bool lock_per_client;
+  bool fair = false;
   std::string label() const { return lock_per_client ? name + ", lock per client" : name; }
 };
 
@@ -144,7 +148,7 @@ void handoff_headlines(BenchContext& ctx, const std::vector<std::pair<Mode, doub
                        const std::string& conditions) {
   double polling = 0;
   for (const auto& [mode, p50] : p50s) {
-    if (!mode.notify) polling = p50;
+    if (!mode.notify && !mode.fair) polling = p50;
   }
   for (const auto& [mode, p50] : p50s) {
     ctx.headline({.label = "hot key handoff p50, " + mode.label() + ", " + conditions,
@@ -155,15 +159,41 @@ void handoff_headlines(BenchContext& ctx, const std::vector<std::pair<Mode, doub
   }
 }
 
+// Fair waiting at one client count: acquisitions per client, most over fewest (target 1.5: a
+// client with none counts as unbounded), and the throughput of fair waiting over the default
+// (unfair) mode's at the same count.
+void fair_headlines(BenchContext& ctx, const nlohmann::json& point, double throughput_ratio,
+                    const std::string& conditions) {
+  const nlohmann::json& fairness = point["fairness_max_over_min"];
+  const double value =
+      fairness.is_null() ? std::numeric_limits<double>::infinity() : fairness.get<double>();
+  ctx.headline({.label = "fair hot key fairness max/min, " + conditions,
+                .value = value,
+                .unit = "x",
+                .target = "<= 1.5",
+                .met = value <= 1.5 ? 1 : 0});
+  ctx.headline({.label = "fair hot key throughput / unfair, " + conditions,
+                .value = throughput_ratio,
+                .unit = "x",
+                .target = "",
+                .met = -1,
+                .ratio = true});
+}
+
 void run(BenchContext& ctx) {
   ScopedTables tables(ctx.target().url);
   nlohmann::json points = nlohmann::json::array();
   const Mode polling{"polling", false, false};
-  std::vector<Mode> modes{polling};
+  std::vector<Mode> modes{polling, {"fair", false, false, true}};
   if (ctx.postgresql()) {
     // Waiters woken by the release's notification; with a lock per client they learn of a
-    // release only from the server, as waiters in other processes do.
-    modes = {{"notify", true, false}, {"notify", true, true}, polling};
+    // release only from the server, as waiters in other processes do. Fair waiters are woken
+    // by notification too (the queue's head only).
+    modes = {{"notify", true, false},
+             {"notify", true, true},
+             polling,
+             {"fair notify", true, false, true},
+             {"fair notify", true, true, true}};
   }
   // Each client count with clients asking again at once; then the first count with 1 ms of work
   // between holds, so that the holder does not race its waiters and every grant is a handoff.
@@ -181,16 +211,27 @@ void run(BenchContext& ctx) {
       conditions += ", " + std::to_string(between_holds.count() / 1000) + " ms between holds";
     }
     std::vector<std::pair<Mode, double>> p50s;
+    double unfair_per_s = 0;  // the default mode's (modes.front())
     for (const Mode& mode : modes) {
       // A lock per client at the first client count only: each one keeps a listening session.
       if (mode.lock_per_client && clients != first) continue;
       ctx.progress("hot key, " + mode.label() + ", " + conditions);
-      HotKeyResult r = measure_hot_key(ctx, tables.names(), clients, {.notify = mode.notify},
-                                       {between_holds, mode.lock_per_client});
+      // Fair waiting grants in turns: a client's share is measured over several turns of all
+      // clients (max/min over one turn can only be 2 or 1), so the run lasts longer with more
+      // clients (4x the usual at 64).
+      HotKeyShape shape{between_holds, mode.lock_per_client};
+      if (mode.fair) shape.duration = ctx.settings().duration * std::max(1, clients / 16);
+      HotKeyResult r = measure_hot_key(ctx, tables.names(), clients,
+                                       {.notify = mode.notify, .fair = mode.fair}, shape);
       nlohmann::json j = r.to_json(mode.name, clients);
       j["lock_per_client"] = mode.lock_per_client;
+      j["fair"] = mode.fair;
       j["between_holds_ms"] = static_cast<double>(between_holds.count()) / 1000.0;
       p50s.emplace_back(mode, j["handoff"]["p50_ms"].get<double>());
+      if (&mode == &modes.front()) unfair_per_s = r.load.per_second();
+      if (mode.fair && !mode.lock_per_client && between_holds.count() == 0) {
+        fair_headlines(ctx, j, r.load.per_second() / std::max(unfair_per_s, 1e-9), conditions);
+      }
       points.push_back(std::move(j));
     }
     if (clients == first) handoff_headlines(ctx, p50s, conditions);

@@ -167,8 +167,11 @@ TEST_P(ConnectionFaultTest, LostRepliesAreRetriedAndRecognised) {
   LockOptions me;
   me.owner = Owner::named("me");
   me.auto_renew = false;  // no renewal may run into the armed cut
+  // The acquire alone carries the metadata: a fair lock reads its queue first (MySQL), with
+  // the key too, and that read's reply is not the one lost here.
+  me.metadata = {{"request", "acquire-lost-reply"}};
 
-  proxy.cut_after_request_containing(key);
+  proxy.cut_after_request_containing("acquire-lost-reply");
   const auto sent = monotonic_us();
   auto outer = lock->try_acquire(key, me);
   ASSERT_TRUE(outer) << "the retried acquire did not recognise its own lease";
@@ -182,6 +185,7 @@ TEST_P(ConnectionFaultTest, LostRepliesAreRetriedAndRecognised) {
   RecordedHolder intruder(*other, history, "intruder", key, milliseconds(30000));
   EXPECT_FALSE(intruder.acquire(milliseconds(0)));
 
+  me.metadata = nullptr;
   auto inner = lock->try_acquire(key, me);
   ASSERT_TRUE(inner);
   EXPECT_EQ(row(key)->hold_count, 2);
@@ -224,8 +228,9 @@ TEST_P(ConnectionFaultTest, AnAcquireWhoseRepliesAreAllLostLeavesNothingHeldAfte
   LockOptions me;
   me.owner = Owner::named("me");
   me.auto_renew = false;
+  me.metadata = {{"request", "acquire-orphan"}};  // in the acquire alone (see LostReplies...)
 
-  proxy.cut_after_request_containing(key, 2);  // the attempt and its retry
+  proxy.cut_after_request_containing("acquire-orphan", 2);  // the attempt and its retry
   try {
     lock->try_acquire(key, me);
     ADD_FAILURE() << "an acquire whose replies were all lost reported an outcome";
@@ -237,6 +242,7 @@ TEST_P(ConnectionFaultTest, AnAcquireWhoseRepliesAreAllLostLeavesNothingHeldAfte
   ASSERT_TRUE(orphan) << "the server did not apply the acquire";
   EXPECT_EQ(orphan->hold_count, 1);
 
+  me.metadata = nullptr;
   const auto sent = monotonic_us();
   auto lease = lock->try_acquire(key, me);  // re-enters the orphaned hold
   ASSERT_TRUE(lease);

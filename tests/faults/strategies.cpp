@@ -19,6 +19,16 @@ const std::vector<StrategyUnderTest>& fault_strategies() {
        },
        /*ends_with_ttl=*/true, /*exclusive=*/true, /*transactional=*/false, /*lock_row=*/true,
        "locks"},
+      // The same lock with fair waiting: waiters queue in lock_waiters and take turns.
+      {"unique_key_fair",
+       [](ConnectionSource& source, const TableNames& tables) -> std::unique_ptr<Lock> {
+         UniqueKeyLockOptions options;
+         options.tables = tables;
+         options.fair = true;
+         return std::make_unique<UniqueKeyLock>(source, options);
+       },
+       /*ends_with_ttl=*/true, /*exclusive=*/true, /*transactional=*/false, /*lock_row=*/true,
+       "locks"},
       {"row_lock",
        [](ConnectionSource& source, const TableNames& tables) -> std::unique_ptr<Lock> {
          RowLockOptions options;

@@ -6,6 +6,7 @@
 // why and check the strategy's own analogue instead:
 //
 //   unique_key  ends_with_ttl, exclusive          a lock row; a dead holder's lease runs out
+//   unique_key_fair  as unique_key                 the same with fair waiting (a queue table)
 //   row_lock    exclusive, transactional          SELECT ... FOR UPDATE in the lease's
 //                                                 transaction; the server frees it with the
 //                                                 connection; no TTL

@@ -85,7 +85,7 @@ TEST(Statement, TheCleanerStatementsBindTheGraceInMilliseconds) {
   for (Server server : kServers) {
     const Dialect d = dialect_of(server);
     const CleanerSql& sql = server_sql(server).cleaner;
-    ASSERT_EQ(sql.tables.size(), 3u);
+    ASSERT_EQ(sql.tables.size(), 4u);
     std::vector<std::string_view> templates;
     for (const CleanedTable& table : sql.tables) {
       templates.push_back(table.delete_sql);
@@ -113,6 +113,9 @@ TEST(Statement, TheLockStatementsBindFromTheirCallersArguments) {
                                             {"thread", Value("t")},
                                             {"ttl_ms", Value(std::int64_t{1000})},
                                             {"metadata", Value()},
+                                            {"fair", Value(1)},
+                                            {"seq", Value()},
+                                            {"waiter_id", Value("w")},
                                             {"token", Value(std::int64_t{1})},
                                             {"version", Value(std::int64_t{2})},
                                             {"prefix", Value("k")},
@@ -122,10 +125,11 @@ TEST(Statement, TheLockStatementsBindFromTheirCallersArguments) {
     const Dialect d = dialect_of(server);
     const ServerSql& sql = server_sql(server);
     for (std::string_view templ :
-         {sql.unique_key.acquire, sql.unique_key.renew, sql.unique_key.claim, sql.versions.read,
-          sql.versions.create, sql.versions.cas, sql.operators.list_prefix, sql.operators.release,
-          sql.row_lock.exists, sql.row_lock.create, sql.row_lock.set_timeout, sql.row_lock.try_lock,
-          sql.row_lock.stamp}) {
+         {sql.unique_key.acquire, sql.unique_key.renew, sql.unique_key.claim,
+          sql.unique_key.fair_check, sql.unique_key.enqueue, sql.unique_key.leave,
+          sql.versions.read, sql.versions.create, sql.versions.cas, sql.operators.list_prefix,
+          sql.operators.release, sql.row_lock.exists, sql.row_lock.create, sql.row_lock.set_timeout,
+          sql.row_lock.try_lock, sql.row_lock.stamp}) {
       if (templ.empty()) continue;  // a step this dialect does not have
       Statement s(templ, d, TableNames());
       EXPECT_EQ(s.sql().find("{{"), std::string::npos) << s.sql();

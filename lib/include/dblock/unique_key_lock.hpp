@@ -10,6 +10,22 @@
 // A release wakes one waiter of the key per lock object; one made through the waiter's own lock
 // object wakes it at commit, without the round trip of the notification.
 //
+// Fair waiting (UniqueKeyLockOptions::fair): a waiter takes a place in the key's queue (the
+// lock_waiters table, in order of arrival) once its first try fails, and a free key goes only to
+// the first live waiter, so keys are granted in the order waiters came, and a holder that asks
+// again at once queues behind them instead of taking the key back. A place is a lease too: the
+// waiter refreshes it while it waits (every third of waiter_ttl at most), and a waiter that died
+// drops out when it expires (the cleaner deletes the row later); a registration sent again
+// after a lost reply finds its own place instead of queueing twice; a waiter whose time runs out
+// (or that gets the key) leaves the queue. A try (try_acquire, or acquire with no time) does not
+// queue: it takes a free key only while no live waiter is queued, and the owner's re-entry never
+// waits for a turn. On PostgreSQL a release wakes the queue's head only, in whatever process it
+// waits. Fairness holds among the fair lock objects of a key: a lock object without fair = true
+// on the same table does not look at the queue and may take a free key before its head. A
+// dead waiter at the head delays the key by at most waiter_ttl. Costs (bench, hot_key fair):
+// a fair try that finds the key free is one statement on PostgreSQL, two on MySQL/MariaDB (a
+// read of the queue first); a waiter adds a registration and a leave per acquisition.
+//
 // Deadlocks and serialization failures during an acquire storm (InnoDB takes next-key locks on
 // duplicate-key inserts) are retried a few times and then reported as "not acquired", never
 // thrown. A connection lost during acquire is retried once with the same lease id, so an insert
@@ -67,6 +83,11 @@ struct UniqueKeyLockOptions {
   // is global only and cannot be changed for one session or statement; set it on the server if
   // the whole server may trade durability for speed.
   bool relaxed_durability = false;
+  // Fair waiting: keys go to waiters in order of arrival (see the top of this file).
+  bool fair = false;
+  // How long a fair waiter's place outlives the waiter's last refresh (from 300 ms to 1 hour):
+  // a waiter that died holds up the ones behind it for at most this long.
+  std::chrono::milliseconds waiter_ttl{5000};
 };
 
 struct ClaimOptions {

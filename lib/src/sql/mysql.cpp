@@ -162,6 +162,27 @@ constexpr UniqueKeySql kUniqueKey = {
         " owner_thread = IF(expires_at <= UTC_TIMESTAMP(6), VALUES(owner_thread), owner_thread),"
         " lease_id = IF(expires_at <= UTC_TIMESTAMP(6), VALUES(lease_id), lease_id),"
         " expires_at = IF(expires_at <= UTC_TIMESTAMP(6), VALUES(expires_at), expires_at)",
+    // Fair waiting: acquire (an INSERT ... VALUES) cannot carry the queue check, so it is asked
+    // first, as a plain (non-locking, consistent) read. A waiter that registers between this read
+    // and the acquire may be passed once; the lock itself is decided by the acquire as always.
+    // Column "ahead": the live waiters queued before the caller (at most 100), which sets how
+    // often a waiter polls, since no release wakes it here.
+    .fair_check =
+        "SELECT q.ahead, (q.ahead > 0 AND NOT EXISTS (SELECT 1 FROM {{table:locks}} m"
+        "   WHERE m.lock_key = {{param:key}} AND m.expires_at > UTC_TIMESTAMP(6)"
+        "   AND m.owner_host = {{param:host}} AND m.owner_process = {{param:process}}"
+        "   AND m.owner_thread = {{param:thread}})) AS wait"
+        " FROM (SELECT COUNT(*) AS ahead FROM (SELECT 1 FROM {{table:lock_waiters}} w"
+        "   WHERE w.lock_key = {{param:key}} AND w.expires_at > UTC_TIMESTAMP(6)"
+        "   AND w.seq < COALESCE({{param:seq}}, 9223372036854775807) LIMIT 100) a) q",
+    .enqueue =
+        "INSERT INTO {{table:lock_waiters}} (waiter_id, lock_key, owner_host, owner_process,"
+        " owner_thread, registered_at, expires_at)"
+        " VALUES ({{param:waiter_id}}, {{param:key}}, {{param:host}}, {{param:process}},"
+        " {{param:thread}}, UTC_TIMESTAMP(6),"
+        " UTC_TIMESTAMP(6) + INTERVAL {{param:ttl_ms}} * 1000 MICROSECOND)"
+        " ON DUPLICATE KEY UPDATE seq = LAST_INSERT_ID(seq), expires_at = VALUES(expires_at)",
+    .leave = "DELETE FROM {{table:lock_waiters}} WHERE waiter_id = {{param:waiter_id}}",
 };
 
 // The tables the cleaner empties, and whose privileges `dblock doctor` checks: a table of a
@@ -198,6 +219,14 @@ constexpr CleanedTable kCleanedTables[] = {
      "{{param:limit}}",
      "SELECT COUNT(*) AS n FROM (SELECT 1 FROM {{table:versions}}"
      " WHERE updated_at <= UTC_TIMESTAMP(6) - INTERVAL {{param:grace_ms}} * 1000 MICROSECOND "
+     "LIMIT {{param:limit}}) s"},
+    // Registrations of fair waiters that stopped refreshing them (a waiter that died).
+    {"lock_waiters",
+     "DELETE FROM {{table:lock_waiters}}"
+     " WHERE expires_at <= UTC_TIMESTAMP(6) - INTERVAL {{param:grace_ms}} * 1000 MICROSECOND"
+     " ORDER BY expires_at LIMIT {{param:limit}}",
+     "SELECT COUNT(*) AS n FROM (SELECT 1 FROM {{table:lock_waiters}}"
+     " WHERE expires_at <= UTC_TIMESTAMP(6) - INTERVAL {{param:grace_ms}} * 1000 MICROSECOND "
      "LIMIT {{param:limit}}) s"},
 };
 

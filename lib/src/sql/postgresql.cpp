@@ -58,6 +58,16 @@ constexpr SessionSql kSession = {
         " set_config('tcp_user_timeout', $4, false)",
 };
 
+// The statements that free a key notify the lock table's channel with the first live waiter
+// of the key's fair queue (lock_waiters), a newline, and the key: "head\nkey", head empty when
+// no one is queued. Each listening process wakes that waiter if it is one of its own, and else
+// (no queue) one of its waiters of the key. A waiter id holds no newline; a key may, so the
+// head comes first. A CTE "h" with one row, column "head", for the key in {{param:key}}.
+#define DBLOCK_QUEUE_HEAD                                                      \
+  "h AS (SELECT COALESCE((SELECT w.waiter_id FROM {{table:lock_waiters}} w"    \
+  " WHERE w.lock_key = {{param:key}} AND w.expires_at > statement_timestamp()" \
+  " ORDER BY w.seq LIMIT 1), '') AS head)"
+
 constexpr UniqueKeySql kUniqueKey = {
     // Times come from statement_timestamp(): the server's clock when the statement started,
     // one value for the whole statement (clock_timestamp() is read anew by every expression,
@@ -73,7 +83,7 @@ constexpr UniqueKeySql kUniqueKey = {
     // not step back by more than the cleaner's grace period.
     .results_in_rows = true,
     // A Statement (sql/statement.hpp): key, lease_id (this attempt's; a retry reuses it), host,
-    // process, thread, ttl_ms, metadata (JSON or NULL).
+    // process, thread, ttl_ms, metadata (JSON or NULL), fair and seq (see UniqueKeySql).
     // Takes a free/expired row, re-enters our own (hold_count + 1, same token), or recognises a
     // retry of an attempt that already succeeded (same lease_id: nothing changes). Returns no
     // row when another owner holds the key. The NOT EXISTS pre-check makes a busy try read-only;
@@ -92,6 +102,14 @@ constexpr UniqueKeySql kUniqueKey = {
         " NOT EXISTS (SELECT 1 FROM {{table:locks}} b WHERE b.lock_key = {{param:key}}"
         "   AND b.expires_at > statement_timestamp() AND NOT (b.owner_host = {{param:host}}"
         "   AND b.owner_process = {{param:process}} AND b.owner_thread = {{param:thread}}))"
+        // Fair: a free key goes to the first live waiter; the owner's re-entry needs no turn.
+        " AND ({{param:fair}}::bigint = 0"
+        "   OR NOT EXISTS (SELECT 1 FROM {{table:lock_waiters}} w WHERE w.lock_key = {{param:key}}"
+        "     AND w.expires_at > statement_timestamp()"
+        "     AND w.seq < COALESCE({{param:seq}}::bigint, 9223372036854775807))"
+        "   OR EXISTS (SELECT 1 FROM {{table:locks}} m WHERE m.lock_key = {{param:key}}"
+        "     AND m.expires_at > statement_timestamp() AND m.owner_host = {{param:host}}"
+        "     AND m.owner_process = {{param:process}} AND m.owner_thread = {{param:thread}}))"
         " ON CONFLICT (lock_key) DO UPDATE SET"
         " hold_count = CASE WHEN l.expires_at <= statement_timestamp() THEN 1"
         "   WHEN l.lease_id = EXCLUDED.lease_id THEN l.hold_count ELSE l.hold_count + 1 END,"
@@ -112,8 +130,9 @@ constexpr UniqueKeySql kUniqueKey = {
     // A Statement (sql/statement.hpp): key, host, process, thread, token, channel (for NOTIFY),
     // release_id (random per release call; a retry after a lost reply reuses it).
     // Owner- and token-checked; a lease that expired is lost and changes nothing. The last
-    // release frees the row and NOTIFYs waiters (delivered at commit). Returns the remaining
-    // hold_count, or no row when the lease was not held.
+    // release frees the row and NOTIFYs waiters (delivered at commit; see DBLOCK_QUEUE_HEAD).
+    // Returns the remaining hold_count and the queue's head ("head"), or no row when the lease
+    // was not held.
     // Idempotent under retry: the release id is written into lease_id, and a row that already
     // carries it was released by this very call, so the retry changes nothing and reports the
     // count left by the first attempt (a decrement applied twice would drop an outer hold).
@@ -129,11 +148,10 @@ constexpr UniqueKeySql kUniqueKey = {
         " AND owner_process = {{param:process}} AND owner_thread = {{param:thread}}"
         " AND fencing_token = {{param:token}} AND (lease_id = {{param:release_id}}"
         "   OR (hold_count > 0 AND expires_at > statement_timestamp()))"
-        " RETURNING lock_key, hold_count)"
-        " SELECT hold_count,"
-        " CASE WHEN hold_count = 0 THEN pg_notify({{param:channel}}, lock_key)::text END"
-        "   AS notified"
-        " FROM r",
+        " RETURNING lock_key, hold_count), " DBLOCK_QUEUE_HEAD
+        " SELECT r.hold_count, CASE WHEN r.hold_count = 0 THEN"
+        "   pg_notify({{param:channel}}, h.head || chr(10) || r.lock_key)::text END AS notified,"
+        " h.head FROM r, h",
     // Parameters as release. Run right after a release that left holds behind although this
     // process holds no other lease of the owner on the key: those holds belong to acquires whose
     // reply never came (the caller got an error and no lease), and would otherwise keep the key
@@ -146,8 +164,9 @@ constexpr UniqueKeySql kUniqueKey = {
         " AND owner_process = {{param:process}} AND owner_thread = {{param:thread}}"
         " AND fencing_token = {{param:token}} AND lease_id = {{param:release_id}}"
         " AND hold_count > 0 AND expires_at > statement_timestamp()"
-        " RETURNING lock_key)"
-        " SELECT pg_notify({{param:channel}}, lock_key)::text AS notified FROM r",
+        " RETURNING lock_key), " DBLOCK_QUEUE_HEAD
+        " SELECT pg_notify({{param:channel}}, h.head || chr(10) || r.lock_key)::text AS notified"
+        " FROM r, h",
     // A Statement: ttl_ms, key, host, process, thread, token. One row matched when the lease is
     // still held. Never moves expires_at earlier: the row is shared by every reentrant hold of the
     // owner, and another of them (acquired or renewed with a longer TTL) relies on the later
@@ -181,6 +200,15 @@ constexpr UniqueKeySql kUniqueKey = {
         " expires_at = 'infinity', metadata = EXCLUDED.metadata"
         " WHERE l.expires_at <= statement_timestamp() OR l.lease_id = EXCLUDED.lease_id"
         " RETURNING fencing_token",
+    .fair_check = "",  // acquire checks the queue itself
+    .enqueue =
+        "INSERT INTO {{table:lock_waiters}} AS w (waiter_id, lock_key, owner_host, owner_process,"
+        " owner_thread, registered_at, expires_at)"
+        " VALUES ({{param:waiter_id}}, {{param:key}}, {{param:host}}, {{param:process}},"
+        " {{param:thread}}, statement_timestamp(),"
+        " statement_timestamp() + {{param:ttl_ms}}::bigint * interval '1 millisecond')"
+        " ON CONFLICT (waiter_id) DO UPDATE SET expires_at = EXCLUDED.expires_at RETURNING seq",
+    .leave = "DELETE FROM {{table:lock_waiters}} WHERE waiter_id = {{param:waiter_id}}",
 };
 
 // The tables the cleaner empties, and whose privileges `dblock doctor` checks: a table of a
@@ -236,6 +264,19 @@ constexpr CleanedTable kCleanedTables[] = {
      "millisecond'",
      "SELECT count(*) AS n FROM (SELECT 1 FROM {{table:versions}}"
      " WHERE updated_at <= (SELECT clock_timestamp() - {{param:grace_ms}}::bigint * interval '1 "
+     "millisecond')"
+     " LIMIT {{param:limit}}) s"},
+    // Registrations of fair waiters that stopped refreshing them (a waiter that died).
+    {"lock_waiters",
+     "DELETE FROM {{table:lock_waiters}} WHERE ctid = ANY(ARRAY("
+     " SELECT ctid FROM {{table:lock_waiters}}"
+     " WHERE expires_at <= (SELECT clock_timestamp() - {{param:grace_ms}}::bigint * interval '1 "
+     "millisecond')"
+     " ORDER BY expires_at LIMIT {{param:limit}} FOR UPDATE SKIP LOCKED))"
+     " AND expires_at <= clock_timestamp() - {{param:grace_ms}}::bigint * interval '1 "
+     "millisecond'",
+     "SELECT count(*) AS n FROM (SELECT 1 FROM {{table:lock_waiters}}"
+     " WHERE expires_at <= (SELECT clock_timestamp() - {{param:grace_ms}}::bigint * interval '1 "
      "millisecond')"
      " LIMIT {{param:limit}}) s"},
 };
@@ -381,8 +422,9 @@ constexpr OperatorSql kOperators = {
         "WITH r AS (UPDATE {{table:locks}} SET hold_count = 0, expires_at = statement_timestamp()"
         " WHERE lock_key = {{param:key}} AND lease_id = {{param:lease_id}}"
         " AND fencing_token = {{param:token}} AND hold_count > 0"
-        " RETURNING lock_key)"
-        " SELECT pg_notify({{param:channel}}, lock_key)::text AS notified FROM r",
+        " RETURNING lock_key), " DBLOCK_QUEUE_HEAD
+        " SELECT pg_notify({{param:channel}}, h.head || chr(10) || r.lock_key)::text AS notified"
+        " FROM r, h",
 };
 
 constexpr DoctorSql kDoctor = {
@@ -413,6 +455,8 @@ constexpr DoctorSql kDoctor = {
     .sequence_usage =
         "SELECT has_sequence_privilege('{{table:row_lock_tokens}}', 'USAGE')::int AS ok",
 };
+
+#undef DBLOCK_QUEUE_HEAD
 
 constexpr ServerSql kPostgreSQL = {
     .migrator = kMigrator,

@@ -61,6 +61,19 @@ struct UniqueKeySql {
   std::string_view release_rest;  // frees the holds left by acquires whose reply was lost
   std::string_view renew;
   std::string_view claim;
+  // Fair waiting (the lock_waiters table). acquire also takes fair (1 or 0) and seq (the
+  // waiter's place, NULL when not queued): a fair acquire of a free key takes it only when no
+  // live waiter registered before seq (any live waiter, when NULL) is queued, unless the owner
+  // holds the key already (re-entry). Where acquire cannot carry that check (MySQL, whose
+  // acquire is INSERT ... VALUES), fair_check asks it first: one row, column "wait", 1 when the
+  // caller must keep waiting, and "ahead", how many live waiters are queued before it (same
+  // parameters as acquire); empty where acquire checks.
+  std::string_view fair_check;
+  // Statements: key, waiter_id, host, process, thread, ttl_ms. Registers the waiter (or, for a
+  // waiter_id already queued, refreshes its expiry and keeps its place); the seq in rows
+  // (column "seq") or LAST_INSERT_ID().
+  std::string_view enqueue;
+  std::string_view leave;  // waiter_id: the waiter leaves the queue
 };
 
 // The cleaner. Each statement is one autocommit statement.

@@ -61,16 +61,31 @@ void ReleaseListener::listen_once() {
     auto notes = conn->wait_for_notifications(kPollSlice);
     std::lock_guard lock(mu_);
     for (const auto& n : notes) {
-      auto it = keys_.find(n.payload);
+      // "head\nkey": a waiter id holds no newline.
+      const std::size_t split = n.payload.find('\n');
+      if (split == std::string::npos) continue;  // not a release of this version's
+      auto it = keys_.find(std::string_view(n.payload).substr(split + 1));
       if (it == keys_.end()) continue;
       if (it->second.echoes > 0) {
         --it->second.echoes;  // a release made here: released() wakes its waiter
         continue;
       }
-      it->second.wake = true;
-      it->second.cv.notify_one();  // only one can win the key
+      wake(it->second, n.payload.substr(0, split));
     }
   }
+}
+
+void ReleaseListener::wake(KeyState& state, const std::string& head) {
+  if (head.empty()) {
+    state.wake = true;
+    state.wake_for.clear();
+    state.cv.notify_one();  // only one can win the key
+  } else if (state.queued.contains(head)) {
+    state.wake = true;
+    state.wake_for = head;
+    state.cv.notify_all();  // the others see it is not theirs and sleep on
+  }
+  // A head queued elsewhere: its own process wakes it; no one here may take the key before it.
 }
 
 void ReleaseListener::releasing(const std::string& key) {
@@ -79,7 +94,7 @@ void ReleaseListener::releasing(const std::string& key) {
   if (it != keys_.end()) ++it->second.echoes;
 }
 
-void ReleaseListener::released(const std::string& key, bool freed) {
+void ReleaseListener::released(const std::string& key, bool freed, const std::string& head) {
   std::lock_guard lock(mu_);
   auto it = keys_.find(key);
   if (it == keys_.end()) return;
@@ -89,8 +104,7 @@ void ReleaseListener::released(const std::string& key, bool freed) {
     if (state.echoes > 0) --state.echoes;
     return;
   }
-  state.wake = true;
-  state.cv.notify_one();
+  wake(state, head);
 }
 
 ReleaseListener::Interest::Interest(ReleaseListener& listener, std::string key)
@@ -102,14 +116,31 @@ ReleaseListener::Interest::Interest(ReleaseListener& listener, std::string key)
 ReleaseListener::Interest::~Interest() {
   std::lock_guard lock(listener_.mu_);
   auto it = listener_.keys_.find(key_);
-  if (it != listener_.keys_.end() && --it->second.interested == 0) listener_.keys_.erase(it);
+  if (it == listener_.keys_.end()) return;
+  KeyState& state = it->second;
+  if (!waiter_id_.empty()) {
+    state.queued.erase(state.queued.find(waiter_id_));
+    if (state.wake && state.wake_for == waiter_id_) state.wake = false;  // no one else's
+  }
+  if (--state.interested == 0) listener_.keys_.erase(it);
+}
+
+void ReleaseListener::Interest::queued_as(const std::string& waiter_id) {
+  std::lock_guard lock(listener_.mu_);
+  KeyState& state = listener_.keys_[key_];
+  if (!waiter_id_.empty()) state.queued.erase(state.queued.find(waiter_id_));
+  waiter_id_ = waiter_id;
+  state.queued.insert(waiter_id_);
 }
 
 void ReleaseListener::Interest::wait(std::chrono::milliseconds timeout) const {
   std::unique_lock lock(listener_.mu_);
   KeyState& state = listener_.keys_[key_];
-  state.cv.wait_for(lock, timeout, [&] { return listener_.stop_ || state.wake; });
-  state.wake = false;  // taken: the other waiters of this key keep sleeping
+  const auto mine = [&] {
+    return state.wake && (state.wake_for.empty() || state.wake_for == waiter_id_);
+  };
+  state.cv.wait_for(lock, timeout, [&] { return listener_.stop_ || mine(); });
+  if (mine()) state.wake = false;  // taken: the other waiters of this key keep sleeping
 }
 
 }  // namespace dblock::detail

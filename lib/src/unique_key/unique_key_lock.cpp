@@ -89,6 +89,7 @@ struct UniqueKeyLock::Impl : std::enable_shared_from_this<UniqueKeyLock::Impl> {
   // The lock's statements for one server.
   struct Statements {
     detail::Statement acquire, release, release_rest, renew, claim;
+    detail::Statement fair_check, enqueue, leave;  // fair waiting
   };
 
   Impl(ConnectionSource& src, UniqueKeyLockOptions opts)
@@ -105,20 +106,31 @@ struct UniqueKeyLock::Impl : std::enable_shared_from_this<UniqueKeyLock::Impl> {
                          detail::Statement(sql.release, dialect, tables, relaxed),
                          detail::Statement(sql.release_rest, dialect, tables, relaxed),
                          detail::Statement(sql.renew, dialect, tables, relaxed),
-                         detail::Statement(sql.claim, dialect, tables)};
+                         detail::Statement(sql.claim, dialect, tables),
+                         detail::Statement(sql.fair_check, dialect, tables),
+                         detail::Statement(sql.enqueue, dialect, tables),
+                         detail::Statement(sql.leave, dialect, tables)};
                    }),
         holds_scope(std::string(to_string(dialect)) + '\n' +
                     options.tables.qualified(dialect, "locks") + '\n'),
         rows(detail::server_sql(dialect == Dialect::kPostgreSQL ? Server::kPostgreSQL
                                                                 : Server::kMySQL)
                  .unique_key.results_in_rows),
-        channel(options.tables.name("locks")) {}
+        channel(options.tables.name("locks")) {
+    if (options.fair && (options.waiter_ttl < std::chrono::milliseconds(300) ||
+                         options.waiter_ttl > std::chrono::hours(1))) {
+      throw Error(ErrorCode::kInvalidArgument, "waiter_ttl must be from 300 ms to 1 hour; got " +
+                                                   std::to_string(options.waiter_ttl.count()) +
+                                                   " ms");
+    }
+  }
 
   // Runs one lock statement. Contention (deadlock, serialization failure) is retried a few
   // times and then reported as nullopt; a lost connection is retried once when `idempotent`.
   // A renewal passes its lease (`renewing`): its connection's socket is published for a release
   // to cut (LeaseCore::RenewingOn), and nothing is retried once the lease is released.
-  // `which` is the statement, bound from `args`, for the server of the connection it runs on.
+  // `which` is the statement, bound from `args`, for the server of the connection it runs on; an
+  // empty statement (a step that server does not have) is not sent and gives an empty result.
   std::optional<Result> run(detail::Statement Statements::*which, std::span<const detail::Arg> args,
                             bool idempotent, detail::LeaseCore* renewing = nullptr) {
     bool retried_lost = false;
@@ -129,6 +141,7 @@ struct UniqueKeyLock::Impl : std::enable_shared_from_this<UniqueKeyLock::Impl> {
       try {
         PooledConnection conn = source.acquire();
         const detail::Statement& statement = statements[conn->server()].*which;
+        if (statement.empty()) return Result();
         const std::vector<Value> params = statement.bind(args);
         if (renewing != nullptr) {
           // Declared after conn, so the socket is withdrawn before the connection goes back.
@@ -193,7 +206,8 @@ struct UniqueKeyLock::Impl : std::enable_shared_from_this<UniqueKeyLock::Impl> {
              {"release_id", Value(q.release_id)}}};
   }
 
-  ReleaseOutcome send_release(const ReleaseRequest& q) {
+  // `head`: the fair queue's head the release reported, when it freed the key.
+  ReleaseOutcome send_release(const ReleaseRequest& q, std::string& head) {
     // A retry after a lost connection sends the same release id, which the statement
     // recognises as its own earlier attempt (see the release statement), so it is safe to repeat.
     auto r = run(&Statements::release, release_args(q), true);
@@ -204,6 +218,7 @@ struct UniqueKeyLock::Impl : std::enable_shared_from_this<UniqueKeyLock::Impl> {
     if (r->affected_rows() == 0) return ReleaseOutcome::kNotHeld;
     std::int64_t remaining =
         rows ? r->int64_at(0, "hold_count") : static_cast<std::int64_t>(r->last_insert_id());
+    if (rows) head = r->at(0, "head").value_or("");
     // Counted now, not when the release was first sent: a release kept after a lost connection
     // may be sent again after the owner acquired the key anew (through any UniqueKeyLock on
     // this table), and that live hold must not be freed by release_rest.
@@ -307,12 +322,13 @@ ReleaseOutcome UniqueKeyLock::Impl::release(const ReleaseRequest& q) {
   detail::ReleaseListener* listener = started_listener_.load();
   if (listener) listener->releasing(q.key);
   try {
-    ReleaseOutcome outcome = send_release(q);
+    std::string head;
+    ReleaseOutcome outcome = send_release(q, head);
     PendingReleases::instance().forget(id, q.release_id);
-    if (listener) listener->released(q.key, outcome == ReleaseOutcome::kReleased);
+    if (listener) listener->released(q.key, outcome == ReleaseOutcome::kReleased, head);
     return outcome;
   } catch (const Error& e) {
-    if (listener) listener->released(q.key, false);
+    if (listener) listener->released(q.key, false, "");
     if (e.code() == ErrorCode::kConnectionLost || e.code() == ErrorCode::kConnectFailed) {
       PendingReleases::instance().keep(id, {shared_from_this(), q});
     }
@@ -361,6 +377,101 @@ class UniqueKeyLease final : public detail::LeaseCore {
   std::shared_ptr<UniqueKeyLock::Impl> impl_;
 };
 
+// One try for `info` (key, lease id, owner). `seq`: the waiter's place in the key's fair queue
+// (nullopt: not queued; unused unless the lock is fair). `ahead` is set to the number of live
+// waiters queued before it where the queue is read first (MySQL), else left alone.
+std::optional<Lease> attempt(const std::shared_ptr<UniqueKeyLock::Impl>& impl,
+                             detail::LeaseInfo info, const LockOptions& options,
+                             std::optional<std::int64_t> seq, std::int64_t* ahead = nullptr) {
+  const bool fair = impl->options.fair;
+  impl->finish_pending_release(info.key, info.owner);
+  const detail::Arg args[] = {{"key", Value(info.key)},
+                              {"lease_id", Value(info.lease_id)},
+                              {"host", Value(info.owner.host)},
+                              {"process", Value(info.owner.process)},
+                              {"thread", Value(info.owner.thread)},
+                              {"ttl_ms", Value(static_cast<std::int64_t>(options.ttl.count()))},
+                              {"metadata", json_param(options.metadata)},
+                              {"fair", Value(fair ? 1 : 0)},
+                              {"seq", seq ? Value(*seq) : Value()}};
+  if (fair) {
+    // Where acquire cannot check the queue itself. A read: safe to repeat.
+    auto wait = impl->run(&UniqueKeyLock::Impl::Statements::fair_check, args, true);
+    if (!wait) return std::nullopt;
+    if (!wait->empty()) {
+      if (ahead != nullptr) *ahead = wait->int64_at(0, "ahead");
+      if (wait->int64_at(0, "wait") != 0) return std::nullopt;
+    }
+  }
+  const auto sent = detail::BootClock::now();  // the lease runs from here at the latest
+  // A retry reuses the lease id.
+  auto r = impl->run(&UniqueKeyLock::Impl::Statements::acquire, args, true);
+  if (!r) return std::nullopt;
+  auto token = impl->token_from(*r);
+  if (!token) return std::nullopt;
+  info.fencing_token = *token;
+  LiveHolds::instance().add(impl->live_id(info.key, info.owner, info.fencing_token));
+  auto core = std::make_shared<UniqueKeyLease>(impl, std::move(info), options.on_lost);
+  core->note_renewed(sent, options.ttl);  // lost() counts the TTL from here
+  if (options.auto_renew) detail::Renewer::instance().watch(core, sent);
+  return Lease(std::move(core));
+}
+
+detail::LeaseInfo new_lease(std::string_view key, const LockOptions& options) {
+  validate_lock_key(key);
+  detail::validate_ttl(options.ttl, "the lock TTL");
+  return {std::string(key), 0, detail::random_lease_id(),
+          options.owner ? *options.owner : Owner::current_thread(), options.ttl};
+}
+
+// A fair waiter's place in its key's queue, from its first refused try until it leaves (when
+// this object ends: with the key, out of time, or by an error). Registering again (a refresh,
+// or a resend after a lost reply) sends the same waiter id, so the waiter keeps one place.
+class QueuePlace {
+ public:
+  QueuePlace(UniqueKeyLock::Impl& impl, const detail::LeaseInfo& info, detail::Clock& clock)
+      : impl_(impl), info_(info), clock_(clock), id_("w-" + detail::random_lease_id()) {}
+  ~QueuePlace() {
+    if (!seq_) return;
+    try {
+      const detail::Arg args[] = {{"waiter_id", Value(id_)}};
+      impl_.run(&UniqueKeyLock::Impl::Statements::leave, args, true);
+    } catch (const Error&) {
+      // The place expires by itself within waiter_ttl.
+    }
+  }
+  QueuePlace(const QueuePlace&) = delete;
+  QueuePlace& operator=(const QueuePlace&) = delete;
+
+  const std::string& id() const noexcept { return id_; }
+  std::optional<std::int64_t> seq() const noexcept { return seq_; }
+  // Registered and not yet due for a refresh.
+  bool fresh() const { return seq_ && clock_.now() < refreshed_ + impl_.options.waiter_ttl / 3; }
+  // Registers, or refreshes the place.
+  void join() {
+    const auto sent = clock_.now();
+    const detail::Arg args[] = {
+        {"key", Value(info_.key)},
+        {"waiter_id", Value(id_)},
+        {"host", Value(info_.owner.host)},
+        {"process", Value(info_.owner.process)},
+        {"thread", Value(info_.owner.thread)},
+        {"ttl_ms", Value(static_cast<std::int64_t>(impl_.options.waiter_ttl.count()))}};
+    auto r = impl_.run(&UniqueKeyLock::Impl::Statements::enqueue, args, true);
+    if (!r) return;  // contended: tried again at the next refresh
+    seq_ = impl_.rows ? r->int64_at(0, "seq") : static_cast<std::int64_t>(r->last_insert_id());
+    refreshed_ = sent;
+  }
+
+ private:
+  UniqueKeyLock::Impl& impl_;
+  const detail::LeaseInfo& info_;
+  detail::Clock& clock_;
+  std::string id_;
+  std::optional<std::int64_t> seq_;
+  detail::Clock::time_point refreshed_{};
+};
+
 }  // namespace
 
 UniqueKeyLock::UniqueKeyLock(ConnectionSource& source, UniqueKeyLockOptions options)
@@ -369,49 +480,55 @@ UniqueKeyLock::UniqueKeyLock(ConnectionSource& source, UniqueKeyLockOptions opti
 UniqueKeyLock::~UniqueKeyLock() = default;
 
 std::optional<Lease> UniqueKeyLock::try_acquire(std::string_view key, const LockOptions& options) {
-  validate_lock_key(key);
-  detail::validate_ttl(options.ttl, "the lock TTL");
-  detail::LeaseInfo info{std::string(key), 0, detail::random_lease_id(),
-                         options.owner ? *options.owner : Owner::current_thread(), options.ttl};
-  impl_->finish_pending_release(info.key, info.owner);
-  const detail::Arg args[] = {{"key", Value(info.key)},
-                              {"lease_id", Value(info.lease_id)},
-                              {"host", Value(info.owner.host)},
-                              {"process", Value(info.owner.process)},
-                              {"thread", Value(info.owner.thread)},
-                              {"ttl_ms", Value(static_cast<std::int64_t>(options.ttl.count()))},
-                              {"metadata", json_param(options.metadata)}};
-  const auto sent = detail::BootClock::now();  // the lease runs from here at the latest
-  // A retry reuses the lease id.
-  auto r = impl_->run(&Impl::Statements::acquire, args, true);
-  if (!r) return std::nullopt;
-  auto token = impl_->token_from(*r);
-  if (!token) return std::nullopt;
-  info.fencing_token = *token;
-  LiveHolds::instance().add(impl_->live_id(info.key, info.owner, info.fencing_token));
-  auto core = std::make_shared<UniqueKeyLease>(impl_, std::move(info), options.on_lost);
-  core->note_renewed(sent, options.ttl);  // lost() counts the TTL from here
-  if (options.auto_renew) detail::Renewer::instance().watch(core, sent);
-  return Lease(std::move(core));
+  return attempt(impl_, new_lease(key, options), options, std::nullopt);
 }
 
 std::optional<Lease> UniqueKeyLock::acquire(std::string_view key, std::chrono::milliseconds timeout,
                                             const LockOptions& options) {
-  validate_lock_key(key);
+  const detail::LeaseInfo info = new_lease(key, options);
   const bool forever = detail::is_forever_wait(timeout);
   Backoff backoff(impl_->options.backoff);
   detail::ReleaseListener* listener = impl_->listener();
   std::optional<detail::ReleaseListener::Interest> interest;
-  if (listener) interest.emplace(*listener, std::string(key));
+  if (listener) interest.emplace(*listener, info.key);
   auto& clock = detail::Clock::system();
+  const auto pause = [&](std::chrono::milliseconds d) {
+    if (interest) {
+      interest->wait(d);  // a release notification ends it early
+    } else {
+      clock.sleep_for(d);
+    }
+  };
+  if (!impl_->options.fair) {
+    return detail::retry_until(
+        clock, timeout, forever, backoff, [&] { return attempt(impl_, info, options, {}); }, pause);
+  }
+  QueuePlace place(*impl_, info, clock);
+  std::int64_t ahead = -1;  // waiters before this one, where the queue is read (MySQL)
+  const auto join = [&] {
+    place.join();
+    if (interest && place.seq()) interest->queued_as(place.id());
+  };
   return detail::retry_until(
-      clock, timeout, forever, backoff, [&] { return try_acquire(key, options); },
-      [&](std::chrono::milliseconds pause) {
-        if (interest) {
-          interest->wait(pause);  // a release notification ends it early
-        } else {
-          clock.sleep_for(pause);
+      clock, timeout, forever, backoff,
+      [&] {
+        if (place.seq() && !place.fresh()) join();
+        ahead = -1;
+        auto lease = attempt(impl_, info, options, place.seq(), &ahead);
+        if (!lease && !place.seq() && (forever || timeout.count() > 0)) {
+          join();  // refused: take a place, and try again at once (the key may be free by now)
+          lease = attempt(impl_, info, options, place.seq(), &ahead);
         }
+        return lease;
+      },
+      [&](std::chrono::milliseconds d) {
+        d = std::min(d, impl_->options.waiter_ttl / 3);  // the place is refreshed in time
+        if (ahead >= 0) {
+          // Where no release wakes a waiter (MySQL), it polls the sooner the nearer it is to
+          // the head, the head at the backoff's quickest pace: the key is its once free.
+          d = std::min(d, impl_->options.backoff.min_sleep * (1 + 2 * ahead));
+        }
+        pause(d);
       });
 }
 

@@ -1,0 +1,243 @@
+// Fair waiting for the unique-key lock (UniqueKeyLockOptions::fair), against every database x
+// driver pair: keys go to waiters in the order they came, a holder asking again queues behind
+// them, a dead waiter drops out by its TTL (and the cleaner deletes it), a registration sent
+// twice keeps one place, a waiter out of time leaves, re-entry needs no turn, and on PostgreSQL a
+// release wakes the queue's head in whichever lock object it waits.
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <thread>
+
+#include "backends.hpp"
+#include "dblock/cleaner.hpp"
+#include "dblock/migrator.hpp"
+#include "dblock/open.hpp"
+#include "dblock/unique_key_lock.hpp"
+#include "sql/server_sql.hpp"
+#include "sql/statement.hpp"
+
+namespace dblock::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+class FairWaitTest : public ::testing::TestWithParam<Backend> {
+ protected:
+  void SetUp() override {
+    tables_ = TableNames(unique_name("f") + "_");
+    pool_ = open_pool(backend().url(), {.max_size = 12});
+    Migrator(*pool_->acquire(), tables_).up();
+  }
+  void TearDown() override {
+    auto c = backend().connect();
+    backend().drop_tables_with_prefix(*c, tables_.prefix());
+  }
+  const Backend& backend() const { return GetParam(); }
+  std::unique_ptr<UniqueKeyLock> make_lock(bool fair = true, UniqueKeyLockOptions options = {}) {
+    options.tables = tables_;
+    options.fair = fair;
+    return std::make_unique<UniqueKeyLock>(*pool_, std::move(options));
+  }
+  static LockOptions as(const std::string& owner) {
+    LockOptions o;
+    o.owner = Owner::named(owner);
+    return o;
+  }
+  // Registrations of `key`, live or not.
+  int queued(const std::string& key) {
+    auto c = pool_->acquire();
+    const auto r = c->execute("SELECT count(*) AS n FROM " +
+                              tables_.qualified(backend().dialect, "lock_waiters") +
+                              " WHERE lock_key = '" + key + "'");
+    return static_cast<int>(r.int64_at(0, "n"));
+  }
+  void wait_until_queued(const std::string& key, int n) {
+    const auto start = Clock::now();
+    while (queued(key) < n) {
+      ASSERT_LT(ms_since(start), 10000.0) << "waiter " << n << " never joined the queue";
+      std::this_thread::sleep_for(milliseconds(5));
+    }
+  }
+  // Sends the enqueue statement as the library does, for a waiter that then vanishes.
+  std::int64_t register_waiter(const std::string& key, const std::string& waiter_id,
+                               std::int64_t ttl_ms) {
+    auto c = pool_->acquire();
+    const detail::Statement enqueue(detail::server_sql(c->server()).unique_key.enqueue,
+                                    backend().dialect, tables_);
+    const Owner ghost = Owner::named("ghost");
+    const auto r = c->execute(enqueue.sql(), enqueue.bind({{"key", Value(key)},
+                                                           {"waiter_id", Value(waiter_id)},
+                                                           {"host", Value(ghost.host)},
+                                                           {"process", Value(ghost.process)},
+                                                           {"thread", Value(ghost.thread)},
+                                                           {"ttl_ms", Value(ttl_ms)}}));
+    return backend().dialect == Dialect::kPostgreSQL
+               ? r.int64_at(0, "seq")
+               : static_cast<std::int64_t>(r.last_insert_id());
+  }
+
+  TableNames tables_;
+  std::unique_ptr<Pool> pool_;
+};
+
+TEST_P(FairWaitTest, WaitersGetTheKeyInTheOrderTheyCame) {
+  // Each waiter joins only once the one before it is queued; each holds the key 30 ms. A lock
+  // object per waiter, as separate processes would have.
+  constexpr int kWaiters = 5;
+  auto holder_lock = make_lock();
+  auto held = holder_lock->try_acquire("k", as("holder"));
+  ASSERT_TRUE(held);
+  std::vector<std::unique_ptr<UniqueKeyLock>> locks;
+  for (int i = 0; i < kWaiters; ++i) locks.push_back(make_lock());
+  std::mutex mu;
+  std::vector<int> order;
+  std::vector<std::thread> waiters;
+  for (int i = 0; i < kWaiters; ++i) {
+    waiters.emplace_back([&, i] {
+      auto l = locks[i]->acquire("k", milliseconds(20000), as("waiter" + std::to_string(i)));
+      ASSERT_TRUE(l) << i;
+      {
+        std::lock_guard lock(mu);
+        order.push_back(i);
+      }
+      std::this_thread::sleep_for(milliseconds(30));
+      l->release();
+    });
+    wait_until_queued("k", i + 1);
+  }
+  held->release();
+  for (auto& t : waiters) t.join();
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(queued("k"), 0) << "every waiter leaves the queue once it has the key";
+}
+
+TEST_P(FairWaitTest, AHolderAskingAgainQueuesBehindTheWaiters) {
+  auto lock = make_lock();
+  auto held = lock->try_acquire("k", as("a"));
+  ASSERT_TRUE(held);
+  std::atomic<bool> b_had_it{false};
+  std::thread b([&] {
+    auto l = lock->acquire("k", milliseconds(20000), as("b"));
+    ASSERT_TRUE(l);
+    b_had_it = true;
+    std::this_thread::sleep_for(milliseconds(50));
+  });
+  wait_until_queued("k", 1);
+  // Re-entry needs no turn.
+  auto again = lock->try_acquire("k", as("a"));
+  ASSERT_TRUE(again) << "the holder's re-entry waited for the queue";
+  again->release();
+  held->release();
+  // The key is free (or already B's): a try by the old holder must not take it from B.
+  EXPECT_FALSE(lock->try_acquire("k", as("a"))) << "the old holder barged past a queued waiter";
+  auto later = lock->acquire("k", milliseconds(20000), as("a"));
+  EXPECT_TRUE(later);
+  EXPECT_TRUE(b_had_it) << "A got the key back before the waiter that queued first";
+  b.join();
+}
+
+TEST_P(FairWaitTest, AnUnfairLockObjectIgnoresTheQueue) {
+  // Documented: fairness holds among fair lock objects.
+  auto fair = make_lock();
+  auto unfair = make_lock(false);
+  auto held = fair->try_acquire("k", as("a"));
+  ASSERT_TRUE(held);
+  register_waiter("k", "w-queued", 30000);
+  held->release();
+  EXPECT_FALSE(fair->try_acquire("k", as("c")));
+  EXPECT_TRUE(unfair->try_acquire("k", as("c")));
+}
+
+TEST_P(FairWaitTest, ADeadWaiterDropsOutByItsTtlAndTheCleanerDeletesIt) {
+  auto lock = make_lock();
+  register_waiter("k", "w-dead", 1000);  // registered, then its process died
+  const auto start = Clock::now();
+  EXPECT_FALSE(lock->try_acquire("k", as("a"))) << "a live registration was passed";
+  auto l = lock->acquire("k", milliseconds(10000), as("a"));
+  const double waited = ms_since(start);
+  ASSERT_TRUE(l);
+  EXPECT_GT(waited, 800.0) << "the key was taken before the dead waiter's place expired";
+  EXPECT_LT(waited, 3000.0) << "the dead waiter held up the queue past its TTL";
+  l->release();
+  CleanOptions o;
+  o.grace = milliseconds(0);
+  auto c = pool_->acquire();
+  const CleanResult r = clean(*c, tables_, o);
+  EXPECT_EQ(r.tables.at("lock_waiters"), 1u);
+  EXPECT_EQ(queued("k"), 0);
+}
+
+TEST_P(FairWaitTest, ARegistrationSentAgainKeepsItsPlace) {
+  // A registration whose reply was lost is sent again with the same waiter id: it finds its
+  // own place (same seq, one row) instead of queueing twice, and a later waiter stays behind it.
+  const std::int64_t first = register_waiter("k", "w-1", 30000);
+  const std::int64_t other = register_waiter("k", "w-2", 30000);
+  const std::int64_t again = register_waiter("k", "w-1", 30000);
+  EXPECT_EQ(again, first);
+  EXPECT_GT(other, first);
+  EXPECT_EQ(queued("k"), 2);
+}
+
+TEST_P(FairWaitTest, AWaiterOutOfTimeLeavesTheQueue) {
+  auto lock = make_lock();
+  auto held = lock->try_acquire("k", as("a"));
+  ASSERT_TRUE(held);
+  EXPECT_FALSE(lock->acquire("k", milliseconds(300), as("b")));
+  EXPECT_EQ(queued("k"), 0);
+  held->release();
+  EXPECT_TRUE(lock->try_acquire("k", as("c"))) << "a waiter that gave up still holds its place";
+}
+
+TEST_P(FairWaitTest, AReleaseWakesTheQueuesHeadInItsOwnLockObject) {
+  // Waiters poll only every 2 s; each in its own lock object, as in separate processes. On
+  // PostgreSQL each release must wake the head at once; elsewhere they poll.
+  if (backend().dialect != Dialect::kPostgreSQL) return;  // MySQL has no wake-up: it polls
+  UniqueKeyLockOptions options;
+  options.backoff = {milliseconds(2000), milliseconds(2000), milliseconds(2000)};
+  auto holder_lock = make_lock(true, options);
+  auto held = holder_lock->try_acquire("k", as("holder"));
+  ASSERT_TRUE(held);
+  constexpr int kWaiters = 3;
+  std::vector<std::unique_ptr<UniqueKeyLock>> locks;
+  for (int i = 0; i < kWaiters; ++i) locks.push_back(make_lock(true, options));
+  std::vector<std::thread> waiters;
+  for (int i = 0; i < kWaiters; ++i) {
+    waiters.emplace_back([&, i] {
+      auto l = locks[i]->acquire("k", milliseconds(20000), as("w" + std::to_string(i)));
+      ASSERT_TRUE(l);
+      std::this_thread::sleep_for(milliseconds(10));
+    });
+    wait_until_queued("k", i + 1);
+  }
+  std::this_thread::sleep_for(milliseconds(100));  // all asleep
+  const auto start = Clock::now();
+  held->release();
+  for (auto& t : waiters) t.join();
+  const double all = ms_since(start);
+  std::printf("[ fair     ] %s: %d queued waiters had the key in %.0f ms\n", backend().name.c_str(),
+              kWaiters, all);
+  EXPECT_LT(all, 1500.0) << "a release did not wake the queue's head";
+}
+
+TEST_P(FairWaitTest, AWaiterTtlOutOfRangeIsRefused) {
+  UniqueKeyLockOptions options;
+  options.waiter_ttl = milliseconds(100);
+  try {
+    make_lock(true, options);
+    FAIL() << "a 100 ms waiter TTL was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("waiter_ttl must be from 300 ms"), std::string::npos)
+        << e.what();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Pairs, FairWaitTest, ::testing::ValuesIn(all_backends()), BackendName());
+
+}  // namespace
+}  // namespace dblock::testing
