@@ -31,7 +31,8 @@ std::vector<Value> LockSql::acquire_params(const std::string& key, const std::st
                        {"ttl_ms", Value(ttl_ms)},
                        {"metadata", Value()},
                        {"fair", Value(0)},
-                       {"seq", Value()}});
+                       {"seq", Value()},
+                       {"waiter_id", Value()}});
 }
 
 std::vector<Value> LockSql::release_params(const std::string& key, const Owner& owner,

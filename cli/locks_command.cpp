@@ -38,7 +38,8 @@ nlohmann::json to_json(const LockRow& row) {
           {"acquired_at", row.acquired_at},
           {"expires_at", row.expires_at},
           {"expired", row.expired},
-          {"metadata", std::move(metadata)}};
+          {"metadata", std::move(metadata)},
+          {"waiters", row.waiters}};
 }
 
 // "2024-05-01T12:00:00.123456Z" -> "2024-05-01 12:00:00"; anything else ("never") unchanged.
@@ -49,15 +50,16 @@ std::string to_seconds(std::string time) {
 }
 
 void print_table(const std::vector<LockRow>& rows) {
-  constexpr std::size_t kColumns = 7;
+  constexpr std::size_t kColumns = 8;
   using Line = std::array<std::string, kColumns>;
   std::vector<Line> lines{
-      {"KEY", "OWNER", "HOLDS", "TOKEN", "ACQUIRED (UTC)", "EXPIRES (UTC)", "STATE"}};
+      {"KEY", "OWNER", "HOLDS", "TOKEN", "ACQUIRED (UTC)", "EXPIRES (UTC)", "STATE", "WAITERS"}};
   for (const auto& r : rows) {
     std::string state = r.expired ? "expired" : r.expires_at == "never" ? "claimed" : "held";
     lines.push_back({r.key, r.owner_host + "/" + r.owner_process + "/" + r.owner_thread,
                      std::to_string(r.hold_count), std::to_string(r.fencing_token),
-                     to_seconds(r.acquired_at), to_seconds(r.expires_at), std::move(state)});
+                     to_seconds(r.acquired_at), to_seconds(r.expires_at), std::move(state),
+                     std::to_string(r.waiters)});
   }
   std::array<std::size_t, kColumns> width{};
   for (const auto& line : lines) {
@@ -105,7 +107,8 @@ void add_locks_command(CLI::App& app, int* exit_code) {
   sub->add_flag("--json", opts->json,
                 "Print a JSON array of objects: key, lease_id, owner_host, owner_process, "
                 "owner_thread, hold_count, fencing_token, acquired_at, expires_at (UTC, ISO "
-                "8601, or \"never\" for claims), expired, metadata (JSON or null)");
+                "8601, or \"never\" for claims), expired, metadata (JSON or null), waiters (fair "
+                "waiters queued for the key)");
   sub->footer(
       "Lists unique-key locks and claims (dblock's locks table). Session locks (SessionLock) are "
       "not listed: the server holds them by a hash of the key (pg_locks shows a bigint, "

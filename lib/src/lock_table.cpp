@@ -15,7 +15,8 @@ std::vector<LockRow> to_rows(const Result& r) {
     out.push_back(LockRow{text("key"), text("lease_id"), text("owner_host"), text("owner_process"),
                           text("owner_thread"), r.int64_at(i, "hold_count"),
                           r.int64_at(i, "fencing_token"), text("acquired_at"), text("expires_at"),
-                          r.int64_at(i, "expired") != 0, text("metadata")});
+                          r.int64_at(i, "expired") != 0, text("metadata"),
+                          r.int64_at(i, "waiters")});
   }
   return out;
 }

@@ -164,10 +164,12 @@ TEST_P(CliLockTest, LocksListsTheHolderUntilReleased) {
   ASSERT_TRUE(entry.is_object()) << "key " << key_ << " not listed";
   std::set<std::string> fields;
   for (const auto& [name, value] : entry.items()) fields.insert(name);
-  EXPECT_EQ(fields, (std::set<std::string>{"key", "lease_id", "owner_host", "owner_process",
-                                           "owner_thread", "hold_count", "fencing_token",
-                                           "acquired_at", "expires_at", "expired", "metadata"}));
+  EXPECT_EQ(fields,
+            (std::set<std::string>{"key", "lease_id", "owner_host", "owner_process", "owner_thread",
+                                   "hold_count", "fencing_token", "acquired_at", "expires_at",
+                                   "expired", "metadata", "waiters"}));
   EXPECT_EQ(entry["hold_count"], 1);
+  EXPECT_EQ(entry["waiters"], 0);
   EXPECT_GT(entry["fencing_token"].get<std::int64_t>(), 0);
   EXPECT_EQ(entry["expired"], false);
   EXPECT_EQ(entry["metadata"], nlohmann::json({{"command", "sh"}}));

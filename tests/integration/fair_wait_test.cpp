@@ -2,7 +2,8 @@
 // driver pair: keys go to waiters in the order they came, a holder asking again queues behind
 // them, a dead waiter drops out by its TTL (and the cleaner deletes it), a registration sent
 // twice keeps one place, a waiter out of time leaves, re-entry needs no turn, and on PostgreSQL a
-// release wakes the queue's head in whichever lock object it waits.
+// release wakes the queue's head in whichever lock object it waits. `dblock locks` (list_locks)
+// counts the waiters.
 #include <algorithm>
 #include <atomic>
 #include <mutex>
@@ -10,6 +11,7 @@
 
 #include "backends.hpp"
 #include "dblock/cleaner.hpp"
+#include "dblock/lock_table.hpp"
 #include "dblock/migrator.hpp"
 #include "dblock/open.hpp"
 #include "dblock/unique_key_lock.hpp"
@@ -109,6 +111,13 @@ TEST_P(FairWaitTest, WaitersGetTheKeyInTheOrderTheyCame) {
       l->release();
     });
     wait_until_queued("k", i + 1);
+  }
+  {
+    // What `dblock locks` shows.
+    auto c = pool_->acquire();
+    const auto rows = list_locks(*c, tables_, "k");
+    ASSERT_EQ(rows.size(), 1u);
+    EXPECT_EQ(rows[0].waiters, kWaiters);
   }
   held->release();
   for (auto& t : waiters) t.join();

@@ -18,15 +18,15 @@ std::string ms(milliseconds d) { return std::to_string(d.count()) + "ms"; }
 
 std::string label(const std::string& who) { return "'" + who + "'"; }
 
-ModelRunner::ModelRunner(const Backend& backend, std::uint64_t seed)
-    : backend_(backend), seed_(seed), rng_(seed), model_(milliseconds(60)) {
+ModelRunner::ModelRunner(const Backend& backend, std::uint64_t seed, bool fair)
+    : backend_(backend), seed_(seed), fair_(fair), rng_(seed), model_(milliseconds(60)) {
   tables_ = TableNames(unique_name("mdl") + "_");
   checker_ = backend_.connect();
   Migrator(*checker_, tables_).up();
   pool_ = std::make_unique<TaggedPool>(backend_, 4);
   for (int i = 0; i < 2; ++i) {
-    locks_.push_back(
-        std::make_unique<UniqueKeyLock>(pool_->pool(), UniqueKeyLockOptions{.tables = tables_}));
+    locks_.push_back(std::make_unique<UniqueKeyLock>(
+        pool_->pool(), UniqueKeyLockOptions{.tables = tables_, .fair = fair}));
   }
   const Owner me = Owner::current_thread();
   for (const char* name : {"w", "w ", "W", "x"}) owners_[name] = Owner::named(name);
@@ -80,6 +80,14 @@ void ModelRunner::end() {
     views.push_back(HandleView{id, h.key, h.who, owner(h.who), h.token, h.lease().lost()});
   }
   for (auto& problem : model_.check_invariants(views)) fail(problem);
+  if (fair_) {
+    const auto queued = checker_->execute("SELECT count(*) AS n FROM " +
+                                          tables_.qualified(backend_.dialect, "lock_waiters"));
+    if (queued.int64_at(0, "n") != 0) {
+      fail("queue: " + std::to_string(queued.int64_at(0, "n")) +
+           " waiter place(s) left behind by a step that returned");
+    }
+  }
   log_.push_back(current_);
   if (log_.size() > kLogLines) log_.pop_front();
 }

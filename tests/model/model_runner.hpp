@@ -57,8 +57,11 @@ enum class OutageOp { kRelease, kDrop, kRenew, kAcquire };
 
 class ModelRunner {
  public:
-  // Creates fresh lock tables for this runner (dropped by the destructor).
-  ModelRunner(const Backend& backend, std::uint64_t seed);
+  // Creates fresh lock tables for this runner (dropped by the destructor). With `fair`, both
+  // lock objects wait fairly (UniqueKeyLockOptions::fair): steps run one at a time, so no waiter
+  // is ever queued when a step starts, the outcomes are those of the unfair lock, and after every
+  // step the queue must be empty (a waiter leaves it whether it got the key or not).
+  ModelRunner(const Backend& backend, std::uint64_t seed, bool fair = false);
   ~ModelRunner();
 
   // The steps. Each returns after the step's checks; a handle id of -1 means nothing acquired.
@@ -138,6 +141,7 @@ class ModelRunner {
 
   Backend backend_;
   std::uint64_t seed_;
+  bool fair_;
   std::mt19937_64 rng_;
   TableNames tables_;
   std::unique_ptr<Connection> checker_;  // ground truth, kills, cleaner: never killed

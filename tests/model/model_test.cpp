@@ -47,25 +47,36 @@
 namespace dblock::testing {
 namespace {
 
-class ModelTest : public ::testing::TestWithParam<Backend> {};
+class ModelTest : public ::testing::TestWithParam<Backend> {
+ protected:
+  // Random steps for `budget`, as `test` (for the replay command), fair or not.
+  void run_random(std::chrono::seconds budget, bool fair, const char* test) {
+    const std::uint64_t seed = model_seed_from_env();
+    const auto start = std::chrono::steady_clock::now();
+    ModelRunner runner(GetParam(), seed, fair);
+    if (const char* without = std::getenv("DBLOCK_MODEL_WITHOUT")) runner.leave_out(without);
+    while (runner.failures().empty() && std::chrono::steady_clock::now() - start < budget) {
+      runner.random_step();
+    }
+    const auto seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::cout << (fair ? "fair model " : "model ") << GetParam().name << ": seed " << seed << ", "
+              << runner.steps() << " steps in " << seconds << " s: " << runner.stats() << "\n";
+    EXPECT_TRUE(runner.failures().empty())
+        << runner.report() << "re-run with: DBLOCK_MODEL_SEED=" << seed
+        << " tests/model/dblock_model_tests --gtest_filter='*" << test << "*/" << GetParam().name
+        << "'";
+  }
+};
 
 TEST_P(ModelTest, RandomSequencesKeepTheGuarantees) {
-  const std::uint64_t seed = model_seed_from_env();
-  const auto budget = model_budget_from_env();
-  const auto start = std::chrono::steady_clock::now();
-  ModelRunner runner(GetParam(), seed);
-  if (const char* without = std::getenv("DBLOCK_MODEL_WITHOUT")) runner.leave_out(without);
-  while (runner.failures().empty() && std::chrono::steady_clock::now() - start < budget) {
-    runner.random_step();
-  }
-  const auto seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::cout << "model " << GetParam().name << ": seed " << seed << ", " << runner.steps()
-            << " steps in " << seconds << " s: " << runner.stats() << "\n";
-  EXPECT_TRUE(runner.failures().empty())
-      << runner.report() << "re-run with: DBLOCK_MODEL_SEED=" << seed
-      << " tests/model/dblock_model_tests --gtest_filter='*RandomSequences*/" << GetParam().name
-      << "'";
+  run_random(model_budget_from_env(), false, "ModelTest.RandomSequences");
+}
+
+// The same with fair waiting: the outcomes of sequential steps are the unfair lock's, and no
+// step leaves a place in the queue behind. A third of the budget.
+TEST_P(ModelTest, FairRandomSequencesKeepTheGuarantees) {
+  run_random(model_budget_from_env() / 3, true, "ModelTest.FairRandomSequences");
 }
 
 // Seeds whose first steps broke a guarantee when they were found (on the pair named, and

@@ -22,10 +22,11 @@ struct LockRow {
   std::string owner_thread;
   std::int64_t hold_count = 0;
   std::int64_t fencing_token = 0;
-  std::string acquired_at;  // UTC, ISO 8601 with microseconds
-  std::string expires_at;   // UTC, ISO 8601, or "never" for claims
-  bool expired = false;     // by the database clock, now
-  std::string metadata;     // JSON text, empty when none
+  std::string acquired_at;   // UTC, ISO 8601 with microseconds
+  std::string expires_at;    // UTC, ISO 8601, or "never" for claims
+  bool expired = false;      // by the database clock, now
+  std::string metadata;      // JSON text, empty when none
+  std::int64_t waiters = 0;  // live fair waiters queued for the key (UniqueKeyLockOptions::fair)
 };
 
 // Every row that is held, or expired and not yet cleaned (released rows are left out), ordered

@@ -24,7 +24,10 @@
 // on the same table does not look at the queue and may take a free key before its head. A
 // dead waiter at the head delays the key by at most waiter_ttl. Costs (bench, hot_key fair):
 // a fair try that finds the key free is one statement on PostgreSQL, two on MySQL/MariaDB (a
-// read of the queue first); a waiter adds a registration and a leave per acquisition.
+// read of the queue first); a waiter adds a registration, refreshes, and on MySQL/MariaDB a
+// leave (on PostgreSQL the acquire that gets the key deletes the waiter's place). On
+// MySQL/MariaDB, where no release wakes a waiter, the first three waiters poll every
+// BackoffPolicy::min_sleep and the rest less often the further back they are.
 //
 // Deadlocks and serialization failures during an acquire storm (InnoDB takes next-key locks on
 // duplicate-key inserts) are retried a few times and then reported as "not acquired", never

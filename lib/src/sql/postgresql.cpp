@@ -83,13 +83,15 @@ constexpr UniqueKeySql kUniqueKey = {
     // not step back by more than the cleaner's grace period.
     .results_in_rows = true,
     // A Statement (sql/statement.hpp): key, lease_id (this attempt's; a retry reuses it), host,
-    // process, thread, ttl_ms, metadata (JSON or NULL), fair and seq (see UniqueKeySql).
+    // process, thread, ttl_ms, metadata (JSON or NULL), fair, seq and waiter_id (see
+    // UniqueKeySql).
     // Takes a free/expired row, re-enters our own (hold_count + 1, same token), or recognises a
     // retry of an attempt that already succeeded (same lease_id: nothing changes). Returns no
     // row when another owner holds the key. The NOT EXISTS pre-check makes a busy try read-only;
     // ON CONFLICT ... WHERE decides races between concurrent inserts.
     .acquire =
-        "INSERT INTO {{table:locks}} AS l (lock_key, lease_id, owner_host, owner_process,"
+        "WITH a AS (INSERT INTO {{table:locks}} AS l (lock_key, lease_id, owner_host, "
+        "owner_process,"
         " owner_thread, hold_count, fencing_token, acquired_at, expires_at, metadata)"
         " SELECT {{param:key}}::text, {{param:lease_id}}::text, {{param:host}}::text,"
         " {{param:process}}::text, {{param:thread}}::text, 1,"
@@ -126,7 +128,12 @@ constexpr UniqueKeySql kUniqueKey = {
         " WHERE l.expires_at <= statement_timestamp()"
         "   OR (l.owner_host = EXCLUDED.owner_host AND l.owner_process = EXCLUDED.owner_process"
         "       AND l.owner_thread = EXCLUDED.owner_thread)"
-        " RETURNING fencing_token, hold_count",
+        " RETURNING fencing_token, hold_count),"
+        // A fair waiter that got the key leaves the queue in the same statement.
+        " d AS (DELETE FROM {{table:lock_waiters}} WHERE {{param:waiter_id}}::text IS NOT NULL"
+        "   AND waiter_id = {{param:waiter_id}} AND EXISTS (SELECT 1 FROM a))"
+        " SELECT fencing_token, hold_count FROM a",
+    .acquire_leaves_queue = true,
     // A Statement (sql/statement.hpp): key, host, process, thread, token, channel (for NOTIFY),
     // release_id (random per release call; a retry after a lost reply reuses it).
     // Owner- and token-checked; a lease that expired is lost and changes nothing. The last
@@ -384,6 +391,11 @@ constexpr VersionSql kVersions = {
         " WHERE lock_key = {{param:key}} AND version = {{param:version}} RETURNING version",
 };
 
+// Column "waiters" of the operators' list: the live fair waiters queued for the row's key.
+#define DBLOCK_WAITERS                                                           \
+  "(SELECT count(*) FROM {{table:lock_waiters}} w WHERE w.lock_key = l.lock_key" \
+  " AND w.expires_at > clock_timestamp()) AS waiters"
+
 constexpr OperatorSql kOperators = {
     // Rows held now or expired but not yet cleaned (free rows are left out).
     .list =
@@ -395,8 +407,8 @@ constexpr OperatorSql kOperators = {
         " to_char(expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') END"
         " AS expires_at,"
         " CASE WHEN expires_at <= clock_timestamp() THEN 1 ELSE 0 END AS expired,"
-        " metadata::text AS metadata"
-        " FROM {{table:locks}} WHERE hold_count > 0 ORDER BY lock_key",
+        " metadata::text AS metadata, " DBLOCK_WAITERS
+        " FROM {{table:locks}} l WHERE hold_count > 0 ORDER BY lock_key",
     // A Statement: prefix. list for the keys that start with it: left() and = compare it as a
     // value, so % and _ in a prefix are plain characters.
     .list_prefix =
@@ -408,8 +420,8 @@ constexpr OperatorSql kOperators = {
         " to_char(expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') END"
         " AS expires_at,"
         " CASE WHEN expires_at <= clock_timestamp() THEN 1 ELSE 0 END AS expired,"
-        " metadata::text AS metadata"
-        " FROM {{table:locks}} WHERE hold_count > 0"
+        " metadata::text AS metadata, " DBLOCK_WAITERS
+        " FROM {{table:locks}} l WHERE hold_count > 0"
         " AND left(lock_key, length({{param:prefix}})) = {{param:prefix}}"
         " ORDER BY lock_key",
     // A Statement: key, lease_id, token (as an operator read them), channel (for NOTIFY).
@@ -426,6 +438,8 @@ constexpr OperatorSql kOperators = {
         " SELECT pg_notify({{param:channel}}, h.head || chr(10) || r.lock_key)::text AS notified"
         " FROM r, h",
 };
+
+#undef DBLOCK_WAITERS
 
 constexpr DoctorSql kDoctor = {
     // `dblock doctor`. Columns "version" and "flavour".

@@ -57,17 +57,20 @@ struct SessionSql {
 struct UniqueKeySql {
   bool results_in_rows;
   std::string_view acquire;
+  bool acquire_leaves_queue;  // see fair waiting below
   std::string_view release;
   std::string_view release_rest;  // frees the holds left by acquires whose reply was lost
   std::string_view renew;
   std::string_view claim;
-  // Fair waiting (the lock_waiters table). acquire also takes fair (1 or 0) and seq (the
-  // waiter's place, NULL when not queued): a fair acquire of a free key takes it only when no
-  // live waiter registered before seq (any live waiter, when NULL) is queued, unless the owner
-  // holds the key already (re-entry). Where acquire cannot carry that check (MySQL, whose
-  // acquire is INSERT ... VALUES), fair_check asks it first: one row, column "wait", 1 when the
-  // caller must keep waiting, and "ahead", how many live waiters are queued before it (same
-  // parameters as acquire); empty where acquire checks.
+  // Fair waiting (the lock_waiters table). acquire also takes fair (1 or 0), seq (the
+  // waiter's place, NULL when not queued) and waiter_id (NULL when not queued): a fair acquire of
+  // a free key takes it only when no live waiter registered before seq (any live waiter, when
+  // NULL) is queued, unless the owner holds the key already (re-entry). Where
+  // acquire_leaves_queue, an acquire that gets the key also deletes the waiter's place.
+  // Where acquire cannot carry that check (MySQL, whose acquire is INSERT ... VALUES), fair_check
+  // asks it first: one row, column "wait", 1 when the caller must keep waiting, and "ahead", how
+  // many live waiters are queued before it (same parameters as acquire); empty where acquire
+  // checks.
   std::string_view fair_check;
   // Statements: key, waiter_id, host, process, thread, ttl_ms. Registers the waiter (or, for a
   // waiter_id already queued, refreshes its expiry and keeps its place); the seq in rows

@@ -116,6 +116,9 @@ struct UniqueKeyLock::Impl : std::enable_shared_from_this<UniqueKeyLock::Impl> {
         rows(detail::server_sql(dialect == Dialect::kPostgreSQL ? Server::kPostgreSQL
                                                                 : Server::kMySQL)
                  .unique_key.results_in_rows),
+        leaves_queue(detail::server_sql(dialect == Dialect::kPostgreSQL ? Server::kPostgreSQL
+                                                                        : Server::kMySQL)
+                         .unique_key.acquire_leaves_queue),
         channel(options.tables.name("locks")) {
     if (options.fair && (options.waiter_ttl < std::chrono::milliseconds(300) ||
                          options.waiter_ttl > std::chrono::hours(1))) {
@@ -250,7 +253,8 @@ struct UniqueKeyLock::Impl : std::enable_shared_from_this<UniqueKeyLock::Impl> {
 
   detail::ByServer<Statements> statements;
   std::string holds_scope;
-  bool rows;  // results come back in rows (else in LAST_INSERT_ID())
+  bool rows;          // results come back in rows (else in LAST_INSERT_ID())
+  bool leaves_queue;  // an acquire that gets the key deletes the waiter's place
   std::string channel;
   std::once_flag listener_once;
   std::unique_ptr<detail::ReleaseListener> listener_;
@@ -378,11 +382,14 @@ class UniqueKeyLease final : public detail::LeaseCore {
 };
 
 // One try for `info` (key, lease id, owner). `seq`: the waiter's place in the key's fair queue
-// (nullopt: not queued; unused unless the lock is fair). `ahead` is set to the number of live
-// waiters queued before it where the queue is read first (MySQL), else left alone.
+// (nullopt: not queued; unused unless the lock is fair), `waiter_id` its id. `ahead` is set to
+// the number of live waiters queued before it where the queue is read first (MySQL), else left
+// alone.
 std::optional<Lease> attempt(const std::shared_ptr<UniqueKeyLock::Impl>& impl,
                              detail::LeaseInfo info, const LockOptions& options,
-                             std::optional<std::int64_t> seq, std::int64_t* ahead = nullptr) {
+                             std::optional<std::int64_t> seq,
+                             const std::string* waiter_id = nullptr,
+                             std::int64_t* ahead = nullptr) {
   const bool fair = impl->options.fair;
   impl->finish_pending_release(info.key, info.owner);
   const detail::Arg args[] = {{"key", Value(info.key)},
@@ -393,7 +400,8 @@ std::optional<Lease> attempt(const std::shared_ptr<UniqueKeyLock::Impl>& impl,
                               {"ttl_ms", Value(static_cast<std::int64_t>(options.ttl.count()))},
                               {"metadata", json_param(options.metadata)},
                               {"fair", Value(fair ? 1 : 0)},
-                              {"seq", seq ? Value(*seq) : Value()}};
+                              {"seq", seq ? Value(*seq) : Value()},
+                              {"waiter_id", seq ? Value(*waiter_id) : Value()}};
   if (fair) {
     // Where acquire cannot check the queue itself. A read: safe to repeat.
     auto wait = impl->run(&UniqueKeyLock::Impl::Statements::fair_check, args, true);
@@ -444,6 +452,8 @@ class QueuePlace {
   QueuePlace& operator=(const QueuePlace&) = delete;
 
   const std::string& id() const noexcept { return id_; }
+  // The waiter got the key, and the acquire took its place away already (acquire_leaves_queue).
+  void left() noexcept { seq_.reset(); }
   std::optional<std::int64_t> seq() const noexcept { return seq_; }
   // Registered and not yet due for a refresh.
   bool fresh() const { return seq_ && clock_.now() < refreshed_ + impl_.options.waiter_ttl / 3; }
@@ -514,19 +524,24 @@ std::optional<Lease> UniqueKeyLock::acquire(std::string_view key, std::chrono::m
       [&] {
         if (place.seq() && !place.fresh()) join();
         ahead = -1;
-        auto lease = attempt(impl_, info, options, place.seq(), &ahead);
+        auto lease = attempt(impl_, info, options, place.seq(), &place.id(), &ahead);
         if (!lease && !place.seq() && (forever || timeout.count() > 0)) {
           join();  // refused: take a place, and try again at once (the key may be free by now)
-          lease = attempt(impl_, info, options, place.seq(), &ahead);
+          lease = attempt(impl_, info, options, place.seq(), &place.id(), &ahead);
         }
+        if (lease && impl_->leaves_queue) place.left();
         return lease;
       },
       [&](std::chrono::milliseconds d) {
         d = std::min(d, impl_->options.waiter_ttl / 3);  // the place is refreshed in time
         if (ahead >= 0) {
           // Where no release wakes a waiter (MySQL), it polls the sooner the nearer it is to
-          // the head, the head at the backoff's quickest pace: the key is its once free.
-          d = std::min(d, impl_->options.backoff.min_sleep * (1 + 2 * ahead));
+          // the head: the first three at the backoff's quickest pace, so that each is polling
+          // fast by the time the key is its (holds can be shorter than a poll), the rest less
+          // often the further back they are.
+          constexpr std::int64_t kFast = 3;
+          d = std::min(d, impl_->options.backoff.min_sleep *
+                              (1 + 2 * std::max<std::int64_t>(0, ahead - kFast + 1)));
         }
         pause(d);
       });
