@@ -250,6 +250,24 @@ bool peer_spoke_or_closed(int fd) noexcept {
   return (pfd.revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
+bool peer_ended_session(int fd, Dialect dialect) noexcept {
+  if (peer_closed(fd)) return true;
+  if (dialect != Dialect::kPostgreSQL || fd < 0) return false;
+  // An ErrorResponse: 'E', a 4-byte length, then fields, each a type byte and a NUL-terminated
+  // string; the first are the severity ('S', translated) and, from PostgreSQL 9.6, the same
+  // untranslated ('V').
+  char head[64];
+  const ssize_t n = ::recv(fd, head, sizeof head, MSG_PEEK | MSG_DONTWAIT);
+  if (n < 6 || head[0] != 'E') return false;
+  const std::string_view fields(head + 5, static_cast<std::size_t>(n) - 5);
+  for (std::string_view severity :
+       {std::string_view("SFATAL\0", 7), std::string_view("VFATAL\0", 7),
+        std::string_view("SPANIC\0", 7), std::string_view("VPANIC\0", 7)}) {
+    if (fields.find(severity) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
 bool is_sync_replication_cancelled(std::string_view notice) noexcept {
   // "canceling wait for synchronous replication due to user request" (or "... due to
   // statement timeout"). The FATAL variant ("canceling the wait for synchronous replication and

@@ -101,6 +101,13 @@ bool peer_closed(int fd) noexcept;
 // sees the session gone before another owner can have its lock.
 bool peer_spoke_or_closed(int fd) noexcept;
 
+// peer_closed(), or, on PostgreSQL, the server's FATAL error waits unread at the head of the
+// socket: the message a terminated session gets before the server frees its locks and closes
+// the socket (pg_terminate_backend, idle-session timeouts). For a connection no statement is
+// using but that its user may LISTEN on: a notification or notice is not the end, a FATAL error
+// is. Behind TLS the bytes cannot be read this way, and only the close counts.
+bool peer_ended_session(int fd, Dialect dialect) noexcept;
+
 // PostgreSQL: true for the WARNING a backend sends when its wait for a synchronous standby was
 // cancelled (a cancel request, statement_timeout): the commit took effect locally and the
 // statement reports success, but the standby may not have it, so a failover can lose it. The

@@ -6,7 +6,7 @@
 namespace dblock::detail {
 
 bool TransactionHold::broken() const noexcept {
-  return conn_->broken() || peer_closed(conn_->native_socket());
+  return conn_->broken() || peer_ended_session(conn_->native_socket(), conn_->dialect());
 }
 
 Error TransactionHold::lost_before_commit(std::string_view cause) const {

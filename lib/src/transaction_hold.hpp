@@ -18,8 +18,10 @@ class TransactionHold {
       : conn_(std::move(conn)), key_(std::move(key)) {}
 
   Connection& connection() const noexcept { return *conn_; }
-  // True once the connection broke or the server closed it (a killed session: the server ended
-  // the transaction and with it the lock), noticed without a statement.
+  // True once the connection broke or the server ended the session (a killed session: the server
+  // ended the transaction and with it the lock), noticed without a statement: on PostgreSQL as
+  // soon as the server's FATAL error arrives, which it sends before it frees the session's locks
+  // (the socket closes only after, when another owner may already hold the lock).
   bool broken() const noexcept;
   // True once the transaction is over without a commit of ours: the connection broke, or the
   // server ended the transaction (MySQL: a deadlock or lock wait timeout rolled it back, or a

@@ -149,6 +149,32 @@ TEST_P(RowLockTest, KillingTheHoldersConnectionLetsAWaiterInAtOnce) {
   }
 }
 
+TEST_P(RowLockTest, AKilledHoldersLeaseIsLostBeforeAWaiterHasTheLock) {
+  // The moment a waiter blocked in the server gets the row, the killed holder's lease must
+  // already say lost(): otherwise both report holding the key at once. (PostgreSQL sends the
+  // killed session its "terminating connection" error, frees its locks, and only then closes the
+  // socket.) Checked on the waiter's thread right after its acquire returns, 20 times.
+  int still_held = 0;
+  for (int i = 0; i < 20; ++i) {
+    auto held = lock_->try_acquire("k", as("a"));
+    ASSERT_TRUE(held);
+    const std::int64_t session = backend().session_id(*held->connection());
+    auto waiter = std::async(std::launch::async, [&] {
+      auto lease = lock_->acquire("k", milliseconds(20000), as("b"));
+      const bool holder_lost = held->lost();
+      EXPECT_TRUE(lease);
+      return holder_lost;
+    });
+    std::this_thread::sleep_for(milliseconds(100));
+    auto killer = backend().connect();
+    backend().kill_session(*killer, session);
+    if (!waiter.get()) ++still_held;
+    EXPECT_TRUE(held->lost());
+  }
+  EXPECT_EQ(still_held, 0) << "of 20 killed holders, " << still_held
+                           << " still reported holding the key when the waiter had it";
+}
+
 TEST_P(RowLockTest, WritesCommitWithTheReleaseAndRollBackWhenTheCriticalSectionThrows) {
   const std::string items = make_items();
   const std::string update =
