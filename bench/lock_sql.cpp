@@ -29,10 +29,7 @@ std::vector<Value> LockSql::acquire_params(const std::string& key, const std::st
                        {"process", Value(owner.process)},
                        {"thread", Value(owner.thread)},
                        {"ttl_ms", Value(ttl_ms)},
-                       {"metadata", Value()},
-                       {"fair", Value(0)},
-                       {"seq", Value()},
-                       {"waiter_id", Value()}});
+                       {"metadata", Value()}});
 }
 
 std::vector<Value> LockSql::release_params(const std::string& key, const Owner& owner,

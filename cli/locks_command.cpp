@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -22,7 +23,7 @@ struct LocksOptions {
   std::optional<std::string> key_prefix;
 };
 
-nlohmann::json to_json(const LockRow& row) {
+nlohmann::json to_json(const LockRow& row, std::int64_t waiters) {
   nlohmann::json metadata = nullptr;
   if (!row.metadata.empty()) {
     metadata = nlohmann::json::parse(row.metadata, nullptr, /*allow_exceptions=*/false);
@@ -39,7 +40,12 @@ nlohmann::json to_json(const LockRow& row) {
           {"expires_at", row.expires_at},
           {"expired", row.expired},
           {"metadata", std::move(metadata)},
-          {"waiters", row.waiters}};
+          {"waiters", waiters}};
+}
+
+std::int64_t waiting(const std::map<std::string, std::int64_t>& waiters, const std::string& key) {
+  auto it = waiters.find(key);
+  return it == waiters.end() ? 0 : it->second;
 }
 
 // "2024-05-01T12:00:00.123456Z" -> "2024-05-01 12:00:00"; anything else ("never") unchanged.
@@ -49,7 +55,8 @@ std::string to_seconds(std::string time) {
   return time.substr(0, 19);
 }
 
-void print_table(const std::vector<LockRow>& rows) {
+void print_table(const std::vector<LockRow>& rows,
+                 const std::map<std::string, std::int64_t>& waiters) {
   constexpr std::size_t kColumns = 8;
   using Line = std::array<std::string, kColumns>;
   std::vector<Line> lines{
@@ -59,7 +66,7 @@ void print_table(const std::vector<LockRow>& rows) {
     lines.push_back({r.key, r.owner_host + "/" + r.owner_process + "/" + r.owner_thread,
                      std::to_string(r.hold_count), std::to_string(r.fencing_token),
                      to_seconds(r.acquired_at), to_seconds(r.expires_at), std::move(state),
-                     std::to_string(r.waiters)});
+                     std::to_string(waiting(waiters, r.key))});
   }
   std::array<std::size_t, kColumns> width{};
   for (const auto& line : lines) {
@@ -80,15 +87,16 @@ int list(const LocksOptions& opts) {
   std::vector<LockRow> rows = opts.key_prefix
                                   ? list_locks(*conn, opts.db.table_names(), *opts.key_prefix)
                                   : list_locks(*conn, opts.db.table_names());
+  const auto waiters = queued_waiters(*conn, opts.db.table_names());
   if (opts.json) {
     nlohmann::json out = nlohmann::json::array();
-    for (const auto& row : rows) out.push_back(to_json(row));
+    for (const auto& row : rows) out.push_back(to_json(row, waiting(waiters, row.key)));
     // Replace invalid UTF-8 (from a foreign writer) rather than fail the listing.
     std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else if (rows.empty()) {
     std::printf(opts.key_prefix ? "no locks held with that key prefix\n" : "no locks held\n");
   } else {
-    print_table(rows);
+    print_table(rows, waiters);
   }
   return kExitOk;
 }

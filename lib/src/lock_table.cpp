@@ -15,8 +15,7 @@ std::vector<LockRow> to_rows(const Result& r) {
     out.push_back(LockRow{text("key"), text("lease_id"), text("owner_host"), text("owner_process"),
                           text("owner_thread"), r.int64_at(i, "hold_count"),
                           r.int64_at(i, "fencing_token"), text("acquired_at"), text("expires_at"),
-                          r.int64_at(i, "expired") != 0, text("metadata"),
-                          r.int64_at(i, "waiters")});
+                          r.int64_at(i, "expired") != 0, text("metadata")});
   }
   return out;
 }
@@ -34,6 +33,14 @@ std::vector<LockRow> list_locks(Connection& conn, const TableNames& tables,
   const Dialect d = conn.dialect();
   const detail::Statement list(detail::server_sql(conn.server()).operators.list_prefix, d, tables);
   return to_rows(conn.execute(list.sql(), list.bind({{"prefix", Value(std::string(key_prefix))}})));
+}
+
+std::map<std::string, std::int64_t> queued_waiters(Connection& conn, const TableNames& tables) {
+  const Result r = conn.execute(detail::render_sql(
+      detail::server_sql(conn.server()).operators.waiters, conn.dialect(), tables));
+  std::map<std::string, std::int64_t> out;
+  for (std::size_t i = 0; i < r.size(); ++i) out[r.at(i, "key").value_or("")] = r.int64_at(i, "n");
+  return out;
 }
 
 bool release_lock_row(Connection& conn, const TableNames& tables, const LockRow& row) {

@@ -61,13 +61,37 @@ TEST(Statement, ParametersOnlyInStatements) {
   EXPECT_TRUE(Statement("", Dialect::kMySQL, TableNames()).empty());
 }
 
+TEST(Statement, FairSectionsAreKeptOnlyForAFairLock) {
+  const std::string_view templ = "A{{fair}} B {{table:x}} {{param:k}}{{/fair}} C {{param:j}}";
+  const Statement plain(templ, Dialect::kPostgreSQL, TableNames());
+  EXPECT_EQ(plain.sql(), "A C $1");
+  EXPECT_EQ(plain.bind({{"j", Value(1)}}).size(), 1u);  // k is not bound: its text is left out
+  const Statement fair(templ, Dialect::kPostgreSQL, TableNames(), false, /*fair=*/true);
+  EXPECT_EQ(fair.sql(), "A B \"dblock_x\" $1 C $2");
+  EXPECT_EQ(fair.bind({{"k", Value(1)}, {"j", Value(2)}}).size(), 2u);
+  EXPECT_THROW(render_sql("A{{fair}}B", Dialect::kMySQL, TableNames()), Error);
+  EXPECT_THROW(render_sql("A{{/fair}}B", Dialect::kMySQL, TableNames()), Error);
+  EXPECT_THROW(render_sql("{{fair}}{{fair}}{{/fair}}", Dialect::kMySQL, TableNames()), Error);
+  // A lock that is not fair never reads the queue, so it runs on tables migrated before it.
+  for (Server server : kServers) {
+    const UniqueKeySql& sql = server_sql(server).unique_key;
+    for (std::string_view t : {sql.acquire, sql.release, sql.release_rest, sql.renew}) {
+      EXPECT_EQ(Statement(t, dialect_of(server), TableNames()).sql().find("lock_waiters"),
+                std::string::npos)
+          << t;
+    }
+  }
+}
+
 // The unique-key release of every server binds from the one argument list UniqueKeyLock gives.
 TEST(Statement, TheReleaseStatementsBindFromOneArgumentList) {
   for (Server server : kServers) {
     const Dialect d = dialect_of(server);
     const UniqueKeySql& sql = server_sql(server).unique_key;
-    for (std::string_view templ : {sql.release, sql.release_rest}) {
-      Statement s(templ, d, TableNames());
+    for (auto [templ, fair] :
+         {std::pair{sql.release, false}, std::pair{sql.release, true},
+          std::pair{sql.release_rest, false}, std::pair{sql.release_rest, true}}) {
+      Statement s(templ, d, TableNames(), false, fair);
       EXPECT_EQ(s.sql().find("{{"), std::string::npos) << s.sql();
       EXPECT_NO_THROW(s.bind({{"key", Value("k")},
                               {"host", Value("h")},
@@ -131,18 +155,21 @@ TEST(Statement, TheLockStatementsBindFromTheirCallersArguments) {
           sql.operators.release, sql.row_lock.exists, sql.row_lock.create, sql.row_lock.set_timeout,
           sql.row_lock.try_lock, sql.row_lock.stamp}) {
       if (templ.empty()) continue;  // a step this dialect does not have
-      Statement s(templ, d, TableNames());
-      EXPECT_EQ(s.sql().find("{{"), std::string::npos) << s.sql();
-      const auto values = s.bind(lease);
-      EXPECT_FALSE(values.empty()) << s.sql();
-      if (d == Dialect::kMySQL) {
-        EXPECT_EQ(static_cast<std::size_t>(std::count(s.sql().begin(), s.sql().end(), '?')),
-                  values.size())
-            << s.sql();
-      } else {
-        EXPECT_NE(s.sql().find("$" + std::to_string(values.size())), std::string::npos) << s.sql();
-        EXPECT_EQ(s.sql().find("$" + std::to_string(values.size() + 1)), std::string::npos)
-            << s.sql();
+      for (bool fair : {false, true}) {
+        Statement s(templ, d, TableNames(), false, fair);
+        EXPECT_EQ(s.sql().find("{{"), std::string::npos) << s.sql();
+        const auto values = s.bind(lease);
+        EXPECT_FALSE(values.empty()) << s.sql();
+        if (d == Dialect::kMySQL) {
+          EXPECT_EQ(static_cast<std::size_t>(std::count(s.sql().begin(), s.sql().end(), '?')),
+                    values.size())
+              << s.sql();
+        } else {
+          EXPECT_NE(s.sql().find("$" + std::to_string(values.size())), std::string::npos)
+              << s.sql();
+          EXPECT_EQ(s.sql().find("$" + std::to_string(values.size() + 1)), std::string::npos)
+              << s.sql();
+        }
       }
     }
   }

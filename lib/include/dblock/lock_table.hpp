@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,11 +23,10 @@ struct LockRow {
   std::string owner_thread;
   std::int64_t hold_count = 0;
   std::int64_t fencing_token = 0;
-  std::string acquired_at;   // UTC, ISO 8601 with microseconds
-  std::string expires_at;    // UTC, ISO 8601, or "never" for claims
-  bool expired = false;      // by the database clock, now
-  std::string metadata;      // JSON text, empty when none
-  std::int64_t waiters = 0;  // live fair waiters queued for the key (UniqueKeyLockOptions::fair)
+  std::string acquired_at;  // UTC, ISO 8601 with microseconds
+  std::string expires_at;   // UTC, ISO 8601, or "never" for claims
+  bool expired = false;     // by the database clock, now
+  std::string metadata;     // JSON text, empty when none
 };
 
 // Every row that is held, or expired and not yet cleaned (released rows are left out), ordered
@@ -37,6 +37,11 @@ std::vector<LockRow> list_locks(Connection& conn, const TableNames& tables = Tab
 // character is a wildcard).
 std::vector<LockRow> list_locks(Connection& conn, const TableNames& tables,
                                 std::string_view key_prefix);
+
+// How many live fair waiters (UniqueKeyLockOptions::fair) are queued for each key that has any.
+// Needs the lock_waiters table (migration 5).
+std::map<std::string, std::int64_t> queued_waiters(Connection& conn,
+                                                   const TableNames& tables = TableNames());
 
 // An operator's release: frees `row.key` as its holder's last release would (hold count 0,
 // expires now, waiters on PostgreSQL notified), keeping its fencing token so the next holder's

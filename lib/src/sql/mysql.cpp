@@ -336,19 +336,14 @@ constexpr VersionSql kVersions = {
         " WHERE lock_key = {{param:key}} AND version = {{param:version}}",
 };
 
-// Column "waiters" of the operators' list: the live fair waiters queued for the row's key.
-#define DBLOCK_WAITERS                                                           \
-  "(SELECT COUNT(*) FROM {{table:lock_waiters}} w WHERE w.lock_key = l.lock_key" \
-  " AND w.expires_at > UTC_TIMESTAMP(6)) AS waiters"
-
 constexpr OperatorSql kOperators = {
     .list =
         "SELECT lock_key AS `key`, lease_id, owner_host, owner_process, owner_thread, hold_count,"
         " fencing_token, DATE_FORMAT(acquired_at, '%Y-%m-%dT%H:%i:%s.%fZ') AS acquired_at,"
         " IF(expires_at >= '9999-12-31', 'never',"
         "   DATE_FORMAT(expires_at, '%Y-%m-%dT%H:%i:%s.%fZ')) AS expires_at,"
-        " IF(expires_at <= UTC_TIMESTAMP(6), 1, 0) AS expired, CAST(metadata AS CHAR) AS metadata,"
-        " " DBLOCK_WAITERS " FROM {{table:locks}} l WHERE hold_count > 0 ORDER BY lock_key",
+        " IF(expires_at <= UTC_TIMESTAMP(6), 1, 0) AS expired, CAST(metadata AS CHAR) AS metadata"
+        " FROM {{table:locks}} WHERE hold_count > 0 ORDER BY lock_key",
     // A Statement: prefix. list for the keys that start with it,
     // byte for byte (lock_key is VARBINARY, so LEFT counts bytes); % and _ are plain bytes.
     .list_prefix =
@@ -356,9 +351,8 @@ constexpr OperatorSql kOperators = {
         " fencing_token, DATE_FORMAT(acquired_at, '%Y-%m-%dT%H:%i:%s.%fZ') AS acquired_at,"
         " IF(expires_at >= '9999-12-31', 'never',"
         "   DATE_FORMAT(expires_at, '%Y-%m-%dT%H:%i:%s.%fZ')) AS expires_at,"
-        " IF(expires_at <= UTC_TIMESTAMP(6), 1, 0) AS expired, CAST(metadata AS CHAR) AS metadata,"
-        " " DBLOCK_WAITERS
-        " FROM {{table:locks}} l"
+        " IF(expires_at <= UTC_TIMESTAMP(6), 1, 0) AS expired, CAST(metadata AS CHAR) AS metadata"
+        " FROM {{table:locks}}"
         " WHERE hold_count > 0 AND LEFT(lock_key, LENGTH(CAST({{param:prefix}} AS BINARY)))"
         "   = CAST({{param:prefix}} AS BINARY)"
         " ORDER BY lock_key",
@@ -371,9 +365,10 @@ constexpr OperatorSql kOperators = {
         "UPDATE {{table:locks}} SET hold_count = 0, expires_at = UTC_TIMESTAMP(6)"
         " WHERE lock_key = {{param:key}} AND lease_id = {{param:lease_id}}"
         " AND fencing_token = {{param:token}} AND hold_count > 0",
+    .waiters =
+        "SELECT lock_key AS `key`, COUNT(*) AS n FROM {{table:lock_waiters}}"
+        " WHERE expires_at > UTC_TIMESTAMP(6) GROUP BY lock_key",
 };
-
-#undef DBLOCK_WAITERS
 
 constexpr DoctorSql kDoctor = {
     // `dblock doctor`. Columns "version" and "flavour".

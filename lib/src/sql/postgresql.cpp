@@ -60,9 +60,11 @@ constexpr SessionSql kSession = {
 
 // The statements that free a key notify the lock table's channel with the first live waiter
 // of the key's fair queue (lock_waiters), a newline, and the key: "head\nkey", head empty when
-// no one is queued. Each listening process wakes that waiter if it is one of its own, and else
-// (no queue) one of its waiters of the key. A waiter id holds no newline; a key may, so the
-// head comes first. A CTE "h" with one row, column "head", for the key in {{param:key}}.
+// no one is queued or the release is not a fair lock's. Each listening process wakes that waiter
+// if it is one of its own, and else (no head) one of its waiters of the key. A waiter id holds
+// no newline; a key may, so the head comes first. A CTE "h" with one row, column "head", for
+// the key in {{param:key}}; only in {{fair}} sections, so that a lock that is not fair never
+// reads lock_waiters (and works on tables migrated before it existed).
 #define DBLOCK_QUEUE_HEAD                                                      \
   "h AS (SELECT COALESCE((SELECT w.waiter_id FROM {{table:lock_waiters}} w"    \
   " WHERE w.lock_key = {{param:key}} AND w.expires_at > statement_timestamp()" \
@@ -83,16 +85,16 @@ constexpr UniqueKeySql kUniqueKey = {
     // not step back by more than the cleaner's grace period.
     .results_in_rows = true,
     // A Statement (sql/statement.hpp): key, lease_id (this attempt's; a retry reuses it), host,
-    // process, thread, ttl_ms, metadata (JSON or NULL), fair, seq and waiter_id (see
+    // process, thread, ttl_ms, metadata (JSON or NULL); fair: seq and waiter_id (see
     // UniqueKeySql).
     // Takes a free/expired row, re-enters our own (hold_count + 1, same token), or recognises a
     // retry of an attempt that already succeeded (same lease_id: nothing changes). Returns no
     // row when another owner holds the key. The NOT EXISTS pre-check makes a busy try read-only;
     // ON CONFLICT ... WHERE decides races between concurrent inserts.
     .acquire =
-        "WITH a AS (INSERT INTO {{table:locks}} AS l (lock_key, lease_id, owner_host, "
-        "owner_process,"
-        " owner_thread, hold_count, fencing_token, acquired_at, expires_at, metadata)"
+        "{{fair}}WITH a AS ({{/fair}}INSERT INTO {{table:locks}} AS l (lock_key, lease_id,"
+        " owner_host, owner_process, owner_thread, hold_count, fencing_token, acquired_at, "
+        "expires_at, metadata)"
         " SELECT {{param:key}}::text, {{param:lease_id}}::text, {{param:host}}::text,"
         " {{param:process}}::text, {{param:thread}}::text, 1,"
         " (extract(epoch FROM statement_timestamp()) * 1000000)::bigint,"
@@ -105,13 +107,13 @@ constexpr UniqueKeySql kUniqueKey = {
         "   AND b.expires_at > statement_timestamp() AND NOT (b.owner_host = {{param:host}}"
         "   AND b.owner_process = {{param:process}} AND b.owner_thread = {{param:thread}}))"
         // Fair: a free key goes to the first live waiter; the owner's re-entry needs no turn.
-        " AND ({{param:fair}}::bigint = 0"
-        "   OR NOT EXISTS (SELECT 1 FROM {{table:lock_waiters}} w WHERE w.lock_key = {{param:key}}"
-        "     AND w.expires_at > statement_timestamp()"
+        "{{fair}} AND (NOT EXISTS (SELECT 1 FROM {{table:lock_waiters}} w"
+        "     WHERE w.lock_key = {{param:key}} AND w.expires_at > statement_timestamp()"
         "     AND w.seq < COALESCE({{param:seq}}::bigint, 9223372036854775807))"
         "   OR EXISTS (SELECT 1 FROM {{table:locks}} m WHERE m.lock_key = {{param:key}}"
         "     AND m.expires_at > statement_timestamp() AND m.owner_host = {{param:host}}"
-        "     AND m.owner_process = {{param:process}} AND m.owner_thread = {{param:thread}}))"
+        "     AND m.owner_process = {{param:process}} AND m.owner_thread = "
+        "{{param:thread}})){{/fair}}"
         " ON CONFLICT (lock_key) DO UPDATE SET"
         " hold_count = CASE WHEN l.expires_at <= statement_timestamp() THEN 1"
         "   WHEN l.lease_id = EXCLUDED.lease_id THEN l.hold_count ELSE l.hold_count + 1 END,"
@@ -128,18 +130,19 @@ constexpr UniqueKeySql kUniqueKey = {
         " WHERE l.expires_at <= statement_timestamp()"
         "   OR (l.owner_host = EXCLUDED.owner_host AND l.owner_process = EXCLUDED.owner_process"
         "       AND l.owner_thread = EXCLUDED.owner_thread)"
-        " RETURNING fencing_token, hold_count),"
+        " RETURNING fencing_token, hold_count"
         // A fair waiter that got the key leaves the queue in the same statement.
-        " d AS (DELETE FROM {{table:lock_waiters}} WHERE {{param:waiter_id}}::text IS NOT NULL"
-        "   AND waiter_id = {{param:waiter_id}} AND EXISTS (SELECT 1 FROM a))"
-        " SELECT fencing_token, hold_count FROM a",
+        "{{fair}}), d AS (DELETE FROM {{table:lock_waiters}}"
+        "   WHERE {{param:waiter_id}}::text IS NOT NULL AND waiter_id = {{param:waiter_id}}"
+        "   AND EXISTS (SELECT 1 FROM a))"
+        " SELECT fencing_token, hold_count FROM a{{/fair}}",
     .acquire_leaves_queue = true,
     // A Statement (sql/statement.hpp): key, host, process, thread, token, channel (for NOTIFY),
     // release_id (random per release call; a retry after a lost reply reuses it).
     // Owner- and token-checked; a lease that expired is lost and changes nothing. The last
     // release frees the row and NOTIFYs waiters (delivered at commit; see DBLOCK_QUEUE_HEAD).
-    // Returns the remaining hold_count and the queue's head ("head"), or no row when the lease
-    // was not held.
+    // Returns the remaining hold_count (and, fair, the queue's head: "head"), or no row when the
+    // lease was not held.
     // Idempotent under retry: the release id is written into lease_id, and a row that already
     // carries it was released by this very call, so the retry changes nothing and reports the
     // count left by the first attempt (a decrement applied twice would drop an outer hold).
@@ -155,10 +158,11 @@ constexpr UniqueKeySql kUniqueKey = {
         " AND owner_process = {{param:process}} AND owner_thread = {{param:thread}}"
         " AND fencing_token = {{param:token}} AND (lease_id = {{param:release_id}}"
         "   OR (hold_count > 0 AND expires_at > statement_timestamp()))"
-        " RETURNING lock_key, hold_count), " DBLOCK_QUEUE_HEAD
-        " SELECT r.hold_count, CASE WHEN r.hold_count = 0 THEN"
-        "   pg_notify({{param:channel}}, h.head || chr(10) || r.lock_key)::text END AS notified,"
-        " h.head FROM r, h",
+        " RETURNING lock_key, hold_count){{fair}}, " DBLOCK_QUEUE_HEAD
+        "{{/fair}}"
+        " SELECT r.hold_count, {{fair}}h.head, {{/fair}}CASE WHEN r.hold_count = 0 THEN"
+        "   pg_notify({{param:channel}}, {{fair}}h.head || {{/fair}}chr(10) || r.lock_key)::text"
+        " END AS notified FROM r{{fair}}, h{{/fair}}",
     // Parameters as release. Run right after a release that left holds behind although this
     // process holds no other lease of the owner on the key: those holds belong to acquires whose
     // reply never came (the caller got an error and no lease), and would otherwise keep the key
@@ -171,9 +175,10 @@ constexpr UniqueKeySql kUniqueKey = {
         " AND owner_process = {{param:process}} AND owner_thread = {{param:thread}}"
         " AND fencing_token = {{param:token}} AND lease_id = {{param:release_id}}"
         " AND hold_count > 0 AND expires_at > statement_timestamp()"
-        " RETURNING lock_key), " DBLOCK_QUEUE_HEAD
-        " SELECT pg_notify({{param:channel}}, h.head || chr(10) || r.lock_key)::text AS notified"
-        " FROM r, h",
+        " RETURNING lock_key){{fair}}, " DBLOCK_QUEUE_HEAD
+        "{{/fair}}"
+        " SELECT pg_notify({{param:channel}}, {{fair}}h.head || {{/fair}}chr(10) || r.lock_key)"
+        "::text AS notified FROM r{{fair}}, h{{/fair}}",
     // A Statement: ttl_ms, key, host, process, thread, token. One row matched when the lease is
     // still held. Never moves expires_at earlier: the row is shared by every reentrant hold of the
     // owner, and another of them (acquired or renewed with a longer TTL) relies on the later
@@ -391,11 +396,6 @@ constexpr VersionSql kVersions = {
         " WHERE lock_key = {{param:key}} AND version = {{param:version}} RETURNING version",
 };
 
-// Column "waiters" of the operators' list: the live fair waiters queued for the row's key.
-#define DBLOCK_WAITERS                                                           \
-  "(SELECT count(*) FROM {{table:lock_waiters}} w WHERE w.lock_key = l.lock_key" \
-  " AND w.expires_at > clock_timestamp()) AS waiters"
-
 constexpr OperatorSql kOperators = {
     // Rows held now or expired but not yet cleaned (free rows are left out).
     .list =
@@ -407,8 +407,8 @@ constexpr OperatorSql kOperators = {
         " to_char(expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') END"
         " AS expires_at,"
         " CASE WHEN expires_at <= clock_timestamp() THEN 1 ELSE 0 END AS expired,"
-        " metadata::text AS metadata, " DBLOCK_WAITERS
-        " FROM {{table:locks}} l WHERE hold_count > 0 ORDER BY lock_key",
+        " metadata::text AS metadata"
+        " FROM {{table:locks}} WHERE hold_count > 0 ORDER BY lock_key",
     // A Statement: prefix. list for the keys that start with it: left() and = compare it as a
     // value, so % and _ in a prefix are plain characters.
     .list_prefix =
@@ -420,8 +420,8 @@ constexpr OperatorSql kOperators = {
         " to_char(expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') END"
         " AS expires_at,"
         " CASE WHEN expires_at <= clock_timestamp() THEN 1 ELSE 0 END AS expired,"
-        " metadata::text AS metadata, " DBLOCK_WAITERS
-        " FROM {{table:locks}} l WHERE hold_count > 0"
+        " metadata::text AS metadata"
+        " FROM {{table:locks}} WHERE hold_count > 0"
         " AND left(lock_key, length({{param:prefix}})) = {{param:prefix}}"
         " ORDER BY lock_key",
     // A Statement: key, lease_id, token (as an operator read them), channel (for NOTIFY).
@@ -434,12 +434,12 @@ constexpr OperatorSql kOperators = {
         "WITH r AS (UPDATE {{table:locks}} SET hold_count = 0, expires_at = statement_timestamp()"
         " WHERE lock_key = {{param:key}} AND lease_id = {{param:lease_id}}"
         " AND fencing_token = {{param:token}} AND hold_count > 0"
-        " RETURNING lock_key), " DBLOCK_QUEUE_HEAD
-        " SELECT pg_notify({{param:channel}}, h.head || chr(10) || r.lock_key)::text AS notified"
-        " FROM r, h",
+        " RETURNING lock_key)"
+        " SELECT pg_notify({{param:channel}}, chr(10) || lock_key)::text AS notified FROM r",
+    .waiters =
+        "SELECT lock_key AS key, count(*) AS n FROM {{table:lock_waiters}}"
+        " WHERE expires_at > clock_timestamp() GROUP BY lock_key",
 };
-
-#undef DBLOCK_WAITERS
 
 constexpr DoctorSql kDoctor = {
     // `dblock doctor`. Columns "version" and "flavour".

@@ -35,20 +35,29 @@ std::string replace_all(std::string text, std::string_view marker, std::string_v
 }
 
 std::string render_sql(std::string_view templ, Dialect dialect, const TableNames& names,
-                       bool relaxed_durability, std::vector<std::string>* parameters) {
+                       bool relaxed_durability, std::vector<std::string>* parameters, bool fair) {
   std::string out;
   out.reserve(templ.size() + 64);
   std::size_t pos = 0;
+  bool in_fair = false;  // inside {{fair}} ... {{/fair}}
   for (;;) {
     std::size_t open = templ.find("{{", pos);
-    out.append(templ.substr(pos, open == std::string_view::npos ? open : open - pos));
+    const bool shown = !in_fair || fair;
+    if (shown) out.append(templ.substr(pos, open == std::string_view::npos ? open : open - pos));
     if (open == std::string_view::npos) break;
     std::size_t close = templ.find("}}", open + 2);
     if (close == std::string_view::npos) {
       throw Error(ErrorCode::kInvalidArgument, "unterminated '{{' in an SQL template");
     }
     std::string_view token = templ.substr(open + 2, close - open - 2);
-    if (token.starts_with("table:")) {
+    if (token == "fair" || token == "/fair") {
+      if (in_fair == (token == "fair")) {
+        throw Error(ErrorCode::kInvalidArgument, "unbalanced '{{fair}}' in an SQL template");
+      }
+      in_fair = token == "fair";
+    } else if (!shown) {
+      // Left out: a fair lock's text, rendered for another.
+    } else if (token.starts_with("table:")) {
       out += names.qualified(dialect, token.substr(6));
     } else if (token.starts_with("name:")) {
       out += quote_identifier(dialect, names.name(token.substr(5)));
@@ -73,6 +82,8 @@ std::string render_sql(std::string_view templ, Dialect dialect, const TableNames
     }
     pos = close + 2;
   }
+  if (in_fair)
+    throw Error(ErrorCode::kInvalidArgument, "unterminated '{{fair}}' in an SQL template");
   return out;
 }
 

@@ -6,7 +6,9 @@
 //
 // Statements are templates: {{table:x}} becomes the schema-qualified, quoted name of table
 // prefix+x, {{name:x}} the quoted name prefix+x, {{schema}} the quoted schema name, and
-// {{relaxed:text}} becomes text only when rendered for relaxed durability (see render_sql). Values
+// {{relaxed:text}} becomes text only when rendered for relaxed durability, and {{fair}} ...
+// {{/fair}} encloses text (placeholders included) kept only when rendered for a fair lock (see
+// render_sql). Values
 // are always bound parameters ($n on PostgreSQL, ? on MySQL), never spliced.
 //
 // Thread-safety: read-only data and pure functions.
@@ -146,6 +148,8 @@ struct OperatorSql {
   std::string_view list;         // columns as in `dblock locks --json`
   std::string_view list_prefix;  // list, only keys starting with a prefix
   std::string_view release;      // frees a row still carrying the lease and token read
+  // Columns "key" and "n": the live fair waiters queued per key (keys with none left out).
+  std::string_view waiters;
 };
 
 // `dblock doctor` (doctor.cpp). Reads only.
@@ -190,12 +194,14 @@ std::string last_column(const Result& r);
 std::string replace_all(std::string text, std::string_view marker, std::string_view value);
 
 // Expands {{table:x}}, {{name:x}} and {{schema}} in a statement or migration template, and
-// {{relaxed:text}} to text when `relaxed_durability` is set (to nothing otherwise). With
-// `parameters`, also {{param:name}} (see Statement in statement.hpp), appending the name of each
-// bound position to it. Throws Error(kInvalidArgument) for an unknown or unterminated
-// placeholder, or {{schema}} without a schema.
+// {{relaxed:text}} to text when `relaxed_durability` is set (to nothing otherwise), and keeps what
+// lies between {{fair}} and {{/fair}} only when `fair` is set (placeholders there are rendered,
+// and their parameters bound, only then). With `parameters`, also {{param:name}} (see Statement
+// in statement.hpp), appending the name of each bound position to it. Throws
+// Error(kInvalidArgument) for an unknown or unterminated placeholder or {{fair}} section, or
+// {{schema}} without a schema.
 std::string render_sql(std::string_view templ, Dialect dialect, const TableNames& names,
                        bool relaxed_durability = false,
-                       std::vector<std::string>* parameters = nullptr);
+                       std::vector<std::string>* parameters = nullptr, bool fair = false);
 
 }  // namespace dblock::detail

@@ -6,8 +6,8 @@
 namespace dblock::detail {
 
 Statement::Statement(std::string_view templ, Dialect dialect, const TableNames& names,
-                     bool relaxed_durability) {
-  sql_ = render_sql(templ, dialect, names, relaxed_durability, &parameters_);
+                     bool relaxed_durability, bool fair) {
+  sql_ = render_sql(templ, dialect, names, relaxed_durability, &parameters_, fair);
 }
 
 std::vector<Value> Statement::bind(std::span<const Arg> args) const {

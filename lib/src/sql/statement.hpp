@@ -34,7 +34,7 @@ class Statement {
   // Renders `templ` as render_sql does, {{param:name}} included. An empty template gives an
   // empty statement (a step the dialect does not have).
   Statement(std::string_view templ, Dialect dialect, const TableNames& names,
-            bool relaxed_durability = false);
+            bool relaxed_durability = false, bool fair = false);
 
   const std::string& sql() const noexcept { return sql_; }
   bool empty() const noexcept { return sql_.empty(); }

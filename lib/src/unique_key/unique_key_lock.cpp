@@ -100,11 +100,12 @@ struct UniqueKeyLock::Impl : std::enable_shared_from_this<UniqueKeyLock::Impl> {
                    [&](const detail::ServerSql& server) {
                      const detail::UniqueKeySql& sql = server.unique_key;
                      const bool relaxed = options.relaxed_durability;
+                     const bool fair = options.fair;  // else lock_waiters is never read
                      const TableNames& tables = options.tables;
                      return Statements{
-                         detail::Statement(sql.acquire, dialect, tables, relaxed),
-                         detail::Statement(sql.release, dialect, tables, relaxed),
-                         detail::Statement(sql.release_rest, dialect, tables, relaxed),
+                         detail::Statement(sql.acquire, dialect, tables, relaxed, fair),
+                         detail::Statement(sql.release, dialect, tables, relaxed, fair),
+                         detail::Statement(sql.release_rest, dialect, tables, relaxed, fair),
                          detail::Statement(sql.renew, dialect, tables, relaxed),
                          detail::Statement(sql.claim, dialect, tables),
                          detail::Statement(sql.fair_check, dialect, tables),
@@ -221,7 +222,7 @@ struct UniqueKeyLock::Impl : std::enable_shared_from_this<UniqueKeyLock::Impl> {
     if (r->affected_rows() == 0) return ReleaseOutcome::kNotHeld;
     std::int64_t remaining =
         rows ? r->int64_at(0, "hold_count") : static_cast<std::int64_t>(r->last_insert_id());
-    if (rows) head = r->at(0, "head").value_or("");
+    if (rows && options.fair) head = r->at(0, "head").value_or("");
     // Counted now, not when the release was first sent: a release kept after a lost connection
     // may be sent again after the owner acquired the key anew (through any UniqueKeyLock on
     // this table), and that live hold must not be freed by release_rest.
