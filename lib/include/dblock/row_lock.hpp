@@ -18,7 +18,11 @@
 // where the critical section does its writes, so they commit atomically with the release.
 // release() commits; a lease dropped without release() (an exception in the critical section)
 // rolls back. If the connection dies, the server rolls the transaction back and frees the lock
-// at once; the lease then reports lost() and release() throws Error(kLeaseLost). A connection
+// at once; the lease then reports lost() and release() throws Error(kLeaseLost). A session the
+// server ended (pg_terminate_backend, an idle timeout) counts as lost as soon as PostgreSQL's
+// FATAL error arrives, which it sends before it frees the lock, so lost() is already true when
+// another owner gets the row (not behind TLS, where only the socket's close, a little later, is
+// seen; nor on MySQL, which only closes). A connection
 // lost while the COMMIT was on its way gives Error(kCommitInDoubt): the writes may or may not be
 // in.
 //
