@@ -100,7 +100,7 @@ constexpr UniqueKeySql kUniqueKey = {
         "     AND owner_thread = VALUES(owner_thread)"
         "     THEN GREATEST(expires_at, VALUES(expires_at))"
         "   ELSE expires_at END",
-    .acquire_leaves_queue = false,  // a fair waiter that got the key leaves the queue after
+    .acquire_leaves_queue = false,  // a fair waiter that got the key then sends leave
     // A Statement (sql/statement.hpp): key, host, process, thread, token, release_id.
     // The release id is random per release call; a retry after a lost reply reuses it. One row
     // matched when the lease was held; LAST_INSERT_ID() = the remaining hold_count (0: the key

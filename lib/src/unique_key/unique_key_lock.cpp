@@ -391,7 +391,6 @@ std::optional<Lease> attempt(const std::shared_ptr<UniqueKeyLock::Impl>& impl,
                              std::optional<std::int64_t> seq,
                              const std::string* waiter_id = nullptr,
                              std::int64_t* ahead = nullptr) {
-  const bool fair = impl->options.fair;
   impl->finish_pending_release(info.key, info.owner);
   const detail::Arg args[] = {{"key", Value(info.key)},
                               {"lease_id", Value(info.lease_id)},
@@ -400,10 +399,9 @@ std::optional<Lease> attempt(const std::shared_ptr<UniqueKeyLock::Impl>& impl,
                               {"thread", Value(info.owner.thread)},
                               {"ttl_ms", Value(static_cast<std::int64_t>(options.ttl.count()))},
                               {"metadata", json_param(options.metadata)},
-                              {"fair", Value(fair ? 1 : 0)},
                               {"seq", seq ? Value(*seq) : Value()},
                               {"waiter_id", seq ? Value(*waiter_id) : Value()}};
-  if (fair) {
+  if (impl->options.fair) {
     // Where acquire cannot check the queue itself. A read: safe to repeat.
     auto wait = impl->run(&UniqueKeyLock::Impl::Statements::fair_check, args, true);
     if (!wait) return std::nullopt;
