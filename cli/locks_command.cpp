@@ -40,7 +40,8 @@ nlohmann::json to_json(const LockRow& row, std::int64_t waiters) {
           {"expires_at", row.expires_at},
           {"expired", row.expired},
           {"metadata", std::move(metadata)},
-          {"waiters", waiters}};
+          {"waiters", waiters},
+          {"kind", "lock"}};
 }
 
 std::int64_t waiting(const std::map<std::string, std::int64_t>& waiters, const std::string& key) {
@@ -55,19 +56,9 @@ std::string to_seconds(std::string time) {
   return time.substr(0, 19);
 }
 
-void print_table(const std::vector<LockRow>& rows,
-                 const std::map<std::string, std::int64_t>& waiters) {
-  constexpr std::size_t kColumns = 8;
-  using Line = std::array<std::string, kColumns>;
-  std::vector<Line> lines{
-      {"KEY", "OWNER", "HOLDS", "TOKEN", "ACQUIRED (UTC)", "EXPIRES (UTC)", "STATE", "WAITERS"}};
-  for (const auto& r : rows) {
-    std::string state = r.expired ? "expired" : r.expires_at == "never" ? "claimed" : "held";
-    lines.push_back({r.key, r.owner_host + "/" + r.owner_process + "/" + r.owner_thread,
-                     std::to_string(r.hold_count), std::to_string(r.fencing_token),
-                     to_seconds(r.acquired_at), to_seconds(r.expires_at), std::move(state),
-                     std::to_string(waiting(waiters, r.key))});
-  }
+// Prints `lines` (the first is the header) as columns two spaces apart.
+template <std::size_t kColumns>
+void print_columns(const std::vector<std::array<std::string, kColumns>>& lines) {
   std::array<std::size_t, kColumns> width{};
   for (const auto& line : lines) {
     for (std::size_t c = 0; c < kColumns; ++c) width[c] = std::max(width[c], line[c].size());
@@ -82,21 +73,66 @@ void print_table(const std::vector<LockRow>& rows,
   }
 }
 
+std::string owner_of(const LockRow& r) {
+  return r.owner_host + "/" + r.owner_process + "/" + r.owner_thread;
+}
+
+void print_locks(const std::vector<LockRow>& rows,
+                 const std::map<std::string, std::int64_t>& waiters) {
+  std::vector<std::array<std::string, 8>> lines{
+      {"KEY", "OWNER", "HOLDS", "TOKEN", "ACQUIRED (UTC)", "EXPIRES (UTC)", "STATE", "WAITERS"}};
+  for (const auto& r : rows) {
+    std::string state = r.expired ? "expired" : r.expires_at == "never" ? "claimed" : "held";
+    lines.push_back({r.key, owner_of(r), std::to_string(r.hold_count),
+                     std::to_string(r.fencing_token), to_seconds(r.acquired_at),
+                     to_seconds(r.expires_at), std::move(state),
+                     std::to_string(waiting(waiters, r.key))});
+  }
+  print_columns(lines);
+}
+
+// Semaphore permits: PERMIT is the slot (from 1) of the key's limit, "2/3".
+void print_permits(const std::vector<PermitRow>& rows) {
+  std::vector<std::array<std::string, 7>> lines{
+      {"SEMAPHORE", "PERMIT", "OWNER", "TOKEN", "ACQUIRED (UTC)", "EXPIRES (UTC)", "STATE"}};
+  for (const auto& p : rows) {
+    const LockRow& r = p.lock;
+    lines.push_back({r.key, std::to_string(p.slot + 1) + "/" + std::to_string(p.permits),
+                     owner_of(r), std::to_string(r.fencing_token), to_seconds(r.acquired_at),
+                     to_seconds(r.expires_at), r.expired ? "expired" : "held"});
+  }
+  print_columns(lines);
+}
+
 int list(const LocksOptions& opts) {
   auto conn = opts.db.connect();
-  std::vector<LockRow> rows = opts.key_prefix
-                                  ? list_locks(*conn, opts.db.table_names(), *opts.key_prefix)
-                                  : list_locks(*conn, opts.db.table_names());
-  const auto waiters = queued_waiters(*conn, opts.db.table_names());
+  const TableNames tables = opts.db.table_names();
+  std::vector<LockRow> rows =
+      opts.key_prefix ? list_locks(*conn, tables, *opts.key_prefix) : list_locks(*conn, tables);
+  const auto waiters = queued_waiters(*conn, tables);
+  std::vector<PermitRow> permits = list_permits(*conn, tables);
+  if (opts.key_prefix) {
+    std::erase_if(permits,
+                  [&](const PermitRow& p) { return !p.lock.key.starts_with(*opts.key_prefix); });
+  }
   if (opts.json) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& row : rows) out.push_back(to_json(row, waiting(waiters, row.key)));
+    for (const auto& p : permits) {
+      nlohmann::json permit = to_json(p.lock, 0);
+      permit["kind"] = "permit";
+      permit["slot"] = p.slot;
+      permit["permits"] = p.permits;
+      out.push_back(std::move(permit));
+    }
     // Replace invalid UTF-8 (from a foreign writer) rather than fail the listing.
     std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
-  } else if (rows.empty()) {
+  } else if (rows.empty() && permits.empty()) {
     std::printf(opts.key_prefix ? "no locks held with that key prefix\n" : "no locks held\n");
   } else {
-    print_table(rows, waiters);
+    if (!rows.empty()) print_locks(rows, waiters);
+    if (!rows.empty() && !permits.empty()) std::printf("\n");
+    if (!permits.empty()) print_permits(permits);
   }
   return kExitOk;
 }
@@ -116,9 +152,11 @@ void add_locks_command(CLI::App& app, int* exit_code) {
                 "Print a JSON array of objects: key, lease_id, owner_host, owner_process, "
                 "owner_thread, hold_count, fencing_token, acquired_at, expires_at (UTC, ISO "
                 "8601, or \"never\" for claims), expired, metadata (JSON or null), waiters (fair "
-                "waiters queued for the key)");
+                "waiters queued for the key), kind (\"lock\", or \"permit\" for a semaphore's "
+                "permit, which also has slot, from 0, and permits, the key's limit)");
   sub->footer(
-      "Lists unique-key locks and claims (dblock's locks table). Session locks (SessionLock) are "
+      "Lists unique-key locks and claims (dblock's locks table), then the permits of counting "
+      "semaphores (Semaphore) held now, by key and slot. Session locks (SessionLock) are "
       "not listed: the server holds them by a hash of the key (pg_locks shows a bigint, "
       "performance_schema.metadata_locks a \"dblock_<hex>\" name), with no key, owner or token "
       "to show.");

@@ -60,3 +60,27 @@ CREATE TABLE IF NOT EXISTS dblock_lock_waiters (
     KEY key_seq_idx (lock_key, seq),
     KEY expires_at_idx (expires_at)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+-- Counting semaphores (Semaphore): each key's limit, and one row per permit slot taken; a
+-- permit is held while expires_at lies ahead.
+CREATE TABLE IF NOT EXISTS dblock_semaphores (
+    lock_key   VARBINARY(1020) NOT NULL,
+    permits    INT             NOT NULL,
+    changed_at DATETIME(6)     NOT NULL,
+    PRIMARY KEY (lock_key),
+    KEY changed_at_idx (changed_at)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+CREATE TABLE IF NOT EXISTS dblock_semaphore_permits (
+    lock_key      VARBINARY(1020) NOT NULL,
+    slot          INT             NOT NULL,
+    lease_id      VARBINARY(256)  NOT NULL,
+    owner_host    VARBINARY(1020) NOT NULL,
+    owner_process VARBINARY(1020) NOT NULL,
+    owner_thread  VARBINARY(1020) NOT NULL,
+    fencing_token BIGINT          NOT NULL,
+    acquired_at   DATETIME(6)     NOT NULL,
+    expires_at    DATETIME(6)     NOT NULL,
+    metadata      JSON            NULL,
+    PRIMARY KEY (lock_key, slot),
+    KEY expires_at_idx (expires_at)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;

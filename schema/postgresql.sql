@@ -60,3 +60,27 @@ CREATE TABLE IF NOT EXISTS dblock_lock_waiters (
 );
 CREATE INDEX IF NOT EXISTS dblock_lock_waiters_key_seq_idx ON dblock_lock_waiters (lock_key, seq);
 CREATE INDEX IF NOT EXISTS dblock_lock_waiters_expires_at_idx ON dblock_lock_waiters (expires_at);
+
+-- Counting semaphores (Semaphore): each key's limit, and one row per permit slot taken; a
+-- permit is held while expires_at lies ahead.
+CREATE TABLE IF NOT EXISTS dblock_semaphores (
+    lock_key   varchar(255) NOT NULL PRIMARY KEY,
+    permits    integer      NOT NULL,
+    changed_at timestamptz  NOT NULL
+);
+CREATE INDEX IF NOT EXISTS dblock_semaphores_changed_at_idx ON dblock_semaphores (changed_at);
+CREATE TABLE IF NOT EXISTS dblock_semaphore_permits (
+    lock_key      varchar(255) NOT NULL,
+    slot          integer      NOT NULL,
+    lease_id      varchar(64)  NOT NULL,
+    owner_host    varchar(255) NOT NULL,
+    owner_process varchar(255) NOT NULL,
+    owner_thread  varchar(255) NOT NULL,
+    fencing_token bigint       NOT NULL,
+    acquired_at   timestamptz  NOT NULL,
+    expires_at    timestamptz  NOT NULL,
+    metadata      jsonb,
+    PRIMARY KEY (lock_key, slot)
+);
+CREATE INDEX IF NOT EXISTS dblock_semaphore_permits_expires_at_idx
+    ON dblock_semaphore_permits (expires_at);

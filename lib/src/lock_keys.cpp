@@ -66,6 +66,11 @@ void validate_lock_key(std::string_view key) {
 
 namespace detail {
 
+bool is_write_contention(ErrorCode code) noexcept {
+  return code == ErrorCode::kDeadlock || code == ErrorCode::kSerializationFailure ||
+         code == ErrorCode::kLockWaitTimeout || code == ErrorCode::kLockNotAvailable;
+}
+
 std::string random_lease_id() {
   thread_local std::mt19937_64 rng{(static_cast<std::uint64_t>(std::random_device{}()) << 32) ^
                                    std::random_device{}()};

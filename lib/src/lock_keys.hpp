@@ -1,4 +1,5 @@
-// Small helpers shared by the lock strategies: random lease ids, TTL and wait validation.
+// Small helpers shared by the lock strategies: random lease ids, TTL and wait validation, which
+// errors are contention.
 // Internal.
 //
 // Thread-safety: safe from any thread.
@@ -8,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "dblock/error.hpp"
+
 namespace dblock::detail {
 
 // 32 random hex digits.
@@ -15,6 +18,10 @@ std::string random_lease_id();
 
 // Throws Error(kInvalidArgument) naming `what` unless 1 ms <= ttl <= 365 days.
 void validate_ttl(std::chrono::milliseconds ttl, std::string_view what);
+
+// True for the errors a lock's autocommit write may meet when others write the same rows at once
+// (deadlock, serialization failure, lock wait timeout, lock not available): worth a few retries.
+bool is_write_contention(ErrorCode code) noexcept;
 
 // Throws Error(kInvalidArgument) for a negative wait timeout. True when the wait is "forever":
 // past a century, which would overflow the clock's arithmetic.

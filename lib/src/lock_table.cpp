@@ -43,6 +43,20 @@ std::map<std::string, std::int64_t> queued_waiters(Connection& conn, const Table
   return out;
 }
 
+std::vector<PermitRow> list_permits(Connection& conn, const TableNames& tables) {
+  const Result r = conn.execute(detail::render_sql(
+      detail::server_sql(conn.server()).operators.permits, conn.dialect(), tables));
+  std::vector<LockRow> locks = to_rows(r);
+  std::vector<PermitRow> out;
+  out.reserve(locks.size());
+  for (std::size_t i = 0; i < locks.size(); ++i) {
+    const auto limit = r.at(i, "permits");
+    out.push_back(PermitRow{std::move(locks[i]), r.int64_at(i, "slot"),
+                            limit ? r.int64_at(i, "permits") : 0});
+  }
+  return out;
+}
+
 bool release_lock_row(Connection& conn, const TableNames& tables, const LockRow& row) {
   const Dialect d = conn.dialect();
   const detail::Statement release(detail::server_sql(conn.server()).operators.release, d, tables);

@@ -80,6 +80,7 @@ std::vector<BadInputCase> migration_cases();
 std::vector<BadInputCase> transactional_cases();
 std::vector<BadInputCase> lock_set_cases();
 std::vector<BadInputCase> session_cases();
+std::vector<BadInputCase> semaphore_cases();
 std::vector<BadInputCase> cli_cases();
 
 // Every row, in a stable order.

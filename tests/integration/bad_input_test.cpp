@@ -14,9 +14,9 @@ namespace dblock::testing {
 const std::vector<BadInputCase>& all_bad_input_cases() {
   static const std::vector<BadInputCase> all = [] {
     std::vector<BadInputCase> out;
-    for (auto group :
-         {lock_key_cases, lock_option_cases, lease_cases, table_name_cases, connection_cases,
-          migration_cases, transactional_cases, lock_set_cases, session_cases, cli_cases}) {
+    for (auto group : {lock_key_cases, lock_option_cases, lease_cases, table_name_cases,
+                       connection_cases, migration_cases, transactional_cases, lock_set_cases,
+                       session_cases, semaphore_cases, cli_cases}) {
       for (auto& c : group()) out.push_back(std::move(c));
     }
     return out;

@@ -48,7 +48,7 @@ TEST_P(CliDoctorTest, AMigratedSingleServerPassesEveryCheck) {
         << r.out;
   }
   EXPECT_NE(line_of(r.out, "replication").find("a single server"), std::string::npos) << r.out;
-  EXPECT_NE(line_of(r.out, "migrations").find("all 5 migrations applied"), std::string::npos)
+  EXPECT_NE(line_of(r.out, "migrations").find("all 6 migrations applied"), std::string::npos)
       << r.out;
 
   const ProcessResult json = run(cli("doctor", {"--json"}));
@@ -68,7 +68,7 @@ TEST_P(CliDoctorTest, MissingMigrationsAreAFailureThatSaysWhatToRun) {
   const ProcessResult r = run(argv);
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   const std::string line = line_of(r.out, "migrations");
-  EXPECT_EQ(line.rfind("failure migrations: 5 migration(s) not applied", 0), 0u) << r.out;
+  EXPECT_EQ(line.rfind("failure migrations: 6 migration(s) not applied", 0), 0u) << r.out;
   EXPECT_NE(line.find("to fix: run `dblock migrate up`"), std::string::npos) << line;
   EXPECT_EQ(line_of(r.out, "privileges").rfind("warning privileges: not checked", 0), 0u) << r.out;
   EXPECT_EQ(line_of(r.out, "cleaner").rfind("warning cleaner: not checked", 0), 0u) << r.out;
@@ -93,8 +93,8 @@ TEST_P(CliDoctorTest, AUserWithoutWritePrivilegesIsAFailureNamingThem) {
     }
   }
   for (const auto& account : accounts) {
-    for (const char* base :
-         {"locks", "row_locks", "versions", "lock_waiters", "schema_migrations"}) {
+    for (const char* base : {"locks", "row_locks", "versions", "lock_waiters", "semaphores",
+                             "semaphore_permits", "schema_migrations"}) {
       admin->execute("GRANT SELECT ON " + names.qualified(d, base) + " TO " + account);
     }
   }
@@ -110,7 +110,8 @@ TEST_P(CliDoctorTest, AUserWithoutWritePrivilegesIsAFailureNamingThem) {
   EXPECT_EQ(line_of(r.out, "migrations").rfind("ok migrations:", 0), 0u) << r.out;
   const std::string privileges = line_of(r.out, "privileges");
   EXPECT_EQ(privileges.rfind("failure privileges: this user lacks INSERT on", 0), 0u) << r.out;
-  for (const char* base : {"locks", "row_locks", "versions", "lock_waiters"}) {
+  for (const char* base :
+       {"locks", "row_locks", "versions", "lock_waiters", "semaphores", "semaphore_permits"}) {
     EXPECT_NE(privileges.find("UPDATE on " + names.qualified(d, base)), std::string::npos)
         << privileges;
   }

@@ -167,7 +167,7 @@ TEST_P(CliLockTest, LocksListsTheHolderUntilReleased) {
   EXPECT_EQ(fields,
             (std::set<std::string>{"key", "lease_id", "owner_host", "owner_process", "owner_thread",
                                    "hold_count", "fencing_token", "acquired_at", "expires_at",
-                                   "expired", "metadata", "waiters"}));
+                                   "expired", "metadata", "waiters", "kind"}));
   EXPECT_EQ(entry["hold_count"], 1);
   EXPECT_EQ(entry["waiters"], 0);
   EXPECT_GT(entry["fencing_token"].get<std::int64_t>(), 0);

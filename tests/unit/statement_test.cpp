@@ -109,7 +109,7 @@ TEST(Statement, TheCleanerStatementsBindTheGraceInMilliseconds) {
   for (Server server : kServers) {
     const Dialect d = dialect_of(server);
     const CleanerSql& sql = server_sql(server).cleaner;
-    ASSERT_EQ(sql.tables.size(), 4u);
+    ASSERT_EQ(sql.tables.size(), 6u);
     std::vector<std::string_view> templates;
     for (const CleanedTable& table : sql.tables) {
       templates.push_back(table.delete_sql);

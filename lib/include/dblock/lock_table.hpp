@@ -43,6 +43,18 @@ std::vector<LockRow> list_locks(Connection& conn, const TableNames& tables,
 std::map<std::string, std::int64_t> queued_waiters(Connection& conn,
                                                    const TableNames& tables = TableNames());
 
+// A permit of a counting semaphore (semaphore.hpp), held or expired and not yet cleaned.
+// hold_count is always 1 (permits are not reentrant).
+struct PermitRow {
+  LockRow lock;
+  std::int64_t slot = 0;     // 0 to permits - 1 (or past it, after the limit was lowered)
+  std::int64_t permits = 0;  // the key's stored limit
+};
+
+// Every permit held, or expired and not yet cleaned (released ones are left out), ordered by
+// key and slot. Needs the semaphore tables (migration 6).
+std::vector<PermitRow> list_permits(Connection& conn, const TableNames& tables = TableNames());
+
 // An operator's release: frees `row.key` as its holder's last release would (hold count 0,
 // expires now, waiters on PostgreSQL notified), keeping its fencing token so the next holder's
 // is higher, but only while the row still carries row.lease_id and row.fencing_token (as a

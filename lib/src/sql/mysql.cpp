@@ -186,6 +186,77 @@ constexpr UniqueKeySql kUniqueKey = {
     .leave = "DELETE FROM {{table:lock_waiters}} WHERE waiter_id = {{param:waiter_id}}",
 };
 
+// The counting semaphore. Times are UTC_TIMESTAMP(6), as in the unique-key lock. A permit row
+// is free once expires_at has passed (release sets it to now); rows are freed, never deleted,
+// but by the cleaner. MySQL's INSERT ... VALUES cannot pick a slot, so the key's slots are read
+// first (a plain, consistent read) and the strategy picks one; the upsert then decides.
+#define DBLOCK_PERMIT_OWNER                                            \
+  " owner_host = {{param:host}} AND owner_process = {{param:process}}" \
+  " AND owner_thread = {{param:thread}} AND lock_key = {{param:key}}"  \
+  " AND slot = {{param:slot}} AND fencing_token = {{param:token}}"
+
+constexpr SemaphoreSql kSemaphore = {
+    .acquire = "",
+    .slots =
+        "SELECT 'limit' AS kind, permits AS n FROM {{table:semaphores}}"
+        " WHERE lock_key = {{param:key}}"
+        " UNION ALL SELECT IF(lease_id = {{param:lease_id}}, 'mine', 'taken'), slot"
+        " FROM {{table:semaphore_permits}}"
+        " WHERE lock_key = {{param:key}} AND expires_at > UTC_TIMESTAMP(6)",
+    // LAST_INSERT_ID() = the token when the slot was free (or this lease id's own: a retry of
+    // an attempt that took it), 0 when another lease holds it. Assignments run left to right
+    // and read only columns assigned after them; expires_at, which decides "free", is last.
+    .acquire_slot =
+        "INSERT INTO {{table:semaphore_permits}} (lock_key, slot, lease_id, owner_host,"
+        " owner_process, owner_thread, fencing_token, acquired_at, expires_at, metadata)"
+        " VALUES ({{param:key}}, {{param:slot}}, {{param:lease_id}}, {{param:host}},"
+        " {{param:process}}, {{param:thread}},"
+        " LAST_INSERT_ID(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))"
+        "   * 1024 + {{param:slot}}),"
+        " UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) + INTERVAL {{param:ttl_ms}} * 1000 MICROSECOND,"
+        " {{param:metadata}})"
+        " ON DUPLICATE KEY UPDATE"
+        " fencing_token = CASE WHEN lease_id = VALUES(lease_id) THEN LAST_INSERT_ID(fencing_token)"
+        "   WHEN expires_at <= UTC_TIMESTAMP(6)"
+        "     THEN LAST_INSERT_ID(GREATEST(fencing_token + 1024, VALUES(fencing_token)))"
+        "   ELSE fencing_token + LAST_INSERT_ID(0) END,"
+        " acquired_at = IF(expires_at <= UTC_TIMESTAMP(6) AND lease_id <> VALUES(lease_id),"
+        "   VALUES(acquired_at), acquired_at),"
+        " metadata = IF(expires_at <= UTC_TIMESTAMP(6), VALUES(metadata), metadata),"
+        " owner_host = IF(expires_at <= UTC_TIMESTAMP(6), VALUES(owner_host), owner_host),"
+        " owner_process = IF(expires_at <= UTC_TIMESTAMP(6), VALUES(owner_process), owner_process),"
+        " owner_thread = IF(expires_at <= UTC_TIMESTAMP(6), VALUES(owner_thread), owner_thread),"
+        " lease_id = IF(expires_at <= UTC_TIMESTAMP(6), VALUES(lease_id), lease_id),"
+        " expires_at = CASE WHEN expires_at <= UTC_TIMESTAMP(6) THEN VALUES(expires_at)"
+        "   WHEN lease_id = VALUES(lease_id) THEN GREATEST(expires_at, VALUES(expires_at))"
+        "   ELSE expires_at END",
+    .define =
+        "INSERT INTO {{table:semaphores}} (lock_key, permits, changed_at)"
+        " VALUES ({{param:key}}, {{param:permits}}, UTC_TIMESTAMP(6))"
+        " ON DUPLICATE KEY UPDATE lock_key = lock_key",
+    .set_limit =
+        "INSERT INTO {{table:semaphores}} (lock_key, permits, changed_at)"
+        " VALUES ({{param:key}}, {{param:permits}}, UTC_TIMESTAMP(6))"
+        " ON DUPLICATE KEY UPDATE permits = VALUES(permits), changed_at = VALUES(changed_at)",
+    // The release id is written into lease_id: a retry after a lost reply finds the row its
+    // first attempt freed (and changes nothing) instead of reporting the permit not held.
+    .release =
+        "UPDATE {{table:semaphore_permits}}"
+        " SET expires_at = IF(lease_id = {{param:release_id}}, expires_at, UTC_TIMESTAMP(6)),"
+        " lease_id = {{param:release_id}}"
+        " WHERE" DBLOCK_PERMIT_OWNER
+        " AND (lease_id = {{param:release_id}}"
+        "   OR (lease_id = {{param:lease_id}} AND expires_at > UTC_TIMESTAMP(6)))",
+    // CLIENT_FOUND_ROWS: one row matched also when expires_at stays as it was.
+    .renew =
+        "UPDATE {{table:semaphore_permits}} SET expires_at = GREATEST(expires_at,"
+        "   UTC_TIMESTAMP(6) + INTERVAL {{param:ttl_ms}} * 1000 MICROSECOND)"
+        " WHERE" DBLOCK_PERMIT_OWNER
+        " AND lease_id = {{param:lease_id}} AND expires_at > UTC_TIMESTAMP(6)",
+};
+
+#undef DBLOCK_PERMIT_OWNER
+
 // The tables the cleaner empties, and whose privileges `dblock doctor` checks: a table of a
 // new strategy is added here. Each with a delete (grace_ms, limit: the batch size) and a count
 // (grace_ms, limit: the most rows to count; a read that changes nothing, column "n").
@@ -229,6 +300,27 @@ constexpr CleanedTable kCleanedTables[] = {
      "SELECT COUNT(*) AS n FROM (SELECT 1 FROM {{table:lock_waiters}}"
      " WHERE expires_at <= UTC_TIMESTAMP(6) - INTERVAL {{param:grace_ms}} * 1000 MICROSECOND "
      "LIMIT {{param:limit}}) s"},
+    // Semaphore permits unused for longer than the grace.
+    {"semaphore_permits",
+     "DELETE FROM {{table:semaphore_permits}}"
+     " WHERE expires_at <= UTC_TIMESTAMP(6) - INTERVAL {{param:grace_ms}} * 1000 MICROSECOND"
+     " ORDER BY expires_at LIMIT {{param:limit}}",
+     "SELECT COUNT(*) AS n FROM (SELECT 1 FROM {{table:semaphore_permits}}"
+     " WHERE expires_at <= UTC_TIMESTAMP(6) - INTERVAL {{param:grace_ms}} * 1000 MICROSECOND "
+     "LIMIT {{param:limit}}) s"},
+    // The limits of semaphore keys left without any permit row (the permits were cleaned above),
+    // unchanged for longer than the grace. An acquire that raced the delete stores the limit
+    // again.
+    {"semaphores",
+     "DELETE FROM {{table:semaphores}}"
+     " WHERE changed_at <= UTC_TIMESTAMP(6) - INTERVAL {{param:grace_ms}} * 1000 MICROSECOND"
+     " AND NOT EXISTS (SELECT 1 FROM {{table:semaphore_permits}} p"
+     "   WHERE p.lock_key = {{table:semaphores}}.lock_key)"
+     " ORDER BY changed_at LIMIT {{param:limit}}",
+     "SELECT COUNT(*) AS n FROM (SELECT 1 FROM {{table:semaphores}} s"
+     " WHERE changed_at <= UTC_TIMESTAMP(6) - INTERVAL {{param:grace_ms}} * 1000 MICROSECOND"
+     " AND NOT EXISTS (SELECT 1 FROM {{table:semaphore_permits}} p WHERE p.lock_key = s.lock_key)"
+     " LIMIT {{param:limit}}) c"},
 };
 
 constexpr CleanerSql kCleaner = {
@@ -368,6 +460,16 @@ constexpr OperatorSql kOperators = {
     .waiters =
         "SELECT lock_key AS `key`, COUNT(*) AS n FROM {{table:lock_waiters}}"
         " WHERE expires_at > UTC_TIMESTAMP(6) GROUP BY lock_key",
+    .permits =
+        "SELECT p.lock_key AS `key`, p.slot, s.permits, p.lease_id, p.owner_host, p.owner_process,"
+        " p.owner_thread, 1 AS hold_count, p.fencing_token,"
+        " DATE_FORMAT(p.acquired_at, '%Y-%m-%dT%H:%i:%s.%fZ') AS acquired_at,"
+        " DATE_FORMAT(p.expires_at, '%Y-%m-%dT%H:%i:%s.%fZ') AS expires_at,"
+        " IF(p.expires_at <= UTC_TIMESTAMP(6), 1, 0) AS expired,"
+        " CAST(p.metadata AS CHAR) AS metadata"
+        " FROM {{table:semaphore_permits}} p"
+        " LEFT JOIN {{table:semaphores}} s ON s.lock_key = p.lock_key"
+        " WHERE p.lease_id NOT LIKE 'r-%' ORDER BY p.lock_key, p.slot",
 };
 
 constexpr DoctorSql kDoctor = {
@@ -399,6 +501,7 @@ constexpr ServerSql kMySQL = {
     .migrator = kMigrator,
     .session = kSession,
     .unique_key = kUniqueKey,
+    .semaphore = kSemaphore,
     .cleaner = kCleaner,
     .row_lock = kRowLock,
     .session_lock = kSessionLock,

@@ -223,6 +223,79 @@ constexpr UniqueKeySql kUniqueKey = {
     .leave = "DELETE FROM {{table:lock_waiters}} WHERE waiter_id = {{param:waiter_id}}",
 };
 
+// The counting semaphore. Times come from statement_timestamp(), as in the unique-key lock.
+// A permit row is free once expires_at has passed (release sets it to now); rows are freed,
+// never deleted, but by the cleaner.
+#define DBLOCK_PERMIT_OWNER                                            \
+  " owner_host = {{param:host}} AND owner_process = {{param:process}}" \
+  " AND owner_thread = {{param:thread}} AND lock_key = {{param:key}}"  \
+  " AND slot = {{param:slot}}::integer AND fencing_token = {{param:token}}::bigint"
+
+constexpr SemaphoreSql kSemaphore = {
+    // One statement: the key's live permits, the free slots of its limit (only when the caller
+    // asks for the stored one), one of them at random (or this lease id's own live slot: a
+    // retry of an attempt that took it), and the upsert that takes it. Two acquires that picked
+    // one slot are decided by ON CONFLICT ... WHERE: one of them finds no free row and reports
+    // free > 0 with no permit. A try that finds no free slot writes nothing.
+    .acquire =
+        "WITH s AS (SELECT permits FROM {{table:semaphores}} WHERE lock_key = {{param:key}}),"
+        " live AS (SELECT slot, lease_id FROM {{table:semaphore_permits}}"
+        "   WHERE lock_key = {{param:key}} AND expires_at > statement_timestamp()),"
+        " free AS (SELECT g.slot FROM s, generate_series(0, s.permits - 1) AS g(slot)"
+        "   WHERE s.permits = {{param:permits}}::integer"
+        "   AND g.slot NOT IN (SELECT slot FROM live)),"
+        " pick AS (SELECT slot FROM (SELECT slot, 0 AS o FROM live"
+        "   WHERE lease_id = {{param:lease_id}}"
+        "   UNION ALL (SELECT slot, 1 FROM free ORDER BY random() LIMIT 1)) c ORDER BY o LIMIT 1),"
+        " a AS (INSERT INTO {{table:semaphore_permits}} AS p (lock_key, slot, lease_id, owner_host,"
+        "   owner_process, owner_thread, fencing_token, acquired_at, expires_at, metadata)"
+        "   SELECT {{param:key}}::text, pick.slot, {{param:lease_id}}::text, {{param:host}}::text,"
+        "   {{param:process}}::text, {{param:thread}}::text,"
+        "   (extract(epoch FROM statement_timestamp()) * 1000000)::bigint * 1024 + pick.slot,"
+        "   statement_timestamp(),"
+        "   statement_timestamp() + {{param:ttl_ms}}::bigint * interval '1 millisecond',"
+        "   {{param:metadata}}::jsonb FROM pick"
+        "   ON CONFLICT (lock_key, slot) DO UPDATE SET"
+        "   fencing_token = CASE WHEN p.lease_id = EXCLUDED.lease_id THEN p.fencing_token"
+        "     ELSE GREATEST(p.fencing_token + 1024, EXCLUDED.fencing_token) END,"
+        "   acquired_at = CASE WHEN p.lease_id = EXCLUDED.lease_id THEN p.acquired_at"
+        "     ELSE EXCLUDED.acquired_at END,"
+        "   expires_at = GREATEST(CASE WHEN p.lease_id = EXCLUDED.lease_id THEN p.expires_at END,"
+        "     EXCLUDED.expires_at),"
+        "   lease_id = EXCLUDED.lease_id, owner_host = EXCLUDED.owner_host,"
+        "   owner_process = EXCLUDED.owner_process, owner_thread = EXCLUDED.owner_thread,"
+        "   metadata = EXCLUDED.metadata"
+        "   WHERE p.expires_at <= statement_timestamp() OR p.lease_id = EXCLUDED.lease_id"
+        "   RETURNING p.slot, p.fencing_token)"
+        " SELECT (SELECT permits FROM s) AS permits, (SELECT count(*) FROM free) AS free,"
+        " a.slot, a.fencing_token FROM (SELECT 1) o LEFT JOIN a ON true",
+    .slots = "",
+    .acquire_slot = "",
+    .define =
+        "INSERT INTO {{table:semaphores}} (lock_key, permits, changed_at)"
+        " VALUES ({{param:key}}, {{param:permits}}::integer, statement_timestamp())"
+        " ON CONFLICT (lock_key) DO NOTHING",
+    .set_limit =
+        "INSERT INTO {{table:semaphores}} (lock_key, permits, changed_at)"
+        " VALUES ({{param:key}}, {{param:permits}}::integer, statement_timestamp())"
+        " ON CONFLICT (lock_key) DO UPDATE SET permits = EXCLUDED.permits,"
+        " changed_at = EXCLUDED.changed_at",
+    // The release id is written into lease_id: a retry after a lost reply finds the row its
+    // first attempt freed (and changes nothing) instead of reporting the permit not held.
+    .release =
+        "UPDATE {{table:semaphore_permits}} SET expires_at = CASE"
+        "   WHEN lease_id = {{param:release_id}} THEN expires_at ELSE statement_timestamp() END,"
+        " lease_id = {{param:release_id}}"
+        " WHERE" DBLOCK_PERMIT_OWNER
+        " AND (lease_id = {{param:release_id}}"
+        "   OR (lease_id = {{param:lease_id}} AND expires_at > statement_timestamp()))",
+    .renew =
+        "UPDATE {{table:semaphore_permits}} SET expires_at = GREATEST(expires_at,"
+        "   statement_timestamp() + {{param:ttl_ms}}::bigint * interval '1 millisecond')"
+        " WHERE" DBLOCK_PERMIT_OWNER
+        " AND lease_id = {{param:lease_id}} AND expires_at > statement_timestamp()",
+};
+
 // The tables the cleaner empties, and whose privileges `dblock doctor` checks: a table of a
 // new strategy is added here. Each with a delete (grace_ms, limit: the batch size) and a count
 // (grace_ms, limit: the most rows to count; a read that changes nothing, column "n").
@@ -291,6 +364,34 @@ constexpr CleanedTable kCleanedTables[] = {
      " WHERE expires_at <= (SELECT clock_timestamp() - {{param:grace_ms}}::bigint * interval '1 "
      "millisecond')"
      " LIMIT {{param:limit}}) s"},
+    // Semaphore permits unused for longer than the grace.
+    {"semaphore_permits",
+     "DELETE FROM {{table:semaphore_permits}} WHERE ctid = ANY(ARRAY("
+     " SELECT ctid FROM {{table:semaphore_permits}}"
+     " WHERE expires_at <= (SELECT clock_timestamp() - {{param:grace_ms}}::bigint * interval '1 "
+     "millisecond')"
+     " ORDER BY expires_at LIMIT {{param:limit}} FOR UPDATE SKIP LOCKED))"
+     " AND expires_at <= clock_timestamp() - {{param:grace_ms}}::bigint * interval '1 "
+     "millisecond'",
+     "SELECT count(*) AS n FROM (SELECT 1 FROM {{table:semaphore_permits}}"
+     " WHERE expires_at <= (SELECT clock_timestamp() - {{param:grace_ms}}::bigint * interval '1 "
+     "millisecond')"
+     " LIMIT {{param:limit}}) s"},
+    // The limits of semaphore keys left without any permit row (the permits were cleaned above),
+    // unchanged for longer than the grace. An acquire that raced the delete stores the limit
+    // again.
+    {"semaphores",
+     "DELETE FROM {{table:semaphores}} WHERE ctid = ANY(ARRAY("
+     " SELECT ctid FROM {{table:semaphores}} s"
+     " WHERE changed_at <= (SELECT clock_timestamp() - {{param:grace_ms}}::bigint * interval '1 "
+     "millisecond')"
+     " AND NOT EXISTS (SELECT 1 FROM {{table:semaphore_permits}} p WHERE p.lock_key = s.lock_key)"
+     " ORDER BY changed_at LIMIT {{param:limit}} FOR UPDATE SKIP LOCKED))",
+     "SELECT count(*) AS n FROM (SELECT 1 FROM {{table:semaphores}} s"
+     " WHERE changed_at <= (SELECT clock_timestamp() - {{param:grace_ms}}::bigint * interval '1 "
+     "millisecond')"
+     " AND NOT EXISTS (SELECT 1 FROM {{table:semaphore_permits}} p WHERE p.lock_key = s.lock_key)"
+     " LIMIT {{param:limit}}) c"},
 };
 
 constexpr CleanerSql kCleaner = {
@@ -439,6 +540,18 @@ constexpr OperatorSql kOperators = {
     .waiters =
         "SELECT lock_key AS key, count(*) AS n FROM {{table:lock_waiters}}"
         " WHERE expires_at > clock_timestamp() GROUP BY lock_key",
+    .permits =
+        "SELECT p.lock_key AS key, p.slot, s.permits, p.lease_id, p.owner_host, p.owner_process,"
+        " p.owner_thread, 1 AS hold_count, p.fencing_token,"
+        " to_char(p.acquired_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') AS "
+        "acquired_at,"
+        " to_char(p.expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') AS "
+        "expires_at,"
+        " CASE WHEN p.expires_at <= clock_timestamp() THEN 1 ELSE 0 END AS expired,"
+        " p.metadata::text AS metadata"
+        " FROM {{table:semaphore_permits}} p"
+        " LEFT JOIN {{table:semaphores}} s ON s.lock_key = p.lock_key"
+        " WHERE NOT p.lease_id LIKE 'r-%' ORDER BY p.lock_key, p.slot",
 };
 
 constexpr DoctorSql kDoctor = {
@@ -471,11 +584,13 @@ constexpr DoctorSql kDoctor = {
 };
 
 #undef DBLOCK_QUEUE_HEAD
+#undef DBLOCK_PERMIT_OWNER
 
 constexpr ServerSql kPostgreSQL = {
     .migrator = kMigrator,
     .session = kSession,
     .unique_key = kUniqueKey,
+    .semaphore = kSemaphore,
     .cleaner = kCleaner,
     .row_lock = kRowLock,
     .session_lock = kSessionLock,

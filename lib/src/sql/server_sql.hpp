@@ -81,6 +81,34 @@ struct UniqueKeySql {
   std::string_view leave;  // waiter_id: the waiter leaves the queue
 };
 
+// The counting semaphore (the semaphores and semaphore_permits tables). Statements bound from
+// key, permits (the caller's limit), lease_id, host, process, thread, ttl_ms, metadata, slot,
+// token, release_id. A permit's fencing token is slot + 1024 x the database clock in µs, raised
+// past the slot's previous token, so token % 1024 is the slot.
+struct SemaphoreSql {
+  // Where the acquire picks a free slot itself (PostgreSQL): one row, columns "permits" (the
+  // key's stored limit; NULL when it has none yet), "free" (how many slots the statement saw
+  // free), "slot" and "fencing_token" (NULL unless a permit was taken). A slot of this lease id
+  // that is still held is taken again (a retry after a lost reply); free > 0 with no permit: a
+  // concurrent acquire took the slot picked.
+  std::string_view acquire;
+  // Where the acquire is given its slot (MySQL, whose INSERT ... VALUES cannot choose one):
+  // `slots` reads the key's state as rows of columns "kind" and "n": kind "limit" (n: the stored
+  // limit; no such row when none is stored), "taken" (n: a slot held by another lease), "mine"
+  // (n: a slot this lease id still holds). acquire_slot then takes `slot`: LAST_INSERT_ID() =
+  // the token, 0 when the slot was taken meanwhile. Empty where acquire picks.
+  std::string_view slots;
+  std::string_view acquire_slot;
+  // Stores the key's limit when it has none (define), or sets it (set_limit).
+  std::string_view define;
+  std::string_view set_limit;
+  // Owner-, lease- and token-checked; release frees the slot (one row matched when it was
+  // held; a retry with the same release id matches the row its first attempt freed), renew
+  // extends it (one row matched when still held).
+  std::string_view release;
+  std::string_view renew;
+};
+
 // The cleaner. Each statement is one autocommit statement.
 // A table the cleaner empties of rows no longer in use. Statements (statement.hpp) bound from
 // grace_ms and limit.
@@ -150,6 +178,9 @@ struct OperatorSql {
   std::string_view release;      // frees a row still carrying the lease and token read
   // Columns "key" and "n": the live fair waiters queued per key (keys with none left out).
   std::string_view waiters;
+  // Columns as list, plus "slot" and "permits" (the key's limit): the semaphore permits held or
+  // expired and not yet cleaned, ordered by key and slot.
+  std::string_view permits;
 };
 
 // `dblock doctor` (doctor.cpp). Reads only.
@@ -173,6 +204,7 @@ struct ServerSql {
   MigratorSql migrator;
   SessionSql session;
   UniqueKeySql unique_key;
+  SemaphoreSql semaphore;
   CleanerSql cleaner;
   RowLockSql row_lock;
   SessionLockSql session_lock;

@@ -23,11 +23,6 @@ namespace dblock {
 
 namespace {
 
-bool is_contention(ErrorCode code) {
-  return code == ErrorCode::kDeadlock || code == ErrorCode::kSerializationFailure ||
-         code == ErrorCode::kLockWaitTimeout || code == ErrorCode::kLockNotAvailable;
-}
-
 void contention_pause(int attempt) {
   thread_local std::mt19937 rng{std::random_device{}()};
   std::uniform_int_distribution<int> pick(0, 2 << std::min(attempt, 4));
@@ -154,7 +149,7 @@ struct UniqueKeyLock::Impl : std::enable_shared_from_this<UniqueKeyLock::Impl> {
         }
         return conn->execute(statement.sql(), params);
       } catch (const Error& e) {
-        if (is_contention(e.code())) {
+        if (detail::is_write_contention(e.code())) {
           if (attempt >= options.contention_retries) return std::nullopt;
           contention_pause(attempt);
           continue;

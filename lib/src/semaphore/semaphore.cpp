@@ -1,0 +1,292 @@
+#include "dblock/semaphore.hpp"
+
+#include <algorithm>
+#include <random>
+#include <vector>
+
+#include "dblock/error.hpp"
+#include "lease_core.hpp"
+#include "lock_keys.hpp"
+#include "renewer.hpp"
+#include "retry_until.hpp"
+#include "sql/by_server.hpp"
+#include "sql/server_sql.hpp"
+#include "sql/statement.hpp"
+
+namespace dblock {
+
+namespace {
+
+using std::chrono::milliseconds;
+
+// A permit's token is slot + 1024 x (clock in µs, raised per slot): see SemaphoreSql.
+constexpr std::int64_t kSlots = 1024;
+static_assert(Semaphore::kMaxPermits <= kSlots);
+
+struct Statements {
+  detail::Statement acquire, slots, acquire_slot, define, set_limit, release, renew;
+};
+
+// What one attempt at a permit found.
+struct Attempt {
+  std::optional<std::int64_t> limit;  // the key's stored limit; none stored yet when empty
+  std::int64_t free = 0;              // free slots seen
+  std::optional<std::int64_t> token;  // the permit's, when one was taken
+};
+
+}  // namespace
+
+struct Semaphore::Impl {
+  Impl(ConnectionSource& src, int n, SemaphoreOptions opts)
+      : source(src),
+        permits(n),
+        options(std::move(opts)),
+        statements(src.dialect(), [&](const detail::ServerSql& server) {
+          const detail::SemaphoreSql& sql = server.semaphore;
+          const Dialect d = src.dialect();
+          const TableNames& t = options.tables;
+          return Statements{
+              detail::Statement(sql.acquire, d, t),      detail::Statement(sql.slots, d, t),
+              detail::Statement(sql.acquire_slot, d, t), detail::Statement(sql.define, d, t),
+              detail::Statement(sql.set_limit, d, t),    detail::Statement(sql.release, d, t),
+              detail::Statement(sql.renew, d, t)};
+        }) {
+    if (n < 1 || n > kMaxPermits) {
+      throw Error(ErrorCode::kInvalidArgument, "a semaphore needs 1 to " +
+                                                   std::to_string(kMaxPermits) + " permits; got " +
+                                                   std::to_string(n));
+    }
+  }
+
+  // Runs `fn(conn, statements)` on a pooled connection. Contention (deadlock, serialization
+  // failure) is retried a few times and then reported as nullopt; a lost connection is retried
+  // once (every statement here is safe to send again: see SemaphoreSql).
+  template <class Fn>
+  auto run(Fn&& fn, detail::LeaseCore* renewing = nullptr)
+      -> std::optional<decltype(fn(std::declval<Connection&>(), std::declval<Statements&>()))> {
+    bool retried_lost = false;
+    for (int attempt = 0;; ++attempt) {
+      if (renewing != nullptr && renewing->released()) {
+        throw Error(ErrorCode::kConnectionLost, "the permit was released during its renewal");
+      }
+      try {
+        PooledConnection conn = source.acquire();
+        const Statements& st = statements[conn->server()];
+        if (renewing != nullptr) {
+          detail::LeaseCore::RenewingOn published(*renewing, conn->native_socket());
+          return fn(*conn, st);
+        }
+        return fn(*conn, st);
+      } catch (const Error& e) {
+        if (detail::is_write_contention(e.code())) {
+          if (attempt >= options.contention_retries) return std::nullopt;
+          continue;
+        }
+        if (e.code() == ErrorCode::kConnectionLost && !retried_lost) {
+          retried_lost = true;
+          continue;
+        }
+        throw;
+      }
+    }
+  }
+
+  // One attempt at a permit for `info` (key, lease id, owner).
+  std::optional<Attempt> take(const detail::LeaseInfo& info, const LockOptions& lock) {
+    const std::vector<detail::Arg> base = {
+        {"key", Value(info.key)},
+        {"permits", Value(static_cast<std::int64_t>(permits))},
+        {"lease_id", Value(info.lease_id)},
+        {"host", Value(info.owner.host)},
+        {"process", Value(info.owner.process)},
+        {"thread", Value(info.owner.thread)},
+        {"ttl_ms", Value(static_cast<std::int64_t>(lock.ttl.count()))},
+        {"metadata", lock.metadata.is_null() ? Value() : Value(lock.metadata.dump())}};
+    return run([&](Connection& conn, const Statements& st) {
+      Attempt out;
+      if (!st.acquire.empty()) {  // the server picks the slot (PostgreSQL)
+        const Result r = conn.execute(st.acquire.sql(), st.acquire.bind(base));
+        if (r.at(0, "permits")) out.limit = r.int64_at(0, "permits");
+        out.free = r.int64_at(0, "free");
+        if (r.at(0, "fencing_token")) out.token = r.int64_at(0, "fencing_token");
+        return out;
+      }
+      // The slots first, then the upsert of one of them (MySQL).
+      const Result r = conn.execute(st.slots.sql(), st.slots.bind(base));
+      std::vector<bool> taken(static_cast<std::size_t>(permits), false);
+      std::optional<std::int64_t> mine;
+      for (std::size_t i = 0; i < r.size(); ++i) {
+        const std::string kind = r.at(i, "kind").value_or("");
+        const std::int64_t n = r.int64_at(i, "n");
+        if (kind == "limit") {
+          out.limit = n;
+        } else if (kind == "mine") {
+          mine = n;
+        } else if (n >= 0 && n < permits) {
+          taken[static_cast<std::size_t>(n)] = true;
+        }
+      }
+      if (out.limit != permits) return out;
+      std::vector<std::int64_t> free;
+      for (int s = 0; s < permits; ++s) {
+        if (!taken[static_cast<std::size_t>(s)]) free.push_back(s);
+      }
+      out.free = static_cast<std::int64_t>(free.size());
+      if (!mine && free.empty()) return out;
+      thread_local std::mt19937 rng{std::random_device{}()};
+      const std::int64_t slot =
+          mine ? *mine : free[std::uniform_int_distribution<std::size_t>(0, free.size() - 1)(rng)];
+      std::vector<detail::Arg> args = base;
+      args.push_back({"slot", Value(slot)});
+      const Result a = conn.execute(st.acquire_slot.sql(), st.acquire_slot.bind(args));
+      if (a.last_insert_id() != 0) out.token = static_cast<std::int64_t>(a.last_insert_id());
+      return out;
+    });
+  }
+
+  // Stores the limit (`replace`: whatever was stored; else only where none is).
+  void store_limit(const std::string& key, bool replace) {
+    const detail::Arg args[] = {{"key", Value(key)},
+                                {"permits", Value(static_cast<std::int64_t>(permits))}};
+    auto done = run([&](Connection& conn, const Statements& st) {
+      const detail::Statement& s = replace ? st.set_limit : st.define;
+      conn.execute(s.sql(), s.bind(args));
+      return true;
+    });
+    if (!done) {
+      throw Error(ErrorCode::kLockWaitTimeout,
+                  "storing the limit of semaphore '" + key + "' kept contending; try again");
+    }
+  }
+
+  ConnectionSource& source;
+  int permits;
+  SemaphoreOptions options;
+  detail::ByServer<Statements> statements;
+};
+
+namespace {
+
+class Permit final : public detail::LeaseCore {
+ public:
+  Permit(std::shared_ptr<Semaphore::Impl> impl, detail::LeaseInfo info,
+         std::function<void(const std::string&)> on_lost)
+      : LeaseCore(std::move(info), std::move(on_lost)), impl_(std::move(impl)) {}
+
+ protected:
+  std::vector<detail::Arg> args() const {
+    const auto& i = info();
+    return {{"key", Value(i.key)},
+            {"slot", Value(i.fencing_token % kSlots)},
+            {"token", Value(i.fencing_token)},
+            {"lease_id", Value(i.lease_id)},
+            {"host", Value(i.owner.host)},
+            {"process", Value(i.owner.process)},
+            {"thread", Value(i.owner.thread)}};
+  }
+
+  ReleaseOutcome do_release() override {
+    std::vector<detail::Arg> a = args();
+    // The same id on a retry: the statement recognises the row its first attempt freed.
+    a.push_back({"release_id", Value("r-" + detail::random_lease_id())});
+    auto matched = impl_->run([&](Connection& conn, const Statements& st) {
+      return conn.execute(st.release.sql(), st.release.bind(a)).affected_rows();
+    });
+    if (!matched) {
+      throw Error(ErrorCode::kDeadlock, "release of a permit of '" + info().key +
+                                            "' kept meeting deadlocks; it ends by its TTL");
+    }
+    return *matched == 1 ? ReleaseOutcome::kReleased : ReleaseOutcome::kNotHeld;
+  }
+
+  bool do_renew(milliseconds ttl) override {
+    std::vector<detail::Arg> a = args();
+    a.push_back({"ttl_ms", Value(static_cast<std::int64_t>(ttl.count()))});
+    auto matched = impl_->run(
+        [&](Connection& conn, const Statements& st) {
+          return conn.execute(st.renew.sql(), st.renew.bind(a)).affected_rows();
+        },
+        this);
+    if (!matched) {
+      throw Error(ErrorCode::kLockWaitTimeout,
+                  "renewal of a permit of '" + info().key + "' kept contending");
+    }
+    return *matched == 1;
+  }
+
+ private:
+  std::shared_ptr<Semaphore::Impl> impl_;
+};
+
+std::optional<Lease> attempt(const std::shared_ptr<Semaphore::Impl>& impl, detail::LeaseInfo info,
+                             const LockOptions& options) {
+  bool defined = false;
+  for (int race = 0;; ++race) {
+    const auto sent = detail::BootClock::now();  // the permit runs from here at the latest
+    const std::optional<Attempt> a = impl->take(info, options);
+    if (!a) return std::nullopt;  // contended throughout
+    if (!a->limit) {
+      if (defined) {
+        throw Error(ErrorCode::kFailedPrecondition,
+                    "the limit of semaphore '" + info.key + "' was stored and is gone again");
+      }
+      impl->store_limit(info.key, false);  // the key's first use
+      defined = true;
+      continue;
+    }
+    if (*a->limit != impl->permits) {
+      throw Error(ErrorCode::kFailedPrecondition,
+                  "semaphore '" + info.key + "' is stored with " + std::to_string(*a->limit) +
+                      " permits, and this Semaphore has " + std::to_string(impl->permits) +
+                      ": every Semaphore on a key must have the same number of permits; to "
+                      "change the key's limit, call set_limit on a Semaphore with the new one");
+    }
+    if (a->token) {
+      info.fencing_token = *a->token;
+      auto core = std::make_shared<Permit>(impl, std::move(info), options.on_lost);
+      core->note_renewed(sent, options.ttl);  // lost() counts the TTL from here
+      if (options.auto_renew) detail::Renewer::instance().watch(core, sent);
+      return Lease(std::move(core));
+    }
+    // Every permit held, or the slots picked were taken by concurrent acquirers that many times.
+    if (a->free == 0 || race >= impl->options.contention_retries) return std::nullopt;
+  }
+}
+
+detail::LeaseInfo new_permit(std::string_view key, const LockOptions& options) {
+  validate_lock_key(key);
+  detail::validate_ttl(options.ttl, "the permit TTL");
+  return {std::string(key), 0, detail::random_lease_id(),
+          options.owner ? *options.owner : Owner::current_thread(), options.ttl};
+}
+
+}  // namespace
+
+Semaphore::Semaphore(ConnectionSource& source, int permits, SemaphoreOptions options)
+    : impl_(std::make_shared<Impl>(source, permits, std::move(options))) {}
+
+Semaphore::~Semaphore() = default;
+
+int Semaphore::permits() const noexcept { return impl_->permits; }
+
+std::optional<Lease> Semaphore::try_acquire(std::string_view key, const LockOptions& options) {
+  return attempt(impl_, new_permit(key, options), options);
+}
+
+std::optional<Lease> Semaphore::acquire(std::string_view key, milliseconds timeout,
+                                        const LockOptions& options) {
+  const detail::LeaseInfo info = new_permit(key, options);
+  const bool forever = detail::is_forever_wait(timeout);
+  Backoff backoff(impl_->options.backoff);
+  auto& clock = detail::Clock::system();
+  return detail::retry_until(
+      clock, timeout, forever, backoff, [&] { return attempt(impl_, info, options); },
+      [&](milliseconds d) { clock.sleep_for(d); });
+}
+
+void Semaphore::set_limit(std::string_view key) {
+  validate_lock_key(key);
+  impl_->store_limit(std::string(key), true);
+}
+
+}  // namespace dblock

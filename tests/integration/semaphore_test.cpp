@@ -1,0 +1,350 @@
+// The counting semaphore (Semaphore), against every database x driver pair, from the side of
+// its guarantees: never more than N live permits of a key, however many threads ask at once;
+// tokens never repeat within a key and increase per slot; a conflicting limit takes nothing;
+// a dead holder's permit comes back after its TTL and not before; a renewed one does not; an
+// acquire sent twice with one lease id takes one permit; a release sent twice frees one; the
+// cleaner deletes expired permits and `dblock locks` (list_permits) shows the held ones.
+#include "dblock/semaphore.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "backends.hpp"
+#include "dblock/cleaner.hpp"
+#include "dblock/lock_table.hpp"
+#include "dblock/migrator.hpp"
+#include "dblock/open.hpp"
+#include "sql/server_sql.hpp"
+#include "sql/statement.hpp"
+
+namespace dblock::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+class SemaphoreTest : public ::testing::TestWithParam<Backend> {
+ protected:
+  void SetUp() override {
+    tables_ = TableNames(unique_name("sem") + "_");
+    pool_ = open_pool(backend().url(), {.max_size = 16});
+    Migrator(*pool_->acquire(), tables_).up();
+  }
+  void TearDown() override {
+    auto c = backend().connect();
+    backend().drop_tables_with_prefix(*c, tables_.prefix());
+  }
+  const Backend& backend() const { return GetParam(); }
+  std::unique_ptr<Semaphore> make(int permits) {
+    SemaphoreOptions options;
+    options.tables = tables_;
+    return std::make_unique<Semaphore>(*pool_, permits, options);
+  }
+  static LockOptions as(const std::string& owner, milliseconds ttl = milliseconds(30000),
+                        bool auto_renew = true) {
+    LockOptions o;
+    o.owner = Owner::named(owner);
+    o.ttl = ttl;
+    o.auto_renew = auto_renew;
+    return o;
+  }
+  // Live permits of `key` by the database clock.
+  int live(const std::string& key) {
+    int n = 0;
+    for (const auto& p : list_permits(*pool_->acquire(), tables_)) {
+      if (p.lock.key == key && !p.lock.expired) ++n;
+    }
+    return n;
+  }
+  // Rows of `key` in semaphore_permits, live or not.
+  int rows(const std::string& key) {
+    auto c = pool_->acquire();
+    const auto r = c->execute("SELECT count(*) AS n FROM " +
+                              tables_.qualified(backend().dialect, "semaphore_permits") +
+                              " WHERE lock_key = '" + key + "'");
+    return static_cast<int>(r.int64_at(0, "n"));
+  }
+
+  TableNames tables_;
+  std::unique_ptr<Pool> pool_;
+};
+
+TEST_P(SemaphoreTest, NeverMoreThanNHoldersAtOnceAndTokensNeverRepeat) {
+  // 12 threads with a Semaphore each ask for one of 3 permits again and again, with tries and
+  // with waits. At no moment may four of them hold one; every token is new, per slot rising.
+  constexpr int kPermits = 3;
+  constexpr int kThreads = 12;
+  std::atomic<int> holders{0}, max_holders{0}, errors{0};
+  std::mutex mu;
+  std::vector<std::int64_t> tokens;  // in the order of the grants
+  std::map<int, int> grants;         // per thread
+  std::vector<std::thread> threads;
+  const auto until = Clock::now() + milliseconds(2500);
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      auto sem = make(kPermits);
+      for (int i = 0; Clock::now() < until; ++i) {
+        try {
+          const LockOptions o = as("t" + std::to_string(t));
+          auto permit =
+              i % 2 == 0 ? sem->try_acquire("pool", o) : sem->acquire("pool", milliseconds(200), o);
+          if (!permit) continue;
+          const int now = ++holders;
+          int seen = max_holders.load();
+          while (now > seen && !max_holders.compare_exchange_weak(seen, now)) {
+          }
+          {
+            std::lock_guard lock(mu);
+            tokens.push_back(permit->fencing_token());
+            ++grants[t];
+          }
+          std::this_thread::sleep_for(milliseconds(2));
+          --holders;  // before the release: a permit counts as held until the server frees it
+          EXPECT_EQ(permit->release(), ReleaseOutcome::kReleased);
+        } catch (const std::exception& e) {
+          ++errors;
+          ADD_FAILURE() << e.what();
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_LE(max_holders.load(), kPermits);
+  EXPECT_EQ(max_holders.load(), kPermits) << "the test never had the permits all held";
+  std::set<std::int64_t> distinct(tokens.begin(), tokens.end());
+  EXPECT_EQ(distinct.size(), tokens.size()) << "a fencing token was handed out twice";
+  std::map<std::int64_t, std::int64_t> last;  // per slot
+  for (std::int64_t token : tokens) {
+    const std::int64_t slot = token % 1024;
+    EXPECT_LT(slot, kPermits);
+    EXPECT_GT(token, last[slot]) << "slot " << slot << "'s tokens went back";
+    last[slot] = token;
+  }
+  EXPECT_EQ(static_cast<int>(grants.size()), kThreads) << "a thread never had a permit";
+  std::printf("[ semaphore] %s: %zu grants, at most %d at once\n", backend().name.c_str(),
+              tokens.size(), max_holders.load());
+  EXPECT_EQ(live("pool"), 0);
+}
+
+TEST_P(SemaphoreTest, TheNPlusFirstPermitWaitsForARelease) {
+  auto sem = make(2);
+  // One owner takes two permits: a semaphore is not reentrant.
+  auto a = sem->try_acquire("k", as("one"));
+  auto b = sem->try_acquire("k", as("one"));
+  ASSERT_TRUE(a && b);
+  EXPECT_NE(a->fencing_token() % 1024, b->fencing_token() % 1024);
+  EXPECT_FALSE(sem->try_acquire("k", as("two")));
+  EXPECT_FALSE(sem->acquire("k", milliseconds(150), as("two")));
+  EXPECT_EQ(live("k"), 2);
+  const std::int64_t a_token = a->fencing_token();
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(milliseconds(200));
+    EXPECT_EQ(a->release(), ReleaseOutcome::kReleased);
+  });
+  auto c = sem->acquire("k", milliseconds(5000), as("two"));
+  releaser.join();
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->fencing_token() % 1024, a_token % 1024) << "the freed slot is the only free one";
+  EXPECT_GT(c->fencing_token(), a_token);
+  EXPECT_EQ(live("k"), 2);
+  // Another key has its own permits.
+  EXPECT_TRUE(sem->try_acquire("other", as("two")));
+}
+
+TEST_P(SemaphoreTest, AConflictingLimitTakesNothingUntilTheLimitIsChanged) {
+  auto three = make(3);
+  auto five = make(5);
+  auto held = three->try_acquire("k", as("a"));
+  ASSERT_TRUE(held);
+  try {
+    five->try_acquire("k", as("b"));
+    FAIL() << "a Semaphore of 5 took a permit of a key stored with 3";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kFailedPrecondition);
+    EXPECT_NE(std::string(e.what()).find("stored with 3 permits"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("set_limit"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(rows("k"), 1);
+  five->set_limit("k");
+  std::vector<Lease> more;
+  for (int i = 0; i < 4; ++i) {
+    auto p = five->try_acquire("k", as("b"));
+    ASSERT_TRUE(p) << "permit " << i + 2 << " of 5";
+    more.push_back(std::move(*p));
+  }
+  EXPECT_FALSE(five->try_acquire("k", as("b")));
+  EXPECT_THROW(three->try_acquire("k", as("a")), Error);
+  // The permit taken under the old limit is still held, and given back as usual.
+  EXPECT_EQ(held->release(), ReleaseOutcome::kReleased);
+  EXPECT_TRUE(five->try_acquire("k", as("b")));
+}
+
+TEST_P(SemaphoreTest, ADeadHoldersPermitComesBackAfterItsTtlAndNotBefore) {
+  auto sem = make(1);
+  auto dead = sem->try_acquire("k", as("dead", milliseconds(600), false));
+  ASSERT_TRUE(dead);
+  const auto start = Clock::now();
+  auto taken = sem->acquire("k", milliseconds(5000), as("next"));
+  const auto waited = Clock::now() - start;
+  ASSERT_TRUE(taken);
+  EXPECT_GE(waited, milliseconds(450)) << "granted before the holder's TTL ran out";
+  EXPECT_GT(taken->fencing_token(), dead->fencing_token());
+  EXPECT_TRUE(dead->lost());
+  EXPECT_FALSE(dead->renew());
+  EXPECT_EQ(dead->release(), ReleaseOutcome::kNotHeld);
+  EXPECT_EQ(live("k"), 1) << "the late release freed the new holder's permit";
+}
+
+TEST_P(SemaphoreTest, ARenewedPermitOutlivesItsTtl) {
+  auto sem = make(1);
+  auto held = sem->try_acquire("k", as("holder", milliseconds(300)));
+  ASSERT_TRUE(held);
+  EXPECT_FALSE(sem->acquire("k", milliseconds(1200), as("other")));
+  EXPECT_FALSE(held->lost());
+  EXPECT_EQ(held->release(), ReleaseOutcome::kReleased);
+  EXPECT_TRUE(sem->try_acquire("k", as("other")));
+}
+
+// Sends the library's acquire for `lease_id` as a retry after a lost reply would: the permit the
+// first attempt took, not a second one.
+std::optional<std::int64_t> send_acquire(Connection& c, const TableNames& tables,
+                                         const std::string& key, const std::string& lease_id,
+                                         std::int64_t permits) {
+  const detail::SemaphoreSql& sql = detail::server_sql(c.server()).semaphore;
+  const Owner o = Owner::named("retry");
+  std::vector<detail::Arg> args = {{"key", Value(key)},
+                                   {"permits", Value(permits)},
+                                   {"lease_id", Value(lease_id)},
+                                   {"host", Value(o.host)},
+                                   {"process", Value(o.process)},
+                                   {"thread", Value(o.thread)},
+                                   {"ttl_ms", Value(std::int64_t{30000})},
+                                   {"metadata", Value()}};
+  if (!sql.acquire.empty()) {
+    const detail::Statement acquire(sql.acquire, c.dialect(), tables);
+    const Result r = c.execute(acquire.sql(), acquire.bind(args));
+    if (!r.at(0, "fencing_token")) return std::nullopt;
+    return r.int64_at(0, "fencing_token");
+  }
+  const detail::Statement slots(sql.slots, c.dialect(), tables);
+  const Result r = c.execute(slots.sql(), slots.bind(args));
+  std::int64_t slot = 0;  // slot 0 unless this lease id holds one
+  for (std::size_t i = 0; i < r.size(); ++i) {
+    if (r.at(i, "kind") == "mine") slot = r.int64_at(i, "n");
+  }
+  args.push_back({"slot", Value(slot)});
+  const detail::Statement acquire(sql.acquire_slot, c.dialect(), tables);
+  const Result a = c.execute(acquire.sql(), acquire.bind(args));
+  if (a.last_insert_id() == 0) return std::nullopt;
+  return static_cast<std::int64_t>(a.last_insert_id());
+}
+
+TEST_P(SemaphoreTest, AnAcquireSentTwiceTakesOnePermit) {
+  auto sem = make(2);
+  sem->set_limit("k");
+  auto c = pool_->acquire();
+  const auto first = send_acquire(*c, tables_, "k", "lease-1", 2);
+  const auto again = send_acquire(*c, tables_, "k", "lease-1", 2);
+  ASSERT_TRUE(first && again);
+  EXPECT_EQ(*again, *first);
+  EXPECT_EQ(live("k"), 1);
+  auto second = sem->try_acquire("k", as("other"));
+  EXPECT_TRUE(second) << "the second permit was taken by the retry";
+  EXPECT_FALSE(sem->try_acquire("k", as("other")));
+}
+
+TEST_P(SemaphoreTest, ReleaseSentTwiceFreesOnePermit) {
+  // The release statement with one release id, sent twice (a retry after a lost reply): the
+  // second finds the row its first attempt freed and matches it, changing nothing; a permit
+  // another owner took in that slot meanwhile is not freed.
+  auto sem = make(1);
+  auto held = sem->try_acquire("k", as("a"));
+  ASSERT_TRUE(held);
+  auto c = pool_->acquire();
+  const detail::Statement release(detail::server_sql(c->server()).semaphore.release,
+                                  backend().dialect, tables_);
+  const Owner a = Owner::named("a");
+  const std::vector<detail::Arg> args = {{"key", Value("k")},
+                                         {"slot", Value(held->fencing_token() % 1024)},
+                                         {"token", Value(held->fencing_token())},
+                                         {"lease_id", Value(held->lease_id())},
+                                         {"host", Value(a.host)},
+                                         {"process", Value(a.process)},
+                                         {"thread", Value(a.thread)},
+                                         {"release_id", Value("r-once")}};
+  EXPECT_EQ(c->execute(release.sql(), release.bind(args)).affected_rows(), 1u);
+  EXPECT_EQ(c->execute(release.sql(), release.bind(args)).affected_rows(), 1u);
+  auto next = sem->try_acquire("k", as("b"));
+  ASSERT_TRUE(next);
+  EXPECT_EQ(c->execute(release.sql(), release.bind(args)).affected_rows(), 0u)
+      << "a resent release matched the next holder's permit";
+  EXPECT_EQ(live("k"), 1);
+  EXPECT_EQ(held->release(), ReleaseOutcome::kNotHeld);
+}
+
+TEST_P(SemaphoreTest, TheCleanerDeletesExpiredPermitsAndLocksListsHeldOnes) {
+  auto sem = make(3);
+  auto gone = sem->try_acquire("k", as("gone", milliseconds(50), false));
+  LockOptions with_metadata = as("kept");
+  with_metadata.metadata = {{"job", 7}};
+  auto kept = sem->try_acquire("k", with_metadata);
+  ASSERT_TRUE(gone && kept);
+  std::this_thread::sleep_for(milliseconds(150));
+  const auto listed = list_permits(*pool_->acquire(), tables_);
+  ASSERT_EQ(listed.size(), 2u);
+  for (const auto& p : listed) {
+    EXPECT_EQ(p.permits, 3);
+    EXPECT_EQ(p.lock.fencing_token % 1024, p.slot);
+    EXPECT_EQ(p.lock.expired, p.lock.owner_thread == Owner::named("gone").thread);
+    if (!p.lock.expired) {
+      EXPECT_NE(p.lock.metadata.find("\"job\""), std::string::npos);
+    }
+  }
+  CleanOptions o;
+  o.grace = milliseconds(0);
+  const CleanResult r = clean(*pool_->acquire(), tables_, o);
+  EXPECT_EQ(r.tables.at("semaphore_permits"), 1u);
+  EXPECT_EQ(rows("k"), 1);
+  EXPECT_FALSE(kept->lost());
+  EXPECT_EQ(kept->release(), ReleaseOutcome::kReleased);
+  EXPECT_TRUE(list_permits(*pool_->acquire(), tables_).empty()) << "a released permit is listed";
+  // With no permit row left, the key's limit goes too, and another limit may be stored.
+  const CleanResult again = clean(*pool_->acquire(), tables_, o);
+  EXPECT_EQ(again.tables.at("semaphore_permits"), 1u);
+  EXPECT_EQ(again.tables.at("semaphores"), 1u);
+  EXPECT_TRUE(make(5)->try_acquire("k", as("new")));
+}
+
+TEST_P(SemaphoreTest, TheCleanerKeepsTheLimitOfAKeyWithPermits) {
+  auto sem = make(2);
+  auto held = sem->try_acquire("k", as("a"));
+  ASSERT_TRUE(held);
+  CleanOptions o;
+  o.grace = milliseconds(0);
+  const CleanResult r = clean(*pool_->acquire(), tables_, o);
+  EXPECT_EQ(r.tables.at("semaphores"), 0u);
+  EXPECT_THROW(make(3)->try_acquire("k", as("b")), Error);
+  EXPECT_EQ(held->release(), ReleaseOutcome::kReleased);
+}
+
+TEST_P(SemaphoreTest, PermitsOutOfRangeAreRefused) {
+  for (int n : {0, -1, Semaphore::kMaxPermits + 1}) {
+    try {
+      make(n);
+      FAIL() << n << " permits were accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("1 to 1000 permits"), std::string::npos) << e.what();
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Pairs, SemaphoreTest, ::testing::ValuesIn(all_backends()), BackendName());
+
+}  // namespace
+}  // namespace dblock::testing
