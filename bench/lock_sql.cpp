@@ -73,6 +73,42 @@ std::vector<Value> TransactionSql::row_lock_stamp_params(const std::string& key,
                               {"thread", Value(owner.thread)}});
 }
 
+PermitSql::PermitSql(Dialect d, const TableNames& tables)
+    : dialect(d),
+      acquire(sql_for(d).semaphore.acquire, d, tables),
+      slots(sql_for(d).semaphore.slots, d, tables),
+      acquire_slot(sql_for(d).semaphore.acquire_slot, d, tables),
+      release(sql_for(d).semaphore.release, d, tables) {}
+
+std::vector<Value> PermitSql::acquire_params(const detail::Statement& statement,
+                                             const std::string& key, std::int64_t permits,
+                                             const std::string& lease_id, const Owner& owner,
+                                             std::int64_t ttl_ms, std::int64_t slot) const {
+  return statement.bind({{"key", Value(key)},
+                         {"permits", Value(permits)},
+                         {"lease_id", Value(lease_id)},
+                         {"host", Value(owner.host)},
+                         {"process", Value(owner.process)},
+                         {"thread", Value(owner.thread)},
+                         {"ttl_ms", Value(ttl_ms)},
+                         {"metadata", Value()},
+                         {"slot", Value(slot)}});
+}
+
+std::vector<Value> PermitSql::release_params(const std::string& key, const Owner& owner,
+                                             std::int64_t token, const std::string& lease_id,
+                                             const std::string& release_id) const {
+  // A permit's token % 1024 is its slot (SemaphoreSql).
+  return release.bind({{"key", Value(key)},
+                       {"slot", Value(token % 1024)},
+                       {"token", Value(token)},
+                       {"lease_id", Value(lease_id)},
+                       {"host", Value(owner.host)},
+                       {"process", Value(owner.process)},
+                       {"thread", Value(owner.thread)},
+                       {"release_id", Value(release_id)}});
+}
+
 std::string random_key(const std::string& prefix) { return prefix + detail::random_lease_id(); }
 
 }  // namespace dblock::bench

@@ -49,6 +49,30 @@ struct TransactionSql {
   detail::Statement version_read, version_create, version_cas;
 };
 
+// The semaphore's statements (lib/src/semaphore/semaphore.cpp): PostgreSQL takes a permit in one
+// statement (acquire: the server picks a free slot); MySQL reads the key's slots (slots), and the
+// client picks a free one and takes it (acquire_slot). release gives the permit back. All bound
+// from one argument list, as Semaphore binds them.
+struct PermitSql {
+  PermitSql(Dialect dialect, const TableNames& tables);
+
+  // acquire, slots and acquire_slot (`slot` is used by acquire_slot alone); `permits` is the
+  // caller's limit, no metadata.
+  std::vector<Value> acquire_params(const detail::Statement& statement, const std::string& key,
+                                    std::int64_t permits, const std::string& lease_id,
+                                    const Owner& owner, std::int64_t ttl_ms,
+                                    std::int64_t slot = 0) const;
+  // `release_id`: random per release call, as Semaphore makes it ("r-" + random hex).
+  std::vector<Value> release_params(const std::string& key, const Owner& owner, std::int64_t token,
+                                    const std::string& lease_id,
+                                    const std::string& release_id) const;
+
+  Dialect dialect;
+  detail::Statement acquire;              // empty on MySQL
+  detail::Statement slots, acquire_slot;  // empty on PostgreSQL
+  detail::Statement release;
+};
+
 // "prefix" + 32 random hex digits: a fresh key for an uncontended acquisition.
 std::string random_key(const std::string& prefix);
 

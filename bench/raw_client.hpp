@@ -2,15 +2,18 @@
 // through libpq's PQexecParams with text parameters (what dblock's libpqxx driver sends);
 // MySQL/MariaDB through libmysqlclient server-side prepared statements, prepared once per
 // connection (what dblock's libmysqlclient driver does). No pool, no error classification, no
-// result conversion beyond reading the one number the lock statements hand back.
+// result conversion beyond reading the one number the lock statements hand back (or, through
+// query(), the rows as text, for the semaphore's statements that answer with more).
 //
 // Thread-safety: one RawClient per thread.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "dblock/connection.hpp"
 #include "dblock/url.hpp"
@@ -24,12 +27,18 @@ struct RawResult {
   std::uint64_t insert_id = 0;  // MySQL: LAST_INSERT_ID() the statement left
 };
 
+// Every row of a result, each column as text (NULL: nullopt).
+using RawRows = std::vector<std::vector<std::optional<std::string>>>;
+
 class RawClient {
  public:
   virtual ~RawClient() = default;
   // Runs one statement; throws std::runtime_error with the server's message on failure.
   virtual RawResult execute(const std::string& sql, std::span<const Value> params) = 0;
   RawResult execute(const std::string& sql) { return execute(sql, {}); }
+  // Runs one statement and hands back every row, every column as text: for the statements whose
+  // answer is more than one number (the semaphore's). Throws as execute().
+  virtual RawRows query(const std::string& sql, std::span<const Value> params) = 0;
   // The server's version string.
   virtual std::string server_version() = 0;
 };

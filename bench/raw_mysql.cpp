@@ -40,6 +40,108 @@ class RawMySQL final : public RawClient {
 
   RawResult execute(const std::string& sql, std::span<const Value> params) override {
     if (params.empty()) return run_text(sql);
+    MYSQL_STMT* stmt = run_prepared(sql, params);
+    RawResult out;
+    if (mysql_stmt_field_count(stmt) == 0) {
+      out.affected = mysql_stmt_affected_rows(stmt);
+      out.insert_id = mysql_stmt_insert_id(stmt);
+      return out;
+    }
+    long long first = 0;
+    std::remove_pointer_t<decltype(MYSQL_BIND::is_null)> is_null = 0;
+    MYSQL_BIND result{};
+    result.buffer_type = MYSQL_TYPE_LONGLONG;
+    result.buffer = &first;
+    result.is_null = &is_null;
+    mysql_stmt_bind_result(stmt, &result);
+    int rc = mysql_stmt_fetch(stmt);
+    if (rc == 0 || rc == MYSQL_DATA_TRUNCATED) {
+      out.has_row = true;
+      out.first = is_null ? 0 : first;
+    }
+    mysql_stmt_free_result(stmt);
+    return out;
+  }
+
+  RawRows query(const std::string& sql, std::span<const Value> params) override {
+    RawRows rows;
+    if (params.empty()) {
+      if (mysql_real_query(conn_, sql.data(), static_cast<unsigned long>(sql.size())) != 0) {
+        throw std::runtime_error(std::string("raw libmysqlclient statement failed: ") +
+                                 mysql_error(conn_));
+      }
+      if (MYSQL_RES* res = mysql_store_result(conn_)) {
+        const unsigned columns = mysql_num_fields(res);
+        while (MYSQL_ROW row = mysql_fetch_row(res)) {
+          const unsigned long* lengths = mysql_fetch_lengths(res);
+          auto& out = rows.emplace_back();
+          for (unsigned c = 0; c < columns; ++c) {
+            if (row[c] == nullptr) {
+              out.emplace_back();
+            } else {
+              out.emplace_back(std::string(row[c], lengths[c]));
+            }
+          }
+        }
+        mysql_free_result(res);
+      }
+      return rows;
+    }
+    MYSQL_STMT* stmt = run_prepared(sql, params);
+    const unsigned columns = mysql_stmt_field_count(stmt);
+    if (columns == 0) return rows;
+    // Every column into a text buffer; a longer value is fetched again whole.
+    constexpr unsigned long kBuffer = 64;
+    results_.assign(columns, MYSQL_BIND{});
+    buffers_.resize(columns);
+    result_lengths_.assign(columns, 0);
+    nulls_.assign(columns, 0);
+    for (unsigned c = 0; c < columns; ++c) {
+      buffers_[c].resize(kBuffer);
+      MYSQL_BIND& b = results_[c];
+      b.buffer_type = MYSQL_TYPE_STRING;
+      b.buffer = buffers_[c].data();
+      b.buffer_length = kBuffer;
+      b.length = &result_lengths_[c];
+      b.is_null = &nulls_[c];
+    }
+    mysql_stmt_bind_result(stmt, results_.data());
+    while (true) {
+      const int rc = mysql_stmt_fetch(stmt);
+      if (rc == MYSQL_NO_DATA) break;
+      if (rc == 1) {
+        std::string message = mysql_stmt_error(stmt);
+        mysql_stmt_free_result(stmt);
+        throw std::runtime_error("raw libmysqlclient fetch failed: " + message);
+      }
+      auto& out = rows.emplace_back();
+      for (unsigned c = 0; c < columns; ++c) {
+        if (nulls_[c]) {
+          out.emplace_back();
+          continue;
+        }
+        if (result_lengths_[c] <= kBuffer) {
+          out.emplace_back(std::string(buffers_[c].data(), result_lengths_[c]));
+          continue;
+        }
+        std::string whole_value(result_lengths_[c], '\0');
+        MYSQL_BIND whole{};
+        whole.buffer_type = MYSQL_TYPE_STRING;
+        whole.buffer = whole_value.data();
+        whole.buffer_length = result_lengths_[c];
+        mysql_stmt_fetch_column(stmt, &whole, c, 0);
+        out.emplace_back(std::move(whole_value));
+      }
+    }
+    mysql_stmt_free_result(stmt);
+    return rows;
+  }
+
+  std::string server_version() override { return mysql_get_server_info(conn_); }
+
+ private:
+  // Prepares `sql` once per connection, binds `params` and executes it; throws when it failed.
+  MYSQL_STMT* run_prepared(const std::string& sql, std::span<const Value> params) {
     MYSQL_STMT*& stmt = statements_[sql];
     if (stmt == nullptr) {
       stmt = mysql_stmt_init(conn_);
@@ -74,31 +176,9 @@ class RawMySQL final : public RawClient {
       throw std::runtime_error(std::string("raw libmysqlclient statement failed: ") +
                                mysql_stmt_error(stmt));
     }
-    RawResult out;
-    if (mysql_stmt_field_count(stmt) == 0) {
-      out.affected = mysql_stmt_affected_rows(stmt);
-      out.insert_id = mysql_stmt_insert_id(stmt);
-      return out;
-    }
-    long long first = 0;
-    std::remove_pointer_t<decltype(MYSQL_BIND::is_null)> is_null = 0;
-    MYSQL_BIND result{};
-    result.buffer_type = MYSQL_TYPE_LONGLONG;
-    result.buffer = &first;
-    result.is_null = &is_null;
-    mysql_stmt_bind_result(stmt, &result);
-    int rc = mysql_stmt_fetch(stmt);
-    if (rc == 0 || rc == MYSQL_DATA_TRUNCATED) {
-      out.has_row = true;
-      out.first = is_null ? 0 : first;
-    }
-    mysql_stmt_free_result(stmt);
-    return out;
+    return stmt;
   }
 
-  std::string server_version() override { return mysql_get_server_info(conn_); }
-
- private:
   RawResult run_text(const std::string& sql) {
     if (mysql_real_query(conn_, sql.data(), static_cast<unsigned long>(sql.size())) != 0) {
       throw std::runtime_error(std::string("raw libmysqlclient statement failed: ") +
@@ -123,6 +203,11 @@ class RawMySQL final : public RawClient {
   std::vector<MYSQL_BIND> binds_;
   std::vector<long long> ints_;
   std::vector<unsigned long> lengths_;
+  // query()'s result columns.
+  std::vector<MYSQL_BIND> results_;
+  std::vector<std::vector<char>> buffers_;
+  std::vector<unsigned long> result_lengths_;
+  std::vector<std::remove_pointer_t<decltype(MYSQL_BIND::is_null)>> nulls_;
 };
 
 }  // namespace

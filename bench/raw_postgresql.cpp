@@ -42,20 +42,8 @@ class RawPostgreSQL final : public RawClient {
   ~RawPostgreSQL() override { PQfinish(conn_); }
 
   RawResult execute(const std::string& sql, std::span<const Value> params) override {
-    texts_.clear();
-    for (const Value& v : params) texts_.push_back(v.to_text());
-    values_.clear();
-    for (const auto& t : texts_) values_.push_back(t ? t->c_str() : nullptr);
-    PGresult* res = params.empty()
-                        ? PQexec(conn_, sql.c_str())
-                        : PQexecParams(conn_, sql.c_str(), static_cast<int>(values_.size()),
-                                       nullptr, values_.data(), nullptr, nullptr, 0);
-    std::unique_ptr<PGresult, void (*)(PGresult*)> guard(res, PQclear);
-    ExecStatusType status = PQresultStatus(res);
-    if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
-      throw std::runtime_error(std::string("raw libpq statement failed: ") +
-                               PQresultErrorMessage(res));
-    }
+    Owned guard = run(sql, params);
+    PGresult* res = guard.get();
     RawResult out;
     const char* affected = PQcmdTuples(res);
     std::from_chars(affected, affected + std::char_traits<char>::length(affected), out.affected);
@@ -69,6 +57,26 @@ class RawPostgreSQL final : public RawClient {
     return out;
   }
 
+  RawRows query(const std::string& sql, std::span<const Value> params) override {
+    Owned guard = run(sql, params);
+    PGresult* res = guard.get();
+    RawRows rows(static_cast<std::size_t>(PQntuples(res)));
+    const int columns = PQnfields(res);
+    for (int r = 0; r < PQntuples(res); ++r) {
+      auto& row = rows[static_cast<std::size_t>(r)];
+      row.reserve(static_cast<std::size_t>(columns));
+      for (int c = 0; c < columns; ++c) {
+        if (PQgetisnull(res, r, c)) {
+          row.emplace_back();
+        } else {
+          row.emplace_back(
+              std::string(PQgetvalue(res, r, c), static_cast<std::size_t>(PQgetlength(res, r, c))));
+        }
+      }
+    }
+    return rows;
+  }
+
   std::string server_version() override {
     PGresult* res = PQexec(conn_, "SELECT version()");
     std::string v = PQntuples(res) > 0 ? PQgetvalue(res, 0, 0) : "";
@@ -77,6 +85,27 @@ class RawPostgreSQL final : public RawClient {
   }
 
  private:
+  using Owned = std::unique_ptr<PGresult, void (*)(PGresult*)>;
+
+  // Sends one statement (text parameters, as dblock's libpqxx driver does); throws when it failed.
+  Owned run(const std::string& sql, std::span<const Value> params) {
+    texts_.clear();
+    for (const Value& v : params) texts_.push_back(v.to_text());
+    values_.clear();
+    for (const auto& t : texts_) values_.push_back(t ? t->c_str() : nullptr);
+    PGresult* res = params.empty()
+                        ? PQexec(conn_, sql.c_str())
+                        : PQexecParams(conn_, sql.c_str(), static_cast<int>(values_.size()),
+                                       nullptr, values_.data(), nullptr, nullptr, 0);
+    Owned guard(res, PQclear);
+    ExecStatusType status = PQresultStatus(res);
+    if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
+      throw std::runtime_error(std::string("raw libpq statement failed: ") +
+                               PQresultErrorMessage(res));
+    }
+    return guard;
+  }
+
   PGconn* conn_ = nullptr;
   std::vector<std::optional<std::string>> texts_;
   std::vector<const char*> values_;

@@ -146,6 +146,23 @@ void print_table(std::ostream& out, const std::vector<Headline>& headlines,
       print_comparison(out, db + ": optimistic, uncontended acquire+release (pairs/s; p50/p99 ms)",
                        section["optimistic"]["uncontended"]["points"]);
     }
+    if (section.contains("semaphore")) {
+      print_comparison(out,
+                       db + ": semaphore, uncontended try_acquire+release (pairs/s; p50/p99 ms)",
+                       section["semaphore"]["points"]);
+    }
+    if (section.contains("semaphore_contended")) {
+      const auto& c = section["semaphore_contended"];
+      out << "\n" << db << ": semaphore, contended (blocking acquire, ~1 ms hold)\n";
+      out << "  permits  clients  cycles/s  wait p50/p99 ms    stmts/acq  timed out  max holders\n";
+      char line[200];
+      std::snprintf(line, sizeof line, "  %7d  %7d  %8.0f  %7.3f/%-9.3f  %9.2f  %9.0f  %11d\n",
+                    c["permits"].get<int>(), c["clients"].get<int>(), num(c, "ops_per_s"),
+                    num(c["acquire_wait"], "p50_ms"), num(c["acquire_wait"], "p99_ms"),
+                    num(c, "statements_per_acquisition"), num(c, "timed_out"),
+                    c["max_concurrent_holders_seen"].get<int>());
+      out << line;
+    }
     if (section.contains("hot_key")) {
       print_hot_key(out,
                     db + ": hot key, blocking acquire (handoff = release start to the next grant "
