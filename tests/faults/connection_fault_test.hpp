@@ -1,10 +1,12 @@
 // The fixture of scenarios 3, 4 and 6 (connection_faults_test.cpp), and the analogues of those
-// scenarios for the transactional strategies (transactional_connection_faults.cpp) and for
-// session locks (session_connection_faults.cpp): a lease that is a server transaction or a
-// server session ends with its connection, so where the unique-key lock retries and recognises
-// its own lease, a row lock, an optimistic lease or a session lock reports the lease lost (a
+// scenarios for the transactional strategies (transactional_connection_faults.cpp), for
+// session locks (session_connection_faults.cpp) and for strategies that are not reentrant
+// (nonreentrant_connection_faults.cpp): a lease that is a server transaction or a server
+// session ends with its connection, so where the unique-key lock retries and recognises its own
+// lease, a row lock, an optimistic lease or a session lock reports the lease lost (a
 // transaction also keeps nothing of the critical section), and the next acquire takes a fresh
-// connection.
+// connection. A semaphore's permit is retried and recognised like a unique-key lease, but the
+// owner's next acquire takes a permit of its own instead of re-entering.
 //
 // Thread-safety: as GoogleTest fixtures.
 #pragma once
@@ -36,6 +38,8 @@ std::optional<ErrorCode> error_of(Fn&& fn, const char* what) {
 class ConnectionFaultTest : public FaultTest {
  protected:
   std::optional<LockRow> row(const std::string& key);
+  // The strategy's rows of `key` that have not expired.
+  std::size_t live_rows(const std::string& key);
 
   // The session (other than conn_'s and `not_this`) whose statement on this test's table
   // `table` waits for a lock, once one does (up to 10 s); -1 if none appears. On MySQL the
@@ -68,6 +72,10 @@ class ConnectionFaultTest : public FaultTest {
   void session_acquire_reply_lost();
   void session_release_reply_lost();
   void session_holder_blackholed();
+
+  // The analogues of scenario 4's lost replies for strategies that are not reentrant.
+  void nonreentrant_acquire_reply_lost();
+  void nonreentrant_acquire_replies_all_lost();
 };
 
 }  // namespace dblock::testing

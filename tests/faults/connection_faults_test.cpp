@@ -1,9 +1,11 @@
 // Scenarios 3, 4 and 6 (for the transactional strategies each test runs its analogue from
-// transactional_connection_faults.cpp, for session locks from session_connection_faults.cpp): the
-// server ends a lock connection mid-hold and mid-acquire (pg_terminate_backend / KILL CONNECTION);
-// a reply is lost after the server applied the statement (the fault proxy cuts the connection
-// between request and reply); and the network stops answering altogether (the proxy as a blackhole,
-// and a firewall dropping every packet of a network namespace).
+// transactional_connection_faults.cpp, for session locks from session_connection_faults.cpp; the
+// lost-reply tests, for strategies that are not reentrant, from
+// nonreentrant_connection_faults.cpp): the server ends a lock connection mid-hold and mid-acquire
+// (pg_terminate_backend / KILL CONNECTION); a reply is lost after the server applied the
+// statement (the fault proxy cuts the connection between request and reply); and the network
+// stops answering altogether (the proxy as a blackhole, and a firewall dropping every packet of a
+// network namespace).
 #include <signal.h>
 
 #include <atomic>
@@ -22,7 +24,7 @@
 namespace dblock::testing {
 
 std::optional<LockRow> ConnectionFaultTest::row(const std::string& key) {
-  for (auto& r : list_locks(*conn_, tables_)) {
+  for (auto& r : strategy().list_rows(*conn_, tables_)) {
     if (r.key == key) return r;
   }
   return std::nullopt;
@@ -101,12 +103,12 @@ TEST_P(ConnectionFaultTest, ASessionKilledMidAcquireIsRetriedOnceThenReported) {
     ASSERT_TRUE(first.acquire(milliseconds(0)));
     ASSERT_EQ(first.release(), "released");
   }
-  const std::string locks = tables_.qualified(backend().dialect, "locks");
+  const std::string table = tables_.qualified(backend().dialect, strategy().table);
   auto blocker = backend().connect();
   for (int kills : {1, 2}) {
     SCOPED_TRACE(std::to_string(kills) + " kill(s)");
     blocker->begin();
-    blocker->execute("SELECT lock_key FROM " + locks + " WHERE lock_key = 'k' FOR UPDATE");
+    blocker->execute("SELECT lock_key FROM " + table + " WHERE lock_key = 'k' FOR UPDATE");
     RecordedHolder holder(*lock, history, "holder" + std::to_string(kills), "k",
                           milliseconds(30000));
     std::optional<bool> got;
@@ -120,7 +122,7 @@ TEST_P(ConnectionFaultTest, ASessionKilledMidAcquireIsRetriedOnceThenReported) {
     });
     std::int64_t killed = -1;
     for (int k = 0; k < kills; ++k) {
-      killed = blocked_session("locks", "INSERT%", killed);
+      killed = blocked_session(strategy().table, "INSERT%", killed);
       if (killed < 0) {
         ADD_FAILURE() << "the acquire never waited for the row lock";
         break;
@@ -129,7 +131,8 @@ TEST_P(ConnectionFaultTest, ASessionKilledMidAcquireIsRetriedOnceThenReported) {
     }
     if (kills == 1) {
       // The retry waits for the row lock in its turn; let it through.
-      EXPECT_GE(blocked_session("locks", "INSERT%", killed), 0) << "the acquire was not retried";
+      EXPECT_GE(blocked_session(strategy().table, "INSERT%", killed), 0)
+          << "the acquire was not retried";
     }
     blocker->rollback();
     acquirer.join();
@@ -157,6 +160,7 @@ TEST_P(ConnectionFaultTest, ASessionKilledMidAcquireIsRetriedOnceThenReported) {
 TEST_P(ConnectionFaultTest, LostRepliesAreRetriedAndRecognised) {
   if (strategy().transactional) return transactional_acquire_reply_lost();
   if (strategy().held_by_session()) return session_acquire_reply_lost();
+  if (!strategy().reentrant) return nonreentrant_acquire_reply_lost();
   const DatabaseUrl direct = backend().url();
   FaultProxy proxy(direct.host, direct.effective_port());
   auto pool = open_pool(proxy.through(direct), {.max_size = 2});
@@ -218,6 +222,7 @@ TEST_P(ConnectionFaultTest, LostRepliesAreRetriedAndRecognised) {
 TEST_P(ConnectionFaultTest, AnAcquireWhoseRepliesAreAllLostLeavesNothingHeldAfterTheNextRelease) {
   if (strategy().transactional) return transactional_release_reply_lost();
   if (strategy().held_by_session()) return session_release_reply_lost();
+  if (!strategy().reentrant) return nonreentrant_acquire_replies_all_lost();
   const DatabaseUrl direct = backend().url();
   FaultProxy proxy(direct.host, direct.effective_port());
   auto pool = open_pool(proxy.through(direct), {.max_size = 2});

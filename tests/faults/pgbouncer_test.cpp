@@ -58,7 +58,7 @@ class PgBouncerTest : public FaultTest {
   // none LISTENing, none holding a session lock.
   void expect_nothing_leaks(const PgBouncer& bouncer) {
     if (!strategy().transactional && strategy().lock_row) {
-      EXPECT_TRUE(list_locks(*conn_, tables_).empty());
+      EXPECT_TRUE(strategy().list_rows(*conn_, tables_).empty());
     }
     auto pids = bouncer.server_pids(backend().url());
     EXPECT_FALSE(pids.empty());

@@ -173,7 +173,7 @@ TEST_P(ProcessFaultTest, APausedHolderWakesUpToALostLeaseAndChangesNothing) {
   auto r = holder.wait();
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("fenced=0 renew=0 release=not_held lost=1"), std::string::npos) << r.out;
-  auto rows = list_locks(*conn_, tables_);
+  auto rows = strategy().list_rows(*conn_, tables_);
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].fencing_token, fresh.token());
   EXPECT_EQ(rows[0].owner_thread, "name:fresh");

@@ -4,6 +4,7 @@
 
 #include "dblock/optimistic_lock.hpp"
 #include "dblock/row_lock.hpp"
+#include "dblock/semaphore.hpp"
 #include "dblock/session_lock.hpp"
 #include "dblock/unique_key_lock.hpp"
 
@@ -18,7 +19,7 @@ const std::vector<StrategyUnderTest>& fault_strategies() {
          return std::make_unique<UniqueKeyLock>(source, options);
        },
        /*ends_with_ttl=*/true, /*exclusive=*/true, /*transactional=*/false, /*lock_row=*/true,
-       "locks"},
+       "locks", /*global_tokens=*/false, /*reentrant=*/true, /*resends_lost_release=*/true},
       // The same lock with fair waiting: waiters queue in lock_waiters and take turns.
       {"unique_key_fair",
        [](ConnectionSource& source, const TableNames& tables) -> std::unique_ptr<Lock> {
@@ -28,7 +29,7 @@ const std::vector<StrategyUnderTest>& fault_strategies() {
          return std::make_unique<UniqueKeyLock>(source, options);
        },
        /*ends_with_ttl=*/true, /*exclusive=*/true, /*transactional=*/false, /*lock_row=*/true,
-       "locks"},
+       "locks", /*global_tokens=*/false, /*reentrant=*/true, /*resends_lost_release=*/true},
       {"row_lock",
        [](ConnectionSource& source, const TableNames& tables) -> std::unique_ptr<Lock> {
          RowLockOptions options;
@@ -44,7 +45,7 @@ const std::vector<StrategyUnderTest>& fault_strategies() {
          return std::make_unique<OptimisticLock>(source, options);
        },
        /*ends_with_ttl=*/false, /*exclusive=*/false, /*transactional=*/true, /*lock_row=*/true,
-       "versions"},
+       "versions", /*global_tokens=*/false, /*reentrant=*/false},
       {"session_lock",
        [](ConnectionSource& source, const TableNames& tables) -> std::unique_ptr<Lock> {
          SessionLockOptions options;
@@ -53,6 +54,21 @@ const std::vector<StrategyUnderTest>& fault_strategies() {
        },
        /*ends_with_ttl=*/false, /*exclusive=*/true, /*transactional=*/false, /*lock_row=*/false,
        /*table=*/"", /*global_tokens=*/true},
+      // A counting semaphore with one permit: mutual exclusion by a permit row with a TTL.
+      {"semaphore",
+       [](ConnectionSource& source, const TableNames& tables) -> std::unique_ptr<Lock> {
+         SemaphoreOptions options;
+         options.tables = tables;
+         return std::make_unique<Semaphore>(source, 1, options);
+       },
+       /*ends_with_ttl=*/true, /*exclusive=*/true, /*transactional=*/false, /*lock_row=*/true,
+       "semaphore_permits", /*global_tokens=*/false, /*reentrant=*/false,
+       /*resends_lost_release=*/false,
+       [](Connection& conn, const TableNames& tables) {
+         std::vector<LockRow> rows;
+         for (auto& permit : list_permits(conn, tables)) rows.push_back(std::move(permit.lock));
+         return rows;
+       }},
   };
   return all;
 }

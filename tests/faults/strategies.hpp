@@ -18,6 +18,12 @@
 //                                                 transaction; the server frees it when the
 //                                                 session ends; no TTL; tokens increase over
 //                                                 every key
+//   semaphore   ends_with_ttl, exclusive, not     a Semaphore with 1 permit: a permit row
+//               reentrant, no kept release        (semaphore_permits) with a TTL; the owner's
+//                                                 second acquire takes (here: waits for) a
+//                                                 permit of its own; a release whose replies
+//                                                 were all lost is not sent again: the permit
+//                                                 ends by its TTL
 //
 // Thread-safety: the list is built once and read-only.
 #pragma once
@@ -29,6 +35,7 @@
 
 #include "dblock/connection_source.hpp"
 #include "dblock/lock.hpp"
+#include "dblock/lock_table.hpp"
 #include "dblock/table_names.hpp"
 
 namespace dblock::testing {
@@ -56,6 +63,18 @@ struct StrategyUnderTest {
   // True when no fencing token is handed out twice over all keys, not only within one key
   // (histories are checked for a token held under two keys).
   bool global_tokens = false;
+  // True when the owner's second acquire of a key it holds re-enters its hold (one row, hold
+  // count 2, the inner release kDecremented); false when every acquire is a lease of its own
+  // (a semaphore's permit: with one permit, the second acquire finds the key held).
+  bool reentrant = true;
+  // True when a release whose replies were all lost is kept and sent again first by the owner's
+  // next acquire of the key (the unique-key lock); false when nothing is kept and the hold ends
+  // by its TTL (a semaphore's permit) or with its session.
+  bool resends_lost_release = false;
+  // The strategy's rows of `table` as an operator lists them (lock_table.hpp): held ones and
+  // expired ones not yet cleaned, released ones left out.
+  std::function<std::vector<LockRow>(Connection& conn, const TableNames& tables)> list_rows =
+      [](Connection& conn, const TableNames& tables) { return list_locks(conn, tables); };
 
   // The lock lives in the server session itself, outside any transaction: it ends when the
   // session does (no TTL), and a transaction pooler, which lends the session to others between
