@@ -65,6 +65,20 @@ TEST_P(ExamplesTest, AccountsMovesMoneyUnderBothAccountsLocksAndLosesNone) {
   std::printf("%s", r.out.c_str());
 }
 
+TEST_P(ExamplesTest, JobRunnerNeverRunsMoreJobsAtOnceThanItsPermits) {
+  ASSERT_STRNE(DBLOCK_JOB_RUNNER_PATH, "") << "the job_runner example was not built";
+  std::vector<std::string> argv{DBLOCK_JOB_RUNNER_PATH, "--url", url_};
+  if (std::getenv("DBLOCK_TEST_QUICK") != nullptr) {
+    argv.insert(argv.end(), {"--processes", "2", "--threads", "4", "--requests", "60"});
+  }
+  auto r = run_process(argv);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("OK: every job ran once, never more than 3 at a time"), std::string::npos)
+      << r.out << r.err;
+  EXPECT_NE(r.out.find("at most 3 ran at one moment"), std::string::npos) << r.out;
+  std::printf("%s", r.out.c_str());
+}
+
 INSTANTIATE_TEST_SUITE_P(Pairs, ExamplesTest, ::testing::ValuesIn(all_backends()), BackendName());
 
 }  // namespace
