@@ -78,12 +78,14 @@ PermitSql::PermitSql(Dialect d, const TableNames& tables)
       acquire(sql_for(d).semaphore.acquire, d, tables),
       slots(sql_for(d).semaphore.slots, d, tables),
       acquire_slot(sql_for(d).semaphore.acquire_slot, d, tables),
-      release(sql_for(d).semaphore.release, d, tables) {}
+      release(sql_for(d).semaphore.release, d, tables),
+      live_in(sql_for(d).semaphore.live_in, d, tables) {}
 
 std::vector<Value> PermitSql::acquire_params(const detail::Statement& statement,
                                              const std::string& key, std::int64_t permits,
-                                             const std::string& lease_id, const Owner& owner,
-                                             std::int64_t ttl_ms, std::int64_t slot) const {
+                                             const SlotRange& range, const std::string& lease_id,
+                                             const Owner& owner, std::int64_t ttl_ms,
+                                             std::int64_t slot) const {
   return statement.bind({{"key", Value(key)},
                          {"permits", Value(permits)},
                          {"lease_id", Value(lease_id)},
@@ -92,7 +94,10 @@ std::vector<Value> PermitSql::acquire_params(const detail::Statement& statement,
                          {"thread", Value(owner.thread)},
                          {"ttl_ms", Value(ttl_ms)},
                          {"metadata", Value()},
-                         {"slot", Value(slot)}});
+                         {"slot", Value(slot)},
+                         {"first", Value(range.first)},
+                         {"last", Value(range.last)},
+                         {"blocked_by", Value(range.blocked_by)}});
 }
 
 std::vector<Value> PermitSql::release_params(const std::string& key, const Owner& owner,
@@ -107,6 +112,11 @@ std::vector<Value> PermitSql::release_params(const std::string& key, const Owner
                        {"process", Value(owner.process)},
                        {"thread", Value(owner.thread)},
                        {"release_id", Value(release_id)}});
+}
+
+std::vector<Value> PermitSql::live_in_params(const std::string& key, std::int64_t first,
+                                             std::int64_t last) const {
+  return live_in.bind({{"key", Value(key)}, {"first", Value(first)}, {"last", Value(last)}});
 }
 
 std::string random_key(const std::string& prefix) { return prefix + detail::random_lease_id(); }

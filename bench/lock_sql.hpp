@@ -49,28 +49,44 @@ struct TransactionSql {
   detail::Statement version_read, version_create, version_cas;
 };
 
+// The slots an acquire may take (lib/src/semaphore/permits.hpp, PermitSlots): `first` to `last`
+// (and below the key's limit), none while slot `blocked_by` (unless negative) holds a live
+// permit. A Semaphore of n permits takes {0, n - 1, -1}; a ReadWriteLock of m readers takes
+// {1, m, 0} for a reader and {0, 0, -1} for the writer.
+struct SlotRange {
+  std::int64_t first = 0;
+  std::int64_t last = 0;
+  std::int64_t blocked_by = -1;
+};
+
 // The semaphore's statements (lib/src/semaphore/semaphore.cpp): PostgreSQL takes a permit in one
-// statement (acquire: the server picks a free slot); MySQL reads the key's slots (slots), and the
-// client picks a free one and takes it (acquire_slot). release gives the permit back. All bound
-// from one argument list, as Semaphore binds them.
+// statement (acquire: the server picks a free slot of the range); MySQL reads the key's slots
+// (slots), and the client picks a free one of the range and takes it (acquire_slot). release
+// gives the permit back; live_in counts a key's live permits in a range of slots (what the
+// reader-writer lock asks after taking one). All bound from one argument list, as Semaphore
+// binds them.
 struct PermitSql {
   PermitSql(Dialect dialect, const TableNames& tables);
 
   // acquire, slots and acquire_slot (`slot` is used by acquire_slot alone); `permits` is the
-  // caller's limit, no metadata.
+  // key's limit, `range` the slots this acquire may take; no metadata.
   std::vector<Value> acquire_params(const detail::Statement& statement, const std::string& key,
-                                    std::int64_t permits, const std::string& lease_id,
-                                    const Owner& owner, std::int64_t ttl_ms,
-                                    std::int64_t slot = 0) const;
+                                    std::int64_t permits, const SlotRange& range,
+                                    const std::string& lease_id, const Owner& owner,
+                                    std::int64_t ttl_ms, std::int64_t slot = 0) const;
   // `release_id`: random per release call, as Semaphore makes it ("r-" + random hex).
   std::vector<Value> release_params(const std::string& key, const Owner& owner, std::int64_t token,
                                     const std::string& lease_id,
                                     const std::string& release_id) const;
+  // live_in: the live permits of `key` in slots `first` to `last`.
+  std::vector<Value> live_in_params(const std::string& key, std::int64_t first,
+                                    std::int64_t last) const;
 
   Dialect dialect;
   detail::Statement acquire;              // empty on MySQL
   detail::Statement slots, acquire_slot;  // empty on PostgreSQL
   detail::Statement release;
+  detail::Statement live_in;
 };
 
 // "prefix" + 32 random hex digits: a fresh key for an uncontended acquisition.

@@ -151,6 +151,18 @@ void print_table(std::ostream& out, const std::vector<Headline>& headlines,
                        db + ": semaphore, uncontended try_acquire+release (pairs/s; p50/p99 ms)",
                        section["semaphore"]["points"]);
     }
+    if (section.contains("read_write_lock")) {
+      for (const char* side : {"reader", "writer"}) {
+        nlohmann::json points = nlohmann::json::array();
+        for (const auto& p : section["read_write_lock"]["points"]) {
+          if (p.value("side", "") == side) points.push_back(p);
+        }
+        print_comparison(out,
+                         db + ": reader-writer lock, uncontended " + side +
+                             " try_acquire+release (pairs/s; p50/p99 ms)",
+                         points);
+      }
+    }
     if (section.contains("semaphore_contended")) {
       const auto& c = section["semaphore_contended"];
       out << "\n" << db << ": semaphore, contended (blocking acquire, ~1 ms hold)\n";

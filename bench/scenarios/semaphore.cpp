@@ -12,9 +12,7 @@
 
 #include <algorithm>
 #include <atomic>
-#include <charconv>
 #include <iostream>
-#include <optional>
 #include <random>
 #include <stdexcept>
 #include <thread>
@@ -25,6 +23,7 @@
 #include "../load.hpp"
 #include "../lock_sql.hpp"
 #include "../raw_client.hpp"
+#include "../raw_permits.hpp"
 
 namespace dblock::bench {
 namespace {
@@ -51,56 +50,6 @@ const std::string& pick(const std::vector<std::string>& keys) {
   return keys[rng() % keys.size()];
 }
 
-std::int64_t to_int(const std::optional<std::string>& text) {
-  std::int64_t n = 0;
-  if (text) std::from_chars(text->data(), text->data() + text->size(), n);
-  return n;
-}
-
-// Takes a permit of `key` as Semaphore does; its fencing token, or 0 when none was taken (a
-// concurrent acquire took the slot picked).
-std::int64_t raw_take(RawClient& client, const PermitSql& sql, const std::string& key,
-                      const std::string& lease_id, const Owner& owner) {
-  if (!sql.acquire.empty()) {
-    // PostgreSQL, one statement: columns permits, free, slot, fencing_token.
-    RawRows r = client.query(
-        sql.acquire.sql(), sql.acquire_params(sql.acquire, key, kPermits, lease_id, owner, kTtlMs));
-    return r.empty() ? 0 : to_int(r[0][3]);
-  }
-  // MySQL: the key's slots, a free one picked at random here, then its upsert.
-  RawRows r = client.query(sql.slots.sql(),
-                           sql.acquire_params(sql.slots, key, kPermits, lease_id, owner, kTtlMs));
-  std::vector<bool> taken(static_cast<std::size_t>(kPermits), false);
-  std::optional<std::int64_t> limit, mine;
-  for (const auto& row : r) {
-    const std::string kind = row[0].value_or("");
-    const std::int64_t n = to_int(row[1]);
-    if (kind == "limit") {
-      limit = n;
-    } else if (kind == "mine") {
-      mine = n;
-    } else if (n >= 0 && n < kPermits) {
-      taken[static_cast<std::size_t>(n)] = true;
-    }
-  }
-  if (limit != kPermits) {
-    throw std::runtime_error("semaphore bench: key " + key + " has no limit of " +
-                             std::to_string(kPermits) + " stored");
-  }
-  std::vector<std::int64_t> free;
-  for (std::int64_t s = 0; s < kPermits; ++s) {
-    if (!taken[static_cast<std::size_t>(s)]) free.push_back(s);
-  }
-  if (!mine && free.empty()) return 0;
-  thread_local std::mt19937 rng{std::random_device{}()};
-  const std::int64_t slot =
-      mine ? *mine : free[std::uniform_int_distribution<std::size_t>(0, free.size() - 1)(rng)];
-  RawResult a = client.execute(
-      sql.acquire_slot.sql(),
-      sql.acquire_params(sql.acquire_slot, key, kPermits, lease_id, owner, kTtlMs, slot));
-  return static_cast<std::int64_t>(a.insert_id);
-}
-
 Operation raw_operation(const Target& target, const PermitSql& sql,
                         const std::vector<std::string>& keys) {
   auto client = std::shared_ptr<RawClient>(connect_raw(target.url));
@@ -108,11 +57,10 @@ Operation raw_operation(const Target& target, const PermitSql& sql,
   return [client, &sql, &keys, owner] {
     const std::string& key = pick(keys);
     const std::string lease_id = random_key("");
-    const std::int64_t token = raw_take(*client, sql, key, lease_id, owner);
+    const std::int64_t token = raw_take_permit(
+        *client, sql, {key, kPermits, {0, kPermits - 1, -1}, lease_id, owner, kTtlMs});
     if (token == 0) return false;
-    RawResult r = client->execute(
-        sql.release.sql(), sql.release_params(key, owner, token, lease_id, "r-" + random_key("")));
-    return r.affected == 1;
+    return raw_release_permit(*client, sql, key, owner, token, lease_id);
   };
 }
 

@@ -3,12 +3,42 @@
 #include <stdexcept>
 
 #include "dblock/optimistic_lock.hpp"
+#include "dblock/read_write_lock.hpp"
 #include "dblock/row_lock.hpp"
 #include "dblock/semaphore.hpp"
 #include "dblock/session_lock.hpp"
 #include "dblock/unique_key_lock.hpp"
 
 namespace dblock::testing {
+
+namespace {
+
+// The rows of the semaphore's strategies: their permits.
+std::vector<LockRow> permit_rows(Connection& conn, const TableNames& tables) {
+  std::vector<LockRow> rows;
+  for (auto& permit : list_permits(conn, tables)) rows.push_back(std::move(permit.lock));
+  return rows;
+}
+
+// The writer's side of a ReadWriteLock, which it owns.
+class WriterOf final : public Lock {
+ public:
+  WriterOf(ConnectionSource& source, const TableNames& tables)
+      : rw_(source, ReadWriteLockOptions{.tables = tables}) {}
+  std::optional<Lease> try_acquire(std::string_view key, const LockOptions& options) override {
+    return rw_.writer().try_acquire(key, options);
+  }
+  std::optional<Lease> acquire(std::string_view key, std::chrono::milliseconds timeout,
+                               const LockOptions& options) override {
+    return rw_.writer().acquire(key, timeout, options);
+  }
+  using Lock::acquire;
+
+ private:
+  ReadWriteLock rw_;
+};
+
+}  // namespace
 
 const std::vector<StrategyUnderTest>& fault_strategies() {
   static const std::vector<StrategyUnderTest> all = {
@@ -63,12 +93,16 @@ const std::vector<StrategyUnderTest>& fault_strategies() {
        },
        /*ends_with_ttl=*/true, /*exclusive=*/true, /*transactional=*/false, /*lock_row=*/true,
        "semaphore_permits", /*global_tokens=*/false, /*reentrant=*/false,
-       /*resends_lost_release=*/false,
-       [](Connection& conn, const TableNames& tables) {
-         std::vector<LockRow> rows;
-         for (auto& permit : list_permits(conn, tables)) rows.push_back(std::move(permit.lock));
-         return rows;
-       }},
+       /*resends_lost_release=*/false, permit_rows},
+      // The writer's side of a reader-writer lock: slot 0 of the key's permits, then the readers
+      // drained (none here: its readers are covered by the integration and model tests).
+      {"rw_writer",
+       [](ConnectionSource& source, const TableNames& tables) -> std::unique_ptr<Lock> {
+         return std::make_unique<WriterOf>(source, tables);
+       },
+       /*ends_with_ttl=*/true, /*exclusive=*/true, /*transactional=*/false, /*lock_row=*/true,
+       "semaphore_permits", /*global_tokens=*/false, /*reentrant=*/false,
+       /*resends_lost_release=*/false, permit_rows},
   };
   return all;
 }

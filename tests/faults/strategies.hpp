@@ -24,6 +24,8 @@
 //                                                 permit of its own; a release whose replies
 //                                                 were all lost is not sent again: the permit
 //                                                 ends by its TTL
+//   rw_writer   as semaphore                      a ReadWriteLock's writer: slot 0 of the
+//                                                 key's permits, then its readers drained
 //
 // Thread-safety: the list is built once and read-only.
 #pragma once

@@ -1,8 +1,9 @@
-// The bad-input rows of the counting semaphore (bad_input.hpp): bad keys, TTLs and timeouts, a
-// permit count out of range, a Semaphore whose limit conflicts with the key's stored one, and a
-// permit released twice. Each row's check that nothing changed also shows that a refused input
-// took no permit and stored no limit.
+// The bad-input rows of the counting semaphore and the reader-writer lock built on it
+// (bad_input.hpp): bad keys, TTLs and timeouts, a permit count or max_readers out of range, a
+// limit that conflicts with the key's stored one, and a permit released twice. Each row's check
+// that nothing changed also shows that a refused input took no permit and stored no limit.
 #include "bad_input.hpp"
+#include "dblock/read_write_lock.hpp"
 #include "dblock/semaphore.hpp"
 
 namespace dblock::testing {
@@ -38,6 +39,18 @@ BadInputCase bad_permits(const std::string& name, int permits) {
               },
           .code = Code::kInvalidArgument,
           .expect = "a semaphore needs 1 to 1000 permits"};
+}
+
+BadInputCase bad_max_readers(const std::string& name, int max_readers) {
+  return {.name = "ReadWriteLock" + name,
+          .input = "ReadWriteLock with max_readers " + std::to_string(max_readers),
+          .act =
+              [max_readers](BadInputContext& ctx) {
+                ReadWriteLock rw(ctx.pool, {.tables = ctx.tables, .max_readers = max_readers});
+                return outcome(rw.reader().try_acquire("k"));
+              },
+          .code = Code::kInvalidArgument,
+          .expect = "a reader-writer lock needs max_readers from 1 to 999"};
 }
 
 }  // namespace
@@ -92,6 +105,32 @@ std::vector<BadInputCase> semaphore_cases() {
        .act = [](BadInputContext& ctx) { return std::string(to_string(ctx.leases[0].release())); },
        .code = Code::kInvalidArgument,
        .expect = "this lease handle is empty"},
+      bad_max_readers("NoReaders", 0),
+      bad_max_readers("TooManyReaders", Semaphore::kMaxPermits),
+      {.name = "ReadWriteLockEmptyKey",
+       .input = "ReadWriteLock writer().try_acquire of an empty key",
+       .act =
+           [](BadInputContext& ctx) {
+             ReadWriteLock rw(ctx.pool, {.tables = ctx.tables});
+             return outcome(rw.writer().try_acquire(""));
+           },
+       .code = Code::kInvalidArgument,
+       .expect = "the lock key is empty"},
+      // The key's limit is 101 (100 readers and the writer); a lock of 5 readers takes nothing.
+      {.name = "ReadWriteLockConflictingMaxReaders",
+       .input = "ReadWriteLock of max_readers 5 on a key stored with 100",
+       .setup =
+           [](BadInputContext& ctx) {
+             ReadWriteLock rw(ctx.pool, {.tables = ctx.tables});
+             ctx.leases.push_back(*rw.reader().try_acquire("doc", BadInputContext::as("a")));
+           },
+       .act =
+           [](BadInputContext& ctx) {
+             ReadWriteLock rw(ctx.pool, {.tables = ctx.tables, .max_readers = 5});
+             return outcome(rw.writer().try_acquire("doc", BadInputContext::as("b")));
+           },
+       .code = Code::kFailedPrecondition,
+       .expect = "call set_limit on a Semaphore of max_readers + 1 permits"},
   };
 }
 

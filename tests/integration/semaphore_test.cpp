@@ -224,7 +224,10 @@ std::optional<std::int64_t> send_acquire(Connection& c, const TableNames& tables
                                    {"process", Value(o.process)},
                                    {"thread", Value(o.thread)},
                                    {"ttl_ms", Value(std::int64_t{30000})},
-                                   {"metadata", Value()}};
+                                   {"metadata", Value()},
+                                   {"first", Value(std::int64_t{0})},
+                                   {"last", Value(permits - 1)},
+                                   {"blocked_by", Value(std::int64_t{-1})}};
   if (!sql.acquire.empty()) {
     const detail::Statement acquire(sql.acquire, c.dialect(), tables);
     const Result r = c.execute(acquire.sql(), acquire.bind(args));

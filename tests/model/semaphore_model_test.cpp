@@ -1,4 +1,5 @@
-// The model-based randomized test of the counting semaphore, on every database x driver pair.
+// The model-based randomized test of the counting semaphore, and of the reader-writer lock built
+// on it, on every database x driver pair.
 //
 // A seeded generator draws steps over three keys of two permits each, four named owners (the
 // look-alikes "w", "w " and "W", and "x") and two Semaphore objects (A and B) on one pool: try
@@ -13,6 +14,10 @@
 //     the model knows is held does not;
 //   - tokens: never repeated within a key, rising per slot, and token % 1024 is the row's slot;
 //   - outcomes: grants and refusals, kReleased / kNotHeld, and renew() where the model knows.
+// The reader-writer run draws readers and writers of two ReadWriteLock objects (two readers at
+// most) instead, predicts that a writer gets in only with no reader and no writer in, and a
+// reader only with no writer in, and checks that the table never holds a key's writer slot and a
+// reader slot at once.
 //
 // Environment: DBLOCK_MODEL_SECONDS (default 30; this test runs a third of it) per pair;
 // DBLOCK_MODEL_SEED replays a seed (printed on failure).
@@ -32,6 +37,7 @@
 #include "dblock/lock_table.hpp"
 #include "dblock/migrator.hpp"
 #include "dblock/open.hpp"
+#include "dblock/read_write_lock.hpp"
 #include "dblock/semaphore.hpp"
 #include "model_env.hpp"
 
@@ -57,22 +63,31 @@ struct Permit {
   // depend on it are not predicted.
   bool maybe_expired = false;
   bool expired = false;  // certainly: a sleep passed its TTL
+  bool writer = false;   // a ReadWriteLock's writer (slot 0)
 };
 
 class SemaphoreModel {
  public:
-  SemaphoreModel(const Backend& backend, std::uint64_t seed)
-      : backend_(backend), rng_(seed), tables_(unique_name("semm") + "_") {
+  // `rw`: readers and writers of ReadWriteLock objects (kPermits readers at most) instead of
+  // Semaphore permits.
+  SemaphoreModel(const Backend& backend, std::uint64_t seed, bool rw)
+      : backend_(backend), rng_(seed), tables_(unique_name("semm") + "_"), rw_(rw) {
     admin_ = backend_.connect();
     Migrator(*admin_, tables_).up();
     pool_ = open_pool(backend_.url(), {.max_size = 8});
     for (int i = 0; i < 2; ++i) {
-      locks_.push_back(std::make_unique<Semaphore>(*pool_, kPermits, SemaphoreOptions{tables_}));
+      if (rw_) {
+        rws_.push_back(std::make_unique<ReadWriteLock>(
+            *pool_, ReadWriteLockOptions{.tables = tables_, .max_readers = kPermits}));
+      } else {
+        locks_.push_back(std::make_unique<Semaphore>(*pool_, kPermits, SemaphoreOptions{tables_}));
+      }
     }
   }
   ~SemaphoreModel() {
     leases_.clear();
     locks_.clear();
+    rws_.clear();
     pool_.reset();
     try {
       backend_.drop_tables_with_prefix(*admin_, tables_.prefix());
@@ -85,7 +100,7 @@ class SemaphoreModel {
     const int roll = static_cast<int>(rng_() % 100);
     if (roll < 45 || leases_.empty()) {
       acquire(static_cast<int>(pick(2)), kOwners[pick(kOwners.size())], kKeys[pick(kKeys.size())],
-              pick(4) == 0, pick(3) == 0);
+              pick(4) == 0, pick(3) == 0, rw_ && pick(3) == 0);
     } else if (roll < 70) {
       release(any_handle(), true);
     } else if (roll < 82) {
@@ -108,42 +123,51 @@ class SemaphoreModel {
     std::advance(it, static_cast<long>(pick(leases_.size())));
     return it->first;
   }
-  // Permits of `key` certainly held, and those that may be.
-  std::pair<int, int> held(const std::string& key) const {
+  // Permits of `key` (of writers, or of the rest) certainly held, and those that may be.
+  std::pair<int, int> held(const std::string& key, bool writers = false) const {
     int surely = 0, maybe = 0;
     for (const auto& [_, p] : permits_) {
-      if (p.key != key || p.expired) continue;
+      if (p.key != key || p.expired || p.writer != writers) continue;
       ++(p.maybe_expired ? maybe : surely);
     }
     return {surely, maybe};
   }
+  Lock& lock_of(int lock, bool writer) {
+    if (!rw_) return *locks_[lock];
+    return writer ? rws_[lock]->writer() : rws_[lock]->reader();
+  }
 
   void acquire(int lock, const std::string& owner, const std::string& key, bool timed,
-               bool short_ttl) {
+               bool short_ttl, bool writer) {
     ++counts[timed ? "timed acquire" : "try"];
     LockOptions options;
     options.owner = Owner::named(owner);
     options.ttl = short_ttl ? kShortTtl : milliseconds(30000);
     options.auto_renew = false;
-    const std::string what = "acquire(" + std::to_string(lock) + ", '" + owner + "', " + key +
+    const std::string what = std::string(writer ? "write " : "") + "acquire(" +
+                             std::to_string(lock) + ", '" + owner + "', " + key +
                              (short_ttl ? ", short" : "") + ")";
     const auto [surely, maybe] = held(key);
-    std::optional<Lease> got = timed ? locks_[lock]->acquire(key, milliseconds(30), options)
-                                     : locks_[lock]->try_acquire(key, options);
-    if (surely >= kPermits) {
-      EXPECT_FALSE(got) << what << ": a third permit while two are held";
+    const auto [writing, maybe_writing] = held(key, true);
+    Lock& l = lock_of(lock, writer);
+    std::optional<Lease> got =
+        timed ? l.acquire(key, milliseconds(30), options) : l.try_acquire(key, options);
+    if (writing > 0 || surely >= (writer ? 1 : kPermits)) {
+      EXPECT_FALSE(got) << what << ": granted while " << writing << " writer(s) and " << surely
+                        << " other(s) hold the key";
     }
-    if (surely + maybe < kPermits) {
-      EXPECT_TRUE(got) << what << ": refused with a permit free";
+    if (writing + maybe_writing == 0 && surely + maybe < (writer ? 1 : kPermits)) {
+      EXPECT_TRUE(got) << what << ": refused with room for it";
     }
     if (!got) return;
-    ++counts["granted"];
+    ++counts[writer ? "write granted" : "granted"];
     const std::int64_t token = got->fencing_token();
     EXPECT_TRUE(tokens_[key].insert(token).second) << what << ": token " << token << " repeated";
     std::int64_t& last = last_in_slot_[{key, token % 1024}];
     EXPECT_GT(token, last) << what << ": the slot's token went back";
     last = token;
-    permits_[next_handle_] = {key, owner, got->lease_id(), token, short_ttl, short_ttl};
+    permits_[next_handle_] = {key,       owner,     got->lease_id(), token,
+                              short_ttl, short_ttl, false,           writer};
     leases_.emplace(next_handle_++, std::move(*got));
   }
 
@@ -189,7 +213,7 @@ class SemaphoreModel {
 
   void check() {
     ++steps;
-    std::map<std::string, int> live;
+    std::map<std::string, int> live, writing;
     std::set<std::string> held_ids;
     // The table first, lost() after: lost() only turns true with time, so a lease the table no
     // longer holds must already say so.
@@ -197,7 +221,7 @@ class SemaphoreModel {
     for (const PermitRow& row : rows) {
       EXPECT_EQ(row.lock.fencing_token % 1024, row.slot) << row.lock.key << ": token and slot";
       if (row.lock.expired) continue;
-      ++live[row.lock.key];
+      ++(rw_ && row.slot == 0 ? writing : live)[row.lock.key];
       held_ids.insert(row.lock.lease_id);
       bool open = false;
       for (const auto& [_, p] : permits_) open = open || p.lease_id == row.lock.lease_id;
@@ -206,6 +230,8 @@ class SemaphoreModel {
     }
     for (const auto& [key, n] : live) {
       EXPECT_LE(n, kPermits) << key << ": " << n << " live permits (step " << steps << ")";
+      EXPECT_FALSE(writing.contains(key))
+          << key << ": a writer and " << n << " reader(s) (step " << steps << ")";
     }
     for (auto& [h, lease] : leases_) {
       const Permit& p = permits_.at(h);
@@ -224,7 +250,9 @@ class SemaphoreModel {
   TableNames tables_;
   std::unique_ptr<Connection> admin_;
   std::unique_ptr<Pool> pool_;
+  bool rw_;
   std::vector<std::unique_ptr<Semaphore>> locks_;
+  std::vector<std::unique_ptr<ReadWriteLock>> rws_;
   std::map<int, Lease> leases_;
   std::map<int, Permit> permits_;
   std::map<std::string, std::set<std::int64_t>> tokens_;
@@ -232,20 +260,26 @@ class SemaphoreModel {
   int next_handle_ = 0;
 };
 
-class SemaphoreModelTest : public ::testing::TestWithParam<Backend> {};
+class SemaphoreModelTest : public ::testing::TestWithParam<Backend> {
+ protected:
+  // Runs random steps for a sixth of the budget; returns the summary line.
+  void run(bool rw) {
+    const std::uint64_t seed = model_seed_from_env();
+    SCOPED_TRACE("DBLOCK_MODEL_SEED=" + std::to_string(seed));
+    SemaphoreModel model(GetParam(), seed, rw);
+    const auto end = Clock::now() + model_budget_from_env() / 6;
+    while (Clock::now() < end && !::testing::Test::HasFailure()) model.step();
+    std::string summary;
+    for (const auto& [what, n] : model.counts) summary += " " + what + "=" + std::to_string(n);
+    std::printf("[ %s model ] %s: %d steps:%s\n", rw ? "rw lock" : "semaphore",
+                GetParam().name.c_str(), model.steps, summary.c_str());
+    EXPECT_GT(model.counts["sleep"], 0) << "no permit outlived its TTL: the run checked too little";
+  }
+};
 
-TEST_P(SemaphoreModelTest, RandomStepsKeepTheLimitTokensAndLostTruthful) {
-  const std::uint64_t seed = model_seed_from_env();
-  SCOPED_TRACE("DBLOCK_MODEL_SEED=" + std::to_string(seed));
-  SemaphoreModel model(GetParam(), seed);
-  const auto end = Clock::now() + model_budget_from_env() / 3;
-  while (Clock::now() < end && !::testing::Test::HasFailure()) model.step();
-  std::string summary;
-  for (const auto& [what, n] : model.counts) summary += " " + what + "=" + std::to_string(n);
-  std::printf("[ semaphore model ] %s: %d steps:%s\n", GetParam().name.c_str(), model.steps,
-              summary.c_str());
-  EXPECT_GT(model.counts["sleep"], 0) << "no permit outlived its TTL: the run checked too little";
-}
+TEST_P(SemaphoreModelTest, RandomStepsKeepTheLimitTokensAndLostTruthful) { run(false); }
+
+TEST_P(SemaphoreModelTest, RandomReadersAndWritersNeverMeet) { run(true); }
 
 INSTANTIATE_TEST_SUITE_P(Pairs, SemaphoreModelTest, ::testing::ValuesIn(all_backends()),
                          BackendName());

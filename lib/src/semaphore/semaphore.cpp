@@ -9,6 +9,7 @@
 #include "lock_keys.hpp"
 #include "renewer.hpp"
 #include "retry_until.hpp"
+#include "semaphore/permits.hpp"
 #include "sql/by_server.hpp"
 #include "sql/server_sql.hpp"
 #include "sql/statement.hpp"
@@ -24,7 +25,7 @@ constexpr std::int64_t kSlots = 1024;
 static_assert(Semaphore::kMaxPermits <= kSlots);
 
 struct Statements {
-  detail::Statement acquire, slots, acquire_slot, define, set_limit, release, renew;
+  detail::Statement acquire, slots, acquire_slot, define, set_limit, release, renew, live_in;
 };
 
 // What one attempt at a permit found.
@@ -37,9 +38,10 @@ struct Attempt {
 }  // namespace
 
 struct Semaphore::Impl {
-  Impl(ConnectionSource& src, int n, SemaphoreOptions opts)
+  Impl(ConnectionSource& src, detail::PermitSlots range, SemaphoreOptions opts)
       : source(src),
-        permits(n),
+        permits(range.limit),
+        slots(range),
         options(std::move(opts)),
         statements(src.dialect(), [&](const detail::ServerSql& server) {
           const detail::SemaphoreSql& sql = server.semaphore;
@@ -49,14 +51,8 @@ struct Semaphore::Impl {
               detail::Statement(sql.acquire, d, t),      detail::Statement(sql.slots, d, t),
               detail::Statement(sql.acquire_slot, d, t), detail::Statement(sql.define, d, t),
               detail::Statement(sql.set_limit, d, t),    detail::Statement(sql.release, d, t),
-              detail::Statement(sql.renew, d, t)};
-        }) {
-    if (n < 1 || n > kMaxPermits) {
-      throw Error(ErrorCode::kInvalidArgument, "a semaphore needs 1 to " +
-                                                   std::to_string(kMaxPermits) + " permits; got " +
-                                                   std::to_string(n));
-    }
-  }
+              detail::Statement(sql.renew, d, t),        detail::Statement(sql.live_in, d, t)};
+        }) {}
 
   // Runs `fn(conn, statements)` on a pooled connection. Contention (deadlock, serialization
   // failure) is retried a few times and then reported as nullopt; a lost connection is retried
@@ -101,7 +97,10 @@ struct Semaphore::Impl {
         {"process", Value(info.owner.process)},
         {"thread", Value(info.owner.thread)},
         {"ttl_ms", Value(static_cast<std::int64_t>(lock.ttl.count()))},
-        {"metadata", lock.metadata.is_null() ? Value() : Value(lock.metadata.dump())}};
+        {"metadata", lock.metadata.is_null() ? Value() : Value(lock.metadata.dump())},
+        {"first", Value(static_cast<std::int64_t>(slots.first))},
+        {"last", Value(static_cast<std::int64_t>(slots.last))},
+        {"blocked_by", Value(static_cast<std::int64_t>(slots.blocked_by))}};
     return run([&](Connection& conn, const Statements& st) {
       Attempt out;
       if (!st.acquire.empty()) {  // the server picks the slot (PostgreSQL)
@@ -128,7 +127,9 @@ struct Semaphore::Impl {
       }
       if (out.limit != permits) return out;
       std::vector<std::int64_t> free;
-      for (int s = 0; s < permits; ++s) {
+      const bool blocked =
+          slots.blocked_by >= 0 && taken[static_cast<std::size_t>(slots.blocked_by)];
+      for (int s = slots.first; !blocked && s <= std::min(slots.last, permits - 1); ++s) {
         if (!taken[static_cast<std::size_t>(s)]) free.push_back(s);
       }
       out.free = static_cast<std::int64_t>(free.size());
@@ -159,8 +160,24 @@ struct Semaphore::Impl {
     }
   }
 
+  // Live permits of `key` in slots `first` to `last`.
+  std::int64_t live_in(const std::string& key, int first, int last) {
+    const detail::Arg args[] = {{"key", Value(key)},
+                                {"first", Value(static_cast<std::int64_t>(first))},
+                                {"last", Value(static_cast<std::int64_t>(last))}};
+    auto n = run([&](Connection& conn, const Statements& st) {
+      return conn.execute(st.live_in.sql(), st.live_in.bind(args)).int64_at(0, "n");
+    });
+    if (!n) {
+      throw Error(ErrorCode::kLockWaitTimeout,
+                  "counting the holders of '" + key + "' kept contending; try again");
+    }
+    return *n;
+  }
+
   ConnectionSource& source;
-  int permits;
+  int permits;  // the key's limit
+  detail::PermitSlots slots;
   SemaphoreOptions options;
   detail::ByServer<Statements> statements;
 };
@@ -220,21 +237,31 @@ class Permit final : public detail::LeaseCore {
 
 std::optional<Lease> attempt(const std::shared_ptr<Semaphore::Impl>& impl, detail::LeaseInfo info,
                              const LockOptions& options) {
-  bool defined = false;
+  int defined = 0;
   for (int race = 0;; ++race) {
     const auto sent = detail::BootClock::now();  // the permit runs from here at the latest
     const std::optional<Attempt> a = impl->take(info, options);
     if (!a) return std::nullopt;  // contended throughout
     if (!a->limit) {
-      if (defined) {
-        throw Error(ErrorCode::kFailedPrecondition,
-                    "the limit of semaphore '" + info.key + "' was stored and is gone again");
+      // The key's first use (or its limit was cleaned away since: stored again).
+      if (++defined > 3) {
+        throw Error(
+            ErrorCode::kFailedPrecondition,
+            "the limit of semaphore '" + info.key +
+                "' is deleted as soon as it is stored: is a cleaner running with no grace?");
       }
-      impl->store_limit(info.key, false);  // the key's first use
-      defined = true;
+      impl->store_limit(info.key, false);
       continue;
     }
     if (*a->limit != impl->permits) {
+      if (impl->slots.read_write) {
+        throw Error(ErrorCode::kFailedPrecondition,
+                    "reader-writer lock '" + info.key + "' is stored with " +
+                        std::to_string(*a->limit - 1) + " readers, and this ReadWriteLock has " +
+                        std::to_string(impl->permits - 1) +
+                        ": every ReadWriteLock on a key must have the same max_readers; to "
+                        "change it, call set_limit on a Semaphore of max_readers + 1 permits");
+      }
       throw Error(ErrorCode::kFailedPrecondition,
                   "semaphore '" + info.key + "' is stored with " + std::to_string(*a->limit) +
                       " permits, and this Semaphore has " + std::to_string(impl->permits) +
@@ -260,33 +287,64 @@ detail::LeaseInfo new_permit(std::string_view key, const LockOptions& options) {
           options.owner ? *options.owner : Owner::current_thread(), options.ttl};
 }
 
+void check_permits(int n, int most, std::string_view what) {
+  if (n < 1 || n > most) {
+    throw Error(ErrorCode::kInvalidArgument, std::string(what) + " needs 1 to " +
+                                                 std::to_string(most) + " permits; got " +
+                                                 std::to_string(n));
+  }
+}
+
 }  // namespace
 
-Semaphore::Semaphore(ConnectionSource& source, int permits, SemaphoreOptions options)
-    : impl_(std::make_shared<Impl>(source, permits, std::move(options))) {}
+namespace detail {
+
+std::shared_ptr<Semaphore::Impl> make_permits(ConnectionSource& source, PermitSlots slots,
+                                              SemaphoreOptions options) {
+  return std::make_shared<Semaphore::Impl>(source, slots, std::move(options));
+}
+
+std::optional<Lease> take_permit(const std::shared_ptr<Semaphore::Impl>& impl, std::string_view key,
+                                 milliseconds timeout, const LockOptions& options) {
+  const detail::LeaseInfo info = new_permit(key, options);
+  const bool forever = detail::is_forever_wait(timeout);
+  if (timeout == milliseconds(0)) return attempt(impl, info, options);
+  Backoff backoff(impl->options.backoff);
+  auto& clock = detail::Clock::system();
+  return detail::retry_until(
+      clock, timeout, forever, backoff, [&] { return attempt(impl, info, options); },
+      [&](milliseconds d) { clock.sleep_for(d); });
+}
+
+std::int64_t live_permits(Semaphore::Impl& impl, const std::string& key, int first, int last) {
+  return impl.live_in(key, first, last);
+}
+
+void store_limit(Semaphore::Impl& impl, std::string_view key) {
+  validate_lock_key(key);
+  impl.store_limit(std::string(key), true);
+}
+
+}  // namespace detail
+
+Semaphore::Semaphore(ConnectionSource& source, int permits, SemaphoreOptions options) {
+  check_permits(permits, kMaxPermits, "a semaphore");
+  impl_ = detail::make_permits(source, {permits, 0, permits - 1, -1}, std::move(options));
+}
 
 Semaphore::~Semaphore() = default;
 
 int Semaphore::permits() const noexcept { return impl_->permits; }
 
 std::optional<Lease> Semaphore::try_acquire(std::string_view key, const LockOptions& options) {
-  return attempt(impl_, new_permit(key, options), options);
+  return detail::take_permit(impl_, key, milliseconds(0), options);
 }
 
 std::optional<Lease> Semaphore::acquire(std::string_view key, milliseconds timeout,
                                         const LockOptions& options) {
-  const detail::LeaseInfo info = new_permit(key, options);
-  const bool forever = detail::is_forever_wait(timeout);
-  Backoff backoff(impl_->options.backoff);
-  auto& clock = detail::Clock::system();
-  return detail::retry_until(
-      clock, timeout, forever, backoff, [&] { return attempt(impl_, info, options); },
-      [&](milliseconds d) { clock.sleep_for(d); });
+  return detail::take_permit(impl_, key, timeout, options);
 }
 
-void Semaphore::set_limit(std::string_view key) {
-  validate_lock_key(key);
-  impl_->store_limit(std::string(key), true);
-}
+void Semaphore::set_limit(std::string_view key) { detail::store_limit(*impl_, key); }
 
 }  // namespace dblock

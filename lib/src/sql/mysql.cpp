@@ -253,6 +253,9 @@ constexpr SemaphoreSql kSemaphore = {
         "   UTC_TIMESTAMP(6) + INTERVAL {{param:ttl_ms}} * 1000 MICROSECOND)"
         " WHERE" DBLOCK_PERMIT_OWNER
         " AND lease_id = {{param:lease_id}} AND expires_at > UTC_TIMESTAMP(6)",
+    .live_in =
+        "SELECT COUNT(*) AS n FROM {{table:semaphore_permits}} WHERE lock_key = {{param:key}}"
+        " AND slot BETWEEN {{param:first}} AND {{param:last}} AND expires_at > UTC_TIMESTAMP(6)",
 };
 
 #undef DBLOCK_PERMIT_OWNER

@@ -232,8 +232,9 @@ constexpr UniqueKeySql kUniqueKey = {
   " AND slot = {{param:slot}}::integer AND fencing_token = {{param:token}}::bigint"
 
 constexpr SemaphoreSql kSemaphore = {
-    // One statement: the key's live permits, the free slots of its limit (only when the caller
-    // asks for the stored one), one of them at random (or this lease id's own live slot: a
+    // One statement: the key's live permits, the free slots of its limit from first to last
+    // (only when the caller asks for the stored limit, and none while slot blocked_by is held),
+    // one of them at random (or this lease id's own live slot: a
     // retry of an attempt that took it), and the upsert that takes it. Two acquires that picked
     // one slot are decided by ON CONFLICT ... WHERE: one of them finds no free row and reports
     // free > 0 with no permit. A try that finds no free slot writes nothing.
@@ -241,9 +242,11 @@ constexpr SemaphoreSql kSemaphore = {
         "WITH s AS (SELECT permits FROM {{table:semaphores}} WHERE lock_key = {{param:key}}),"
         " live AS (SELECT slot, lease_id FROM {{table:semaphore_permits}}"
         "   WHERE lock_key = {{param:key}} AND expires_at > statement_timestamp()),"
-        " free AS (SELECT g.slot FROM s, generate_series(0, s.permits - 1) AS g(slot)"
+        " free AS (SELECT g.slot FROM s, generate_series({{param:first}}::integer,"
+        "   LEAST({{param:last}}::integer, s.permits - 1)) AS g(slot)"
         "   WHERE s.permits = {{param:permits}}::integer"
-        "   AND g.slot NOT IN (SELECT slot FROM live)),"
+        "   AND g.slot NOT IN (SELECT slot FROM live)"
+        "   AND {{param:blocked_by}}::integer NOT IN (SELECT slot FROM live)),"
         " pick AS (SELECT slot FROM (SELECT slot, 0 AS o FROM live"
         "   WHERE lease_id = {{param:lease_id}}"
         "   UNION ALL (SELECT slot, 1 FROM free ORDER BY random() LIMIT 1)) c ORDER BY o LIMIT 1),"
@@ -294,6 +297,10 @@ constexpr SemaphoreSql kSemaphore = {
         "   statement_timestamp() + {{param:ttl_ms}}::bigint * interval '1 millisecond')"
         " WHERE" DBLOCK_PERMIT_OWNER
         " AND lease_id = {{param:lease_id}} AND expires_at > statement_timestamp()",
+    .live_in =
+        "SELECT count(*) AS n FROM {{table:semaphore_permits}} WHERE lock_key = {{param:key}}"
+        " AND slot BETWEEN {{param:first}}::integer AND {{param:last}}::integer"
+        " AND expires_at > statement_timestamp()",
 };
 
 // The tables the cleaner empties, and whose privileges `dblock doctor` checks: a table of a

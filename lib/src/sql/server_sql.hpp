@@ -81,9 +81,11 @@ struct UniqueKeySql {
   std::string_view leave;  // waiter_id: the waiter leaves the queue
 };
 
-// The counting semaphore (the semaphores and semaphore_permits tables). Statements bound from
-// key, permits (the caller's limit), lease_id, host, process, thread, ttl_ms, metadata, slot,
-// token, release_id. A permit's fencing token is slot + 1024 x the database clock in µs, raised
+// The counting semaphore (the semaphores and semaphore_permits tables), and the reader-writer
+// lock built on it. Statements bound from key, permits (the caller's limit), lease_id, host,
+// process, thread, ttl_ms, metadata, slot, token, release_id; an acquire also from first and last
+// (the slots it may take, below the limit) and blocked_by (a slot whose live permit refuses it;
+// -1: none). A permit's fencing token is slot + 1024 x the database clock in µs, raised
 // past the slot's previous token, so token % 1024 is the slot.
 struct SemaphoreSql {
   // Where the acquire picks a free slot itself (PostgreSQL): one row, columns "permits" (the
@@ -107,6 +109,8 @@ struct SemaphoreSql {
   // extends it (one row matched when still held).
   std::string_view release;
   std::string_view renew;
+  // Column "n": the key's live permits in slots `first` to `last`.
+  std::string_view live_in;
 };
 
 // The cleaner. Each statement is one autocommit statement.

@@ -1,0 +1,43 @@
+// Permits of the semaphore tables, taken from a range of a key's slots: what Semaphore (every
+// slot) and ReadWriteLock (readers: slots 1 and up, refused while slot 0 is held; the writer:
+// slot 0) are built from. Internal.
+//
+// Thread-safety: as Semaphore.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "dblock/semaphore.hpp"
+
+namespace dblock::detail {
+
+// The slots an acquire may take: from `first` to `last` (and below the key's limit), none while
+// slot `blocked_by` (unless negative) holds a live permit. `limit` is the key's stored limit.
+struct PermitSlots {
+  int limit = 1;
+  int first = 0;
+  int last = 0;
+  int blocked_by = -1;
+  bool read_write = false;  // a ReadWriteLock's (for the messages)
+};
+
+std::shared_ptr<Semaphore::Impl> make_permits(ConnectionSource& source, PermitSlots slots,
+                                              SemaphoreOptions options);
+
+// A permit of `key`: one try for a zero timeout, else a wait (std::chrono::milliseconds::max():
+// without a limit).
+std::optional<Lease> take_permit(const std::shared_ptr<Semaphore::Impl>& impl, std::string_view key,
+                                 std::chrono::milliseconds timeout, const LockOptions& options);
+
+// How many live permits `key` has in slots `first` to `last`.
+std::int64_t live_permits(Semaphore::Impl& impl, const std::string& key, int first, int last);
+
+// Stores the limit of `impl` as `key`'s, whatever was stored.
+void store_limit(Semaphore::Impl& impl, std::string_view key);
+
+}  // namespace dblock::detail

@@ -1,0 +1,138 @@
+#include "dblock/read_write_lock.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include "clock.hpp"
+#include "dblock/error.hpp"
+#include "lock_keys.hpp"
+#include "retry_until.hpp"
+#include "semaphore/permits.hpp"
+
+namespace dblock {
+
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr int kWriterSlot = 0;
+
+// Gives `lease` back, errors swallowed: it then ends by its TTL.
+void give_back(Lease& lease) noexcept {
+  try {
+    lease.release();
+  } catch (const Error&) {
+    // Ends by its TTL.
+  }
+}
+
+// Shared leases: a reader slot, kept only when no writer has slot 0 once it is taken.
+class Reader final : public Lock {
+ public:
+  Reader(std::shared_ptr<Semaphore::Impl> permits, BackoffPolicy backoff)
+      : permits_(std::move(permits)), backoff_(backoff) {}
+
+  std::optional<Lease> try_acquire(std::string_view key, const LockOptions& options) override {
+    auto lease = detail::take_permit(permits_, key, milliseconds(0), options);
+    if (!lease) return lease;  // every reader slot held, or a writer seen at slot 0
+    // Taken: now look at slot 0. A writer that took it before this read waits for this reader;
+    // one that took it before the permit was taken is seen here.
+    if (detail::live_permits(*permits_, lease->key(), kWriterSlot, kWriterSlot) == 0) return lease;
+    give_back(*lease);
+    return std::nullopt;
+  }
+
+  std::optional<Lease> acquire(std::string_view key, milliseconds timeout,
+                               const LockOptions& options) override {
+    const bool forever = detail::is_forever_wait(timeout);
+    Backoff backoff(backoff_);
+    auto& clock = detail::Clock::system();
+    return detail::retry_until(
+        clock, timeout, forever, backoff, [&] { return try_acquire(key, options); },
+        [&](milliseconds d) { clock.sleep_for(d); });
+  }
+  using Lock::acquire;
+
+ private:
+  std::shared_ptr<Semaphore::Impl> permits_;
+  BackoffPolicy backoff_;
+};
+
+// Exclusive leases: slot 0, then the readers already in drained.
+class Writer final : public Lock {
+ public:
+  Writer(std::shared_ptr<Semaphore::Impl> permits, BackoffPolicy backoff)
+      : permits_(std::move(permits)), backoff_(backoff) {}
+
+  std::optional<Lease> try_acquire(std::string_view key, const LockOptions& options) override {
+    return acquire(key, milliseconds(0), options);
+  }
+
+  std::optional<Lease> acquire(std::string_view key, milliseconds timeout,
+                               const LockOptions& options) override {
+    const bool forever = detail::is_forever_wait(timeout);
+    auto& clock = detail::Clock::system();
+    const auto deadline = forever ? detail::Clock::time_point::max() : clock.now() + timeout;
+    const auto left = [&] {
+      return forever ? milliseconds::max()
+                     : std::max(milliseconds(0),
+                                std::chrono::ceil<milliseconds>(deadline - clock.now()));
+    };
+    for (;;) {
+      auto lease = detail::take_permit(permits_, key, left(), options);
+      if (!lease) return lease;
+      // Slot 0 is ours: no reader gets in from now on. Wait for those already in.
+      Backoff backoff(backoff_);
+      const bool drained = detail::retry_until(
+          clock, left(), forever, backoff,
+          // Every slot past 0: readers let in under a higher limit count too.
+          [&] {
+            return detail::live_permits(*permits_, lease->key(), 1, Semaphore::kMaxPermits) == 0;
+          },
+          [&](milliseconds d) { clock.sleep_for(d); });
+      if (drained && !lease->lost()) return lease;
+      give_back(*lease);
+      // Out of time, or slot 0 was lost while the readers drained: another writer may have it.
+      if (!drained || left() == milliseconds(0)) return std::nullopt;
+    }
+  }
+  using Lock::acquire;
+
+ private:
+  std::shared_ptr<Semaphore::Impl> permits_;
+  BackoffPolicy backoff_;
+};
+
+}  // namespace
+
+struct ReadWriteLock::Impl {
+  Impl(ConnectionSource& source, ReadWriteLockOptions options) {
+    const int n = options.max_readers;
+    if (n < 1 || n >= Semaphore::kMaxPermits) {
+      throw Error(ErrorCode::kInvalidArgument, "a reader-writer lock needs max_readers from 1 to " +
+                                                   std::to_string(Semaphore::kMaxPermits - 1) +
+                                                   "; got " + std::to_string(n));
+    }
+    const SemaphoreOptions permits{options.tables, options.backoff, options.contention_retries};
+    // The key's limit is max_readers + 1: slot 0 is the writer's.
+    reader.emplace(detail::make_permits(source, {n + 1, 1, n, kWriterSlot, true}, permits),
+                   options.backoff);
+    writer.emplace(
+        detail::make_permits(source, {n + 1, kWriterSlot, kWriterSlot, -1, true}, permits),
+        options.backoff);
+  }
+
+  std::optional<Reader> reader;
+  std::optional<Writer> writer;
+};
+
+ReadWriteLock::ReadWriteLock(ConnectionSource& source, ReadWriteLockOptions options)
+    : impl_(std::make_unique<Impl>(source, std::move(options))) {}
+
+ReadWriteLock::~ReadWriteLock() = default;
+
+Lock& ReadWriteLock::reader() noexcept { return *impl_->reader; }
+
+Lock& ReadWriteLock::writer() noexcept { return *impl_->writer; }
+
+}  // namespace dblock
