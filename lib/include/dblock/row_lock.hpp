@@ -14,6 +14,12 @@
 // nothing even if the grant raced the timeout. Each acquisition stamps the row with the holder
 // and a fencing token (the same scheme as UniqueKeyLock).
 //
+// Fairness: waiters wait in the server's own lock queue for the row, and dblock adds none.
+// PostgreSQL grants a row lock to its waiters in the order they came; InnoDB in that order on
+// MariaDB, and on MySQL 8.0 by its contention-aware scheduling (CATS), which may put a waiter
+// that blocks others first. A try (NOWAIT) never queues and may take a row just freed before a
+// waiter does. For turns in order of arrival across every server, use UniqueKeyLock with fair.
+//
 // The lease owns the connection and its open transaction until it ends: Lease::connection() is
 // where the critical section does its writes, so they commit atomically with the release.
 // release() commits; a lease dropped without release() (an exception in the critical section)
