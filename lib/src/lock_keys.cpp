@@ -1,6 +1,8 @@
 #include "lock_keys.hpp"
 
+#include <algorithm>
 #include <random>
+#include <thread>
 
 #include "dblock/error.hpp"
 #include "dblock/lock.hpp"
@@ -69,6 +71,12 @@ namespace detail {
 bool is_write_contention(ErrorCode code) noexcept {
   return code == ErrorCode::kDeadlock || code == ErrorCode::kSerializationFailure ||
          code == ErrorCode::kLockWaitTimeout || code == ErrorCode::kLockNotAvailable;
+}
+
+void pause_after_contention(int attempt) {
+  thread_local std::mt19937 rng{std::random_device{}()};
+  std::uniform_int_distribution<int> pick(0, 2 << std::min(attempt, 4));
+  std::this_thread::sleep_for(std::chrono::milliseconds(pick(rng)));
 }
 
 std::string random_lease_id() {

@@ -22,6 +22,9 @@ void validate_ttl(std::chrono::milliseconds ttl, std::string_view what);
 // True for the errors a lock's autocommit write may meet when others write the same rows at once
 // (deadlock, serialization failure, lock wait timeout, lock not available): worth a few retries.
 bool is_write_contention(ErrorCode code) noexcept;
+// Sleeps a random 0 to 2^(attempt+1) ms (at most 32 ms) before retrying after such an error,
+// so that writers that collided do not collide again in step.
+void pause_after_contention(int attempt);
 
 // Throws Error(kInvalidArgument) for a negative wait timeout. True when the wait is "forever":
 // past a century, which would overflow the clock's arithmetic.

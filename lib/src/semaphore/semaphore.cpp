@@ -55,8 +55,8 @@ struct Semaphore::Impl {
         }) {}
 
   // Runs `fn(conn, statements)` on a pooled connection. Contention (deadlock, serialization
-  // failure) is retried a few times and then reported as nullopt; a lost connection is retried
-  // once (every statement here is safe to send again: see SemaphoreSql).
+  // failure) is retried a few times, after a short random pause, and then reported as nullopt; a
+  // lost connection is retried once (every statement here is safe to send again: see SemaphoreSql).
   template <class Fn>
   auto run(Fn&& fn, detail::LeaseCore* renewing = nullptr)
       -> std::optional<decltype(fn(std::declval<Connection&>(), std::declval<Statements&>()))> {
@@ -76,6 +76,7 @@ struct Semaphore::Impl {
       } catch (const Error& e) {
         if (detail::is_write_contention(e.code())) {
           if (attempt >= options.contention_retries) return std::nullopt;
+          detail::pause_after_contention(attempt);
           continue;
         }
         if (e.code() == ErrorCode::kConnectionLost && !retried_lost) {

@@ -64,7 +64,7 @@ struct UniqueKeySql {
   std::string_view release_rest;  // frees the holds left by acquires whose reply was lost
   std::string_view renew;
   std::string_view claim;
-  // Fair waiting (the lock_waiters table). acquire also takes fair (1 or 0), seq (the
+  // Fair waiting (the lock_waiters table). Rendered for a fair lock, acquire also takes seq (the
   // waiter's place, NULL when not queued) and waiter_id (NULL when not queued): a fair acquire of
   // a free key takes it only when no live waiter registered before seq (any live waiter, when
   // NULL) is queued, unless the owner holds the key already (re-entry). Where

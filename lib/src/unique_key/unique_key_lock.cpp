@@ -23,12 +23,6 @@ namespace dblock {
 
 namespace {
 
-void contention_pause(int attempt) {
-  thread_local std::mt19937 rng{std::random_device{}()};
-  std::uniform_int_distribution<int> pick(0, 2 << std::min(attempt, 4));
-  std::this_thread::sleep_for(std::chrono::milliseconds(pick(rng)));
-}
-
 Value json_param(const nlohmann::json& metadata) {
   return metadata.is_null() ? Value() : Value(metadata.dump());
 }
@@ -151,7 +145,7 @@ struct UniqueKeyLock::Impl : std::enable_shared_from_this<UniqueKeyLock::Impl> {
       } catch (const Error& e) {
         if (detail::is_write_contention(e.code())) {
           if (attempt >= options.contention_retries) return std::nullopt;
-          contention_pause(attempt);
+          detail::pause_after_contention(attempt);
           continue;
         }
         if (e.code() == ErrorCode::kConnectionLost && idempotent && !retried_lost) {
