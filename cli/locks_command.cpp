@@ -110,11 +110,7 @@ int list(const LocksOptions& opts) {
   std::vector<LockRow> rows =
       opts.key_prefix ? list_locks(*conn, tables, *opts.key_prefix) : list_locks(*conn, tables);
   const auto waiters = queued_waiters(*conn, tables);
-  std::vector<PermitRow> permits = list_permits(*conn, tables);
-  if (opts.key_prefix) {
-    std::erase_if(permits,
-                  [&](const PermitRow& p) { return !p.lock.key.starts_with(*opts.key_prefix); });
-  }
+  const std::vector<PermitRow> permits = list_permits(*conn, tables, opts.key_prefix.value_or(""));
   if (opts.json) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& row : rows) out.push_back(to_json(row, waiting(waiters, row.key)));

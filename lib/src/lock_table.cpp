@@ -44,8 +44,15 @@ std::map<std::string, std::int64_t> queued_waiters(Connection& conn, const Table
 }
 
 std::vector<PermitRow> list_permits(Connection& conn, const TableNames& tables) {
-  const Result r = conn.execute(detail::render_sql(
-      detail::server_sql(conn.server()).operators.permits, conn.dialect(), tables));
+  return list_permits(conn, tables, "");
+}
+
+std::vector<PermitRow> list_permits(Connection& conn, const TableNames& tables,
+                                    std::string_view key_prefix) {
+  const detail::Statement list(detail::server_sql(conn.server()).operators.permits, conn.dialect(),
+                               tables);
+  const Result r =
+      conn.execute(list.sql(), list.bind({{"prefix", Value(std::string(key_prefix))}}));
   std::vector<LockRow> locks = to_rows(r);
   std::vector<PermitRow> out;
   out.reserve(locks.size());

@@ -290,6 +290,29 @@ TEST_P(SemaphoreTest, ReleaseSentTwiceFreesOnePermit) {
   EXPECT_EQ(held->release(), ReleaseOutcome::kNotHeld);
 }
 
+// The prefix is compared byte for byte: '%' and '_' match only themselves, as in list_locks.
+TEST_P(SemaphoreTest, PermitsAreListedByKeyPrefix) {
+  auto sem = make(2);
+  std::vector<Lease> held;
+  for (const char* key : {"job:a%1", "job:a%2", "job:ab", "job_a%1", "other"}) {
+    auto lease = sem->try_acquire(key, as("w"));
+    ASSERT_TRUE(lease) << key;
+    held.push_back(std::move(*lease));
+  }
+  auto keys = [&](std::string_view prefix) {
+    std::vector<std::string> out;
+    for (const auto& p : list_permits(*pool_->acquire(), tables_, prefix)) {
+      out.push_back(p.lock.key);
+    }
+    return out;
+  };
+  EXPECT_EQ(keys("job:a%"), (std::vector<std::string>{"job:a%1", "job:a%2"}));
+  EXPECT_EQ(keys("job:"), (std::vector<std::string>{"job:a%1", "job:a%2", "job:ab"}));
+  EXPECT_EQ(keys("job_"), (std::vector<std::string>{"job_a%1"}));
+  EXPECT_TRUE(keys("nothing").empty());
+  EXPECT_EQ(keys("").size(), 5u);
+}
+
 TEST_P(SemaphoreTest, TheCleanerDeletesExpiredPermitsAndLocksListsHeldOnes) {
   auto sem = make(3);
   auto gone = sem->try_acquire("k", as("gone", milliseconds(50), false));

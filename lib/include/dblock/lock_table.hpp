@@ -55,6 +55,11 @@ struct PermitRow {
 // key and slot. Needs the semaphore tables (migration 6).
 std::vector<PermitRow> list_permits(Connection& conn, const TableNames& tables = TableNames());
 
+// The permits list_permits returns whose key starts with `key_prefix` (byte for byte, as
+// list_locks compares).
+std::vector<PermitRow> list_permits(Connection& conn, const TableNames& tables,
+                                    std::string_view key_prefix);
+
 // An operator's release: frees `row.key` as its holder's last release would (hold count 0,
 // expires now, waiters on PostgreSQL notified), keeping its fencing token so the next holder's
 // is higher, but only while the row still carries row.lease_id and row.fencing_token (as a

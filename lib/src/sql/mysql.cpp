@@ -472,7 +472,9 @@ constexpr OperatorSql kOperators = {
         " CAST(p.metadata AS CHAR) AS metadata"
         " FROM {{table:semaphore_permits}} p"
         " LEFT JOIN {{table:semaphores}} s ON s.lock_key = p.lock_key"
-        " WHERE p.lease_id NOT LIKE 'r-%' ORDER BY p.lock_key, p.slot",
+        " WHERE p.lease_id NOT LIKE 'r-%' AND LEFT(p.lock_key, LENGTH(CAST({{param:prefix}} AS"
+        "   BINARY))) = CAST({{param:prefix}} AS BINARY)"
+        " ORDER BY p.lock_key, p.slot",
 };
 
 constexpr DoctorSql kDoctor = {

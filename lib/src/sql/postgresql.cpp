@@ -558,7 +558,9 @@ constexpr OperatorSql kOperators = {
         " p.metadata::text AS metadata"
         " FROM {{table:semaphore_permits}} p"
         " LEFT JOIN {{table:semaphores}} s ON s.lock_key = p.lock_key"
-        " WHERE NOT p.lease_id LIKE 'r-%' ORDER BY p.lock_key, p.slot",
+        " WHERE NOT p.lease_id LIKE 'r-%'"
+        " AND left(p.lock_key, length({{param:prefix}})) = {{param:prefix}}"
+        " ORDER BY p.lock_key, p.slot",
 };
 
 constexpr DoctorSql kDoctor = {

@@ -182,8 +182,9 @@ struct OperatorSql {
   std::string_view release;      // frees a row still carrying the lease and token read
   // Columns "key" and "n": the live fair waiters queued per key (keys with none left out).
   std::string_view waiters;
-  // Columns as list, plus "slot" and "permits" (the key's limit): the semaphore permits held or
-  // expired and not yet cleaned, ordered by key and slot.
+  // A Statement: prefix ("" for all). Columns as list, plus "slot" and "permits" (the key's
+  // limit): the semaphore permits held or expired and not yet cleaned whose key starts with the
+  // prefix, ordered by key and slot.
   std::string_view permits;
 };
 
