@@ -26,20 +26,36 @@ std::vector<std::string_view> ordered(std::span<const std::string> keys) {
   return out;
 }
 
-// Takes the keys in order with `take` (a try or a wait); on the first key not obtained gives
-// back those taken (newest first) and returns nothing.
+// Gives back the leases taken so far, newest first, as dropped leases (a release, or a
+// transactional strategy's rollback: nothing of a critical section ran), never throwing.
+void give_back(std::vector<Lease>& taken) noexcept {
+  while (!taken.empty()) taken.pop_back();
+}
+
+// Takes the keys in order with `take` (a try or a wait). Returns the set only when every lease
+// is still held once the last key is taken: a lease lost meanwhile (its session killed, its TTL
+// run out while a later key was waited for) may already be another owner's. Otherwise, and on
+// the first key not obtained or an error, gives back what it took and returns nothing (rethrows).
 template <class Take>
 std::optional<LeaseSet> take_in_order(const std::vector<std::string_view>& keys, Take&& take) {
   std::vector<Lease> taken;
   taken.reserve(keys.size());
-  for (std::string_view key : keys) {
-    std::optional<Lease> lease = take(key);
-    if (!lease) {
-      LeaseSet partial(std::move(taken));
-      partial.release();
-      return std::nullopt;
+  try {
+    for (std::string_view key : keys) {
+      std::optional<Lease> lease = take(key);
+      if (!lease) {
+        give_back(taken);
+        return std::nullopt;
+      }
+      taken.push_back(std::move(*lease));
     }
-    taken.push_back(std::move(*lease));
+  } catch (...) {
+    give_back(taken);
+    throw;
+  }
+  if (std::any_of(taken.begin(), taken.end(), [](const Lease& l) { return l.lost(); })) {
+    give_back(taken);
+    return std::nullopt;
   }
   return LeaseSet(std::move(taken));
 }
@@ -101,13 +117,21 @@ std::optional<LeaseSet> acquire_all(Lock& lock, std::span<const std::string> key
   const std::vector<std::string_view> in_order = ordered(keys);
   detail::Clock& clock = detail::Clock::system();
   const auto deadline = forever ? detail::Clock::time_point::max() : clock.now() + timeout;
-  return take_in_order(in_order, [&](std::string_view key) {
+  bool out_of_time = false;
+  auto take = [&](std::string_view key) {
     if (forever) return lock.acquire(key, std::chrono::milliseconds::max(), options);
     const auto left =
         std::max(std::chrono::milliseconds(0),
                  std::chrono::ceil<std::chrono::milliseconds>(deadline - clock.now()));
-    return lock.acquire(key, left, options);
-  });
+    std::optional<Lease> lease = lock.acquire(key, left, options);
+    if (!lease) out_of_time = true;
+    return lease;
+  };
+  // A set given back for a lease lost on the way is asked for again while time is left.
+  for (;;) {
+    std::optional<LeaseSet> set = take_in_order(in_order, take);
+    if (set || out_of_time || (!forever && clock.now() >= deadline)) return set;
+  }
 }
 
 }  // namespace dblock

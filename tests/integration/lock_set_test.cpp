@@ -168,6 +168,72 @@ TEST_P(LockSetTest, WithLocksThrowsLeaseLostWhenAnyLeaseWasLostAndGivesEveryKeyB
   EXPECT_TRUE(free_for_another("b"));
 }
 
+// Passes every call to `inner`, and makes the lease it handed out for "a" lost just before it is
+// first asked for "b": its session killed (row lock), or its TTL run out (unique key).
+class LosesKeyA final : public Lock {
+ public:
+  LosesKeyA(Lock& inner, const Backend& backend) : inner_(inner), backend_(backend) {}
+  std::optional<Lease> try_acquire(std::string_view key, const LockOptions& options) override {
+    before(key, options);
+    return after(key, inner_.try_acquire(key, options));
+  }
+  std::optional<Lease> acquire(std::string_view key, milliseconds timeout,
+                               const LockOptions& options) override {
+    before(key, options);
+    return after(key, inner_.acquire(key, timeout, options));
+  }
+  using Lock::acquire;
+  int times_a_was_taken() const { return taken_a_; }
+
+ private:
+  void before(std::string_view key, const LockOptions& options) {
+    if (key != "b" || lost_a_) return;
+    lost_a_ = true;
+    if (session_a_ >= 0) {
+      auto killer = backend_.connect();
+      backend_.kill_session(*killer, session_a_);
+      std::this_thread::sleep_for(milliseconds(200));  // the close reaches the client
+    } else {
+      std::this_thread::sleep_for(options.ttl + milliseconds(100));
+    }
+  }
+  std::optional<Lease> after(std::string_view key, std::optional<Lease> lease) {
+    if (lease && key == "a") {
+      ++taken_a_;
+      if (Connection* c = lease->connection()) session_a_ = backend_.session_id(*c);
+    }
+    return lease;
+  }
+
+  Lock& inner_;
+  const Backend& backend_;
+  bool lost_a_ = false;
+  std::int64_t session_a_ = -1;
+  int taken_a_ = 0;
+};
+
+// A LeaseSet holds every key: a lease lost while a later key was taken makes a wait give the set
+// back and ask again (a try returns nothing), never return a set that no longer holds a key.
+TEST_P(LockSetTest, AKeyLostBeforeTheLastIsTakenGivesTheSetBackAndAWaitAsksAgain) {
+  const std::vector<std::string> keys{"b", "a"};
+  LockOptions o = as("one");
+  o.ttl = milliseconds(300);
+  o.auto_renew = false;
+  LosesKeyA waiting(*lock_, backend());
+  auto set = acquire_all(waiting, keys, milliseconds(5000), o);
+  ASSERT_TRUE(set);
+  EXPECT_FALSE(set->lost()) << "acquire_all returned a set with a lost lease";
+  EXPECT_EQ(waiting.times_a_was_taken(), 2);
+  EXPECT_FALSE(free_for_another("a"));
+  EXPECT_FALSE(free_for_another("b"));
+  EXPECT_EQ(set->release(), ReleaseOutcome::kReleased);
+
+  LosesKeyA trying(*lock_, backend());
+  EXPECT_FALSE(try_acquire_all(trying, keys, o)) << "try_acquire_all returned a lost lease";
+  EXPECT_TRUE(free_for_another("a"));
+  EXPECT_TRUE(free_for_another("b")) << "the try kept the key it took last";
+}
+
 TEST_P(LockSetTest, BadSetsAreRefusedBeforeAnythingIsTaken) {
   const std::vector<std::string> none;
   EXPECT_THROW(try_acquire_all(*lock_, none), Error);

@@ -10,7 +10,10 @@
 //
 // Guarantees:
 // - All or nothing: a LeaseSet holds every key asked for; a try or a wait that cannot have them
-//   all gives back the ones it took before it returns nothing.
+//   all gives back the ones it took before it returns nothing (or throws the error that stopped
+//   it). A lease lost before the last key was taken (its session ended, or its TTL ran out while
+//   a later key was waited for) counts as a key not held: the set is given back, and a wait asks
+//   for it again while time is left.
 // - No deadlock between sets: keys are taken one at a time in one global order (their bytes,
 //   ascending; duplicates once), so two callers asking for overlapping sets in different orders
 //   wait for each other at most as two callers of one key do. A caller that already holds one
@@ -65,8 +68,8 @@ class LeaseSet {
 };
 
 // One attempt at every key (each a try_acquire): the set, or nothing when another owner holds
-// any of them. Throws Error(kInvalidArgument) before taking anything for an empty set or an
-// invalid key.
+// any of them (or a lease taken was lost before the last key was). Throws Error(kInvalidArgument)
+// before taking anything for an empty set or an invalid key.
 std::optional<LeaseSet> try_acquire_all(Lock& lock, std::span<const std::string> keys,
                                         const LockOptions& options = {});
 // Waits up to `timeout` for the whole set (std::chrono::milliseconds::max(): without a limit).
