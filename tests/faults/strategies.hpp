@@ -27,6 +27,9 @@
 //   rw_writer   as semaphore                      a ReadWriteLock's writer: slot 0 of the
 //                                                 key's permits, then its readers drained
 //
+// Lock sets (lock_set.hpp) are no entry of their own: they take any strategy, so their scenarios
+// (lock_set_faults_test.cpp) run over every entry here.
+//
 // Thread-safety: the list is built once and read-only.
 #pragma once
 
