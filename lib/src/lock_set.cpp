@@ -117,20 +117,21 @@ std::optional<LeaseSet> acquire_all(Lock& lock, std::span<const std::string> key
   const std::vector<std::string_view> in_order = ordered(keys);
   detail::Clock& clock = detail::Clock::system();
   const auto deadline = forever ? detail::Clock::time_point::max() : clock.now() + timeout;
-  bool out_of_time = false;
+  bool refused = false;  // a key was not obtained (the wait ran out, or the strategy gave up)
   auto take = [&](std::string_view key) {
-    if (forever) return lock.acquire(key, std::chrono::milliseconds::max(), options);
-    const auto left =
-        std::max(std::chrono::milliseconds(0),
-                 std::chrono::ceil<std::chrono::milliseconds>(deadline - clock.now()));
+    auto left = std::chrono::milliseconds::max();
+    if (!forever) {
+      left = std::max(std::chrono::milliseconds(0),
+                      std::chrono::ceil<std::chrono::milliseconds>(deadline - clock.now()));
+    }
     std::optional<Lease> lease = lock.acquire(key, left, options);
-    if (!lease) out_of_time = true;
+    if (!lease) refused = true;
     return lease;
   };
   // A set given back for a lease lost on the way is asked for again while time is left.
   for (;;) {
     std::optional<LeaseSet> set = take_in_order(in_order, take);
-    if (set || out_of_time || (!forever && clock.now() >= deadline)) return set;
+    if (set || refused || (!forever && clock.now() >= deadline)) return set;
   }
 }
 
