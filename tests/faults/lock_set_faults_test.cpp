@@ -11,7 +11,6 @@
 #include <memory>
 #include <mutex>
 #include <random>
-#include <set>
 #include <thread>
 
 #include "connection_fault_test.hpp"
@@ -20,6 +19,7 @@
 #include "fault_proxy.hpp"
 #include "recorded_holder.hpp"
 #include "resource.hpp"
+#include "tagged_pool.hpp"
 
 namespace dblock::testing {
 namespace {
@@ -103,54 +103,6 @@ class RecordedSet {
   bool stop_ = false;
   std::condition_variable cv_;
   std::thread renewer_;
-};
-
-// A source over a pool that notes the server session of every connection it lends or opens, so
-// that a test kills this pool's sessions and no other test's. The connections it lends are the
-// pool's and go back to the pool.
-class SessionNotingSource final : public ConnectionSource {
- public:
-  SessionNotingSource(std::unique_ptr<Pool> pool, const Backend& backend)
-      : pool_(std::move(pool)), backend_(backend) {}
-
-  Dialect dialect() const noexcept override { return pool_->dialect(); }
-  PooledConnection acquire() override {
-    PooledConnection conn = pool_->acquire();
-    note(*conn);
-    return conn;
-  }
-  std::string describe() const override { return pool_->describe(); }
-  std::unique_ptr<Connection> open_dedicated() override {
-    auto conn = pool_->open_dedicated();
-    if (conn) note(*conn);
-    return conn;
-  }
-  bool keeps_sessions() const noexcept override { return pool_->keeps_sessions(); }
-
-  // The sessions noted since the last call.
-  std::set<std::int64_t> take_sessions() {
-    std::lock_guard lock(mu_);
-    return std::exchange(sessions_, {});
-  }
-
- protected:
-  void give_back(Connection*) noexcept override {}  // never called: see the class comment
-
- private:
-  void note(Connection& conn) {
-    try {
-      const std::int64_t id = backend_.session_id(conn);
-      std::lock_guard lock(mu_);
-      sessions_.insert(id);
-    } catch (const Error&) {
-      // Killed already: the lock finds the connection broken and takes another.
-    }
-  }
-
-  std::unique_ptr<Pool> pool_;
-  const Backend& backend_;
-  std::mutex mu_;
-  std::set<std::int64_t> sessions_;
 };
 
 class LockSetFaultTest : public ConnectionFaultTest {
@@ -362,8 +314,8 @@ TEST_P(LockSetFaultTest,
         "checked instead, under the same kills, that every thread's sets are granted again and "
         "again and no version is committed twice (the compare-and-set history)");
   }
-  SessionNotingSource source(open_pool(backend().url(), {.max_size = 16}), backend());
-  auto lock = make_lock(source);
+  TaggedPool tagged(backend(), 16);  // its sessions are killed, no other test's
+  auto lock = make_lock(tagged.pool());
   HistoryWriter history(new_history("sets"));
   const std::vector<std::vector<std::string>> sets{
       {"a", "b"}, {"b", "a"}, {"c", "b", "a"}, {"c", "b"}};
@@ -444,14 +396,7 @@ TEST_P(LockSetFaultTest,
   const std::int64_t end = monotonic_us() + kRunMs * 1000;
   while (monotonic_us() < end) {
     std::this_thread::sleep_for(milliseconds(kKillEveryMs));
-    for (const std::int64_t id : source.take_sessions()) {
-      try {
-        backend().kill_session(*conn_, id);
-        ++kills;
-      } catch (const Error&) {
-        // Gone already.
-      }
-    }
+    kills += tagged.kill_sessions(*conn_);
   }
   stop = true;
   for (auto& thread : threads) thread.join();
