@@ -1,6 +1,6 @@
-// A connection pool for the model and fault tests whose sessions the test can kill on the server, and whose
-// new connections it can refuse for a while (an outage), without touching any other session on
-// the server: other tests run against the same servers at the same time.
+// A connection pool for the model and fault tests whose sessions the test can kill on the server,
+// and whose new connections it can refuse for a while (an outage), without touching any other
+// session on the server: other tests run against the same servers at the same time.
 //
 // PostgreSQL sessions are found by an application_name unique to the pool; MySQL/MariaDB
 // sessions by the connection ids recorded when they were opened (MySQL never reuses one).
