@@ -31,16 +31,26 @@ std::string random_hex(int digits) {
 }  // namespace
 
 // The only process-wide mutable state in dblock: who this process is. Redrawn after fork().
+// Every acquire asks, so each thread keeps a copy for its process id and takes the mutex only
+// when the id changed (its first call, or its first call in a child after fork()): a mutex on
+// every call, held across getpid(), made threads queue on it.
 std::string process_instance() {
   static std::mutex mu;
   static pid_t pid = 0;
   static std::string instance;
-  std::lock_guard lock(mu);
-  if (pid != ::getpid()) {
-    pid = ::getpid();
-    instance = std::to_string(pid) + "-" + random_hex(16);
+  thread_local pid_t seen = 0;
+  thread_local std::string copy;
+  const pid_t now = ::getpid();
+  if (seen != now) {
+    std::lock_guard lock(mu);
+    if (pid != now) {
+      pid = now;
+      instance = std::to_string(pid) + "-" + random_hex(16);
+    }
+    copy = instance;
+    seen = now;
   }
-  return instance;
+  return copy;
 }
 
 Owner Owner::current_thread() {

@@ -51,6 +51,29 @@ TEST(Pool, ReusesIdleConnections) {
   EXPECT_EQ(opened.load(), 1);
 }
 
+// A thread gets back the connection it used last while that one is idle, even when another
+// came back after it: the client thread and the server session it talks to stay paired, which
+// keeps a busy pool from moving every session across threads.
+TEST(Pool, AThreadGetsBackTheConnectionItUsedLast) {
+  std::atomic<int> live{0};
+  Pool pool(Dialect::kPostgreSQL, [&] { return std::make_unique<RecordingConnection>(&live); });
+  PooledConnection a = pool.acquire();
+  PooledConnection b;
+  std::thread([&] { b = pool.acquire(); }).join();  // a is lent: another thread's connection
+  Connection* mine = a.get();
+  Connection* theirs = b.get();
+  a.reset();
+  b.reset();  // b comes back last, so it is on top of the idle ones
+  ASSERT_NE(mine, theirs);
+  auto again = pool.acquire();
+  EXPECT_EQ(again.get(), mine);
+  std::thread([&] {
+    auto other = pool.acquire();
+    EXPECT_EQ(other.get(), theirs);
+  }).join();
+  EXPECT_EQ(pool.open_count(), 2u);
+}
+
 TEST(Pool, ABrokenConnectionTakesTheIdleOnesWithIt) {
   std::atomic<int> live{0};
   Pool pool(Dialect::kPostgreSQL, [&] { return std::make_unique<RecordingConnection>(&live); });

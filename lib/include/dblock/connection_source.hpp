@@ -100,7 +100,9 @@ struct PoolOptions {
 // A small built-in pool: opens connections lazily up to max_size, reuses idle ones, and drops
 // broken ones. A connection that comes back broken takes the idle ones with it (whatever broke
 // it, a server restart or a network cut, has most likely broken them too), so the next
-// acquire() opens a fresh connection instead of lending another dead one.
+// acquire() opens a fresh connection instead of lending another dead one. A thread gets back
+// the connection it used last when that one is idle (else the one returned last), so under load
+// each thread keeps talking to the same server session.
 class Pool final : public ConnectionSource {
  public:
   Pool(Dialect dialect, ConnectionFactory factory, PoolOptions options = {});
