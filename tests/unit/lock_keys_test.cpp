@@ -1,9 +1,11 @@
 #include "lock_keys.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <set>
+#include <string>
 #include <thread>
 
 #include "dblock/error.hpp"
@@ -74,6 +76,35 @@ TEST(Owner, ThreadsDifferAndNamesFollowTheCaller) {
   EXPECT_EQ(named_here, named_there);
   EXPECT_THROW(Owner::named(""), Error);
   EXPECT_EQ(process_instance().rfind(std::to_string(::getpid()) + "-", 0), 0u);
+}
+
+// A child of fork() is another process: its instance id is drawn anew, though the forking
+// thread had the parent's cached, and the parent's stays what it was.
+TEST(Owner, AForkedChildIsAnotherProcess) {
+  const std::string parent = process_instance();
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(fds[0]);
+    const std::string mine = Owner::current_thread().process;
+    const std::string again = process_instance();
+    const std::string out = mine == again ? mine : "unstable";
+    const ssize_t written = ::write(fds[1], out.data(), out.size());
+    ::_exit(written == static_cast<ssize_t>(out.size()) ? 0 : 1);
+  }
+  ::close(fds[1]);
+  std::string got;
+  char buf[128];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) got.append(buf, std::size_t(n));
+  ::close(fds[0]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_EQ(got.rfind(std::to_string(child) + "-", 0), 0u) << got;
+  EXPECT_NE(got, parent);
+  EXPECT_EQ(process_instance(), parent);
 }
 
 }  // namespace
