@@ -29,6 +29,15 @@ struct FaultCase {
 // Every strategy x the default driver of each database built.
 std::vector<FaultCase> fault_cases();
 
+// Lock options for the owner named `client`. Scenarios that time renewals themselves pass
+// auto_renew = false.
+inline LockOptions owned_by(const std::string& client, bool auto_renew = true) {
+  LockOptions options;
+  options.owner = Owner::named(client);
+  options.auto_renew = auto_renew;
+  return options;
+}
+
 inline void PrintTo(const FaultCase& c, std::ostream* os) {
   *os << c.strategy.name << "_" << c.backend.name;
 }

@@ -26,12 +26,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-LockOptions owned_by(const std::string& client) {
-  LockOptions options;
-  options.owner = Owner::named(client);
-  return options;
-}
-
 // A held set in a history: each lease recorded as acquired, then renewed every third of the TTL
 // on a thread of its own (the set's leases are taken without auto_renew), so the history knows
 // when each renewal was sent, as RecordedHolder does for one lease. The set must outlive it and

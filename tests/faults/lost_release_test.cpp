@@ -41,16 +41,9 @@ class LostReleaseTest : public FaultTest {
 // How much later than its TTL an unreleased hold may be taken over on a busy machine.
 constexpr int kSlackMs = 2000;
 
-LockOptions owned_by(const std::string& name) {
-  LockOptions options;
-  options.owner = Owner::named(name);
-  options.auto_renew = false;
-  return options;
-}
-
 std::int64_t LostReleaseTest::acquire_and_drop_release(Lock& lock, FaultProxy& proxy,
                                                        const std::string& key) {
-  auto lease = lock.try_acquire(key, owned_by("me"));
+  auto lease = lock.try_acquire(key, owned_by("me", false));
   if (!lease) {
     ADD_FAILURE() << "could not acquire " << key;
     return 0;
@@ -86,13 +79,14 @@ void LostReleaseTest::session_release_dropped() {
   const std::string key = "lost-release";
   const std::int64_t first = acquire_and_drop_release(*lock, proxy, key);
   // The server notices the closed connection on its own time: a short wait.
-  auto taken = other->acquire(key, std::chrono::milliseconds(5000), owned_by("other"));
+  auto taken = other->acquire(key, std::chrono::milliseconds(5000), owned_by("other", false));
   ASSERT_TRUE(taken) << "the dropped release's session kept the lock";
   EXPECT_GT(taken->fencing_token(), first);
-  EXPECT_FALSE(lock->try_acquire(key, owned_by("me"))) << "the owner re-entered a freed hold";
+  EXPECT_FALSE(lock->try_acquire(key, owned_by("me", false)))
+      << "the owner re-entered a freed hold";
   const std::int64_t taken_token = taken->fencing_token();
   EXPECT_EQ(taken->release(), ReleaseOutcome::kReleased);
-  auto again = lock->try_acquire(key, owned_by("me"));
+  auto again = lock->try_acquire(key, owned_by("me", false));
   ASSERT_TRUE(again);
   EXPECT_GT(again->fencing_token(), taken_token);
   EXPECT_EQ(fenced_write(again->fencing_token(), "me"), 1u);
@@ -114,20 +108,21 @@ void LostReleaseTest::session_release_dropped_then_reentered() {
   const std::string key = "lost-release-2";
   const std::int64_t first = acquire_and_drop_release(*first_lock, proxy, key);
   // The owner's next acquire waits for the server to notice the closed session.
-  auto second = second_lock->acquire(key, std::chrono::milliseconds(5000), owned_by("me"));
+  auto second = second_lock->acquire(key, std::chrono::milliseconds(5000), owned_by("me", false));
   ASSERT_TRUE(second);
   EXPECT_GT(second->fencing_token(), first) << "the acquire re-entered the ended hold";
-  auto inner = second_lock->try_acquire(key, owned_by("me"));
+  auto inner = second_lock->try_acquire(key, owned_by("me", false));
   ASSERT_TRUE(inner) << "the owner could not re-enter its live hold";
   EXPECT_EQ(inner->fencing_token(), second->fencing_token());
   EXPECT_EQ(inner->release(), ReleaseOutcome::kDecremented);
   // Reentrancy is per lock object: the first one holds nothing of the key, so its session waits
   // its turn like any other.
-  EXPECT_FALSE(first_lock->try_acquire(key, owned_by("me"))) << "two sessions held one key";
-  EXPECT_FALSE(second_lock->try_acquire(key, owned_by("other"))) << "another owner got a held key";
+  EXPECT_FALSE(first_lock->try_acquire(key, owned_by("me", false))) << "two sessions held one key";
+  EXPECT_FALSE(second_lock->try_acquire(key, owned_by("other", false)))
+      << "another owner got a held key";
   EXPECT_FALSE(second->lost());
   EXPECT_EQ(second->release(), ReleaseOutcome::kReleased);
-  auto after = second_lock->try_acquire(key, owned_by("other"));
+  auto after = second_lock->try_acquire(key, owned_by("other", false));
   ASSERT_TRUE(after) << "the key stayed held after its last release";
   EXPECT_EQ(after->release(), ReleaseOutcome::kReleased);
 }
@@ -149,7 +144,7 @@ void LostReleaseTest::release_dropped_ends_by_ttl() {
   auto other = make_lock();
   HistoryWriter history(new_history("lost-release"));
   const std::string key = "lost-release";
-  LockOptions me = owned_by("me");
+  LockOptions me = owned_by("me", false);
   me.ttl = std::chrono::milliseconds(kTtlMs);
 
   const auto sent = monotonic_us();
@@ -221,7 +216,7 @@ void LostReleaseTest::release_dropped_then_acquired_through_another_lock() {
   auto second_lock = make_lock(*pool);
   HistoryWriter history(new_history("lost-release-2"));
   const std::string key = "lost-release-2";
-  LockOptions me = owned_by("me");
+  LockOptions me = owned_by("me", false);
   me.ttl = std::chrono::milliseconds(kTtlMs);
 
   const auto sent = monotonic_us();
@@ -241,7 +236,8 @@ void LostReleaseTest::release_dropped_then_acquired_through_another_lock() {
   EXPECT_LE((monotonic_us() - sent) / 1000, kTtlMs + kSlackMs);
   EXPECT_GT(second.token(), first) << "the acquire re-entered the unreleased hold";
   EXPECT_FALSE(first_lock->try_acquire(key, me)) << "the owner got a second hold of the key";
-  EXPECT_FALSE(second_lock->try_acquire(key, owned_by("other"))) << "another owner got a held key";
+  EXPECT_FALSE(second_lock->try_acquire(key, owned_by("other", false)))
+      << "another owner got a held key";
   EXPECT_FALSE(second.lost());
   EXPECT_EQ(second.release(), "released");
   EXPECT_FALSE(row(key));

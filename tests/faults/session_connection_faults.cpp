@@ -19,12 +19,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-LockOptions owned_by(const std::string& client) {
-  LockOptions options;
-  options.owner = Owner::named(client);
-  return options;
-}
-
 // The server session of the one connection of a pool opened with max_size 1: the connection
 // the next lease of a lock over that pool will hold.
 std::int64_t session_of(Pool& pool, const Backend& backend) {

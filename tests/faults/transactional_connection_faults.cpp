@@ -22,13 +22,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-LockOptions owned_by(const std::string& client) {
-  LockOptions options;
-  options.owner = Owner::named(client);
-  options.auto_renew = false;
-  return options;
-}
-
 }  // namespace
 
 void ConnectionFaultTest::transactional_session_killed_mid_hold() {
@@ -47,7 +40,7 @@ void ConnectionFaultTest::transactional_session_killed_mid_hold() {
   auto other = make_lock();
   HistoryWriter history(new_history("mid-hold"));
   const auto sent = monotonic_us();
-  auto lease = lock->try_acquire("k", owned_by("holder"));
+  auto lease = lock->try_acquire("k", owned_by("holder", false));
   ASSERT_TRUE(lease);
   const auto token = lease->fencing_token();
   history.acquired("holder", "k", token, monotonic_us(), sent, 0);
@@ -79,7 +72,7 @@ void ConnectionFaultTest::transactional_session_killed_mid_hold() {
   EXPECT_EQ(counter(), 0) << "the killed transaction's write was applied";
 
   const auto again_sent = monotonic_us();
-  auto again = lock->try_acquire("k", owned_by("holder-again"));
+  auto again = lock->try_acquire("k", owned_by("holder-again", false));
   ASSERT_TRUE(again) << "the Lock's next acquire did not get a fresh connection";
   history.acquired("holder-again", "k", again->fencing_token(), monotonic_us(), again_sent, 0);
   EXPECT_EQ(increment_counter(*again->connection(), tables_, "holder-again"), 1u);
@@ -104,7 +97,7 @@ void ConnectionFaultTest::transactional_session_killed_mid_acquire() {
   auto lock = make_lock();
   HistoryWriter history(new_history("mid-acquire"));
   {
-    auto first = lock->try_acquire("k", owned_by("first"));  // creates the key's row
+    auto first = lock->try_acquire("k", owned_by("first", false));  // creates the key's row
     ASSERT_TRUE(first);
     first->release();
   }
@@ -124,7 +117,7 @@ void ConnectionFaultTest::transactional_session_killed_mid_acquire() {
   std::optional<ErrorCode> error;
   std::thread acquirer([&] {
     try {
-      got = lock->acquire("k", milliseconds(20000), owned_by("holder")).has_value();
+      got = lock->acquire("k", milliseconds(20000), owned_by("holder", false)).has_value();
     } catch (const Error& e) {
       std::printf("[ reported ] acquire whose session was killed: %s\n", e.what());
       error = e.code();
@@ -175,12 +168,12 @@ void ConnectionFaultTest::transactional_acquire_reply_lost() {
   const std::string key = "lost-reply";
   {
     // The key's row exists and is known before the cut: the cut hits the lock statement.
-    auto warm = lock->try_acquire(key, owned_by("warm-up"));
+    auto warm = lock->try_acquire(key, owned_by("warm-up", false));
     ASSERT_TRUE(warm);
     warm->release();
   }
   proxy.cut_after_request_containing(key);
-  EXPECT_EQ(error_of([&] { lock->try_acquire(key, owned_by("me")); }, "acquire, reply lost"),
+  EXPECT_EQ(error_of([&] { lock->try_acquire(key, owned_by("me", false)); }, "acquire, reply lost"),
             ErrorCode::kConnectionLost);
   EXPECT_EQ(proxy.cuts(), 1);
   EXPECT_EQ(proxy.answered_after_cut(), 1) << "the server did not run the cut statement";
@@ -222,7 +215,7 @@ void ConnectionFaultTest::transactional_release_reply_lost() {
   auto release_with_reply_lost = [&](const std::string& needle, const char* what,
                                      ErrorCode expected) {
     const auto sent = monotonic_us();
-    auto lease = lock->try_acquire(key, owned_by("me"));
+    auto lease = lock->try_acquire(key, owned_by("me", false));
     ASSERT_TRUE(lease);
     const auto token = lease->fencing_token();
     history.acquired("me", key, token, monotonic_us(), sent, 0);
