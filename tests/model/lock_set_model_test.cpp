@@ -214,6 +214,13 @@ class LockSetModel {
     handles_.emplace(next_handle_++, std::move(h));
   }
 
+  // A set whose short lease ran out of time before its last key was taken is given back: a
+  // call sent at `sent` that took as long as the short TTL (a loaded machine) may rightly
+  // refuse what the table promised.
+  static bool ran_out(const std::string& owner, ModelClock::time_point sent) {
+    return owner == "x" && ModelClock::now() - sent >= kShortTtl;
+  }
+
   void acquire(const std::string& owner, const std::vector<std::string>& asked, bool timed,
                bool single = false) {
     const std::string what = std::string(single  ? "try_acquire"
@@ -240,7 +247,7 @@ class LockSetModel {
       set = try_acquire_all(lock, asked, options_for(owner));
     }
     const bool got = single ? lease.has_value() : set.has_value();
-    if (expected) {
+    if (expected && !(*expected && !got && ran_out(owner, sent))) {
       EXPECT_EQ(got, *expected) << what << (got ? ": granted" : ": refused");
     }
     if (!got) return;
@@ -280,7 +287,7 @@ class LockSetModel {
       EXPECT_TRUE(e.code() == ErrorCode::kLeaseLost && owner == "x") << what << ": " << e.what();
       return;
     }
-    if (expected) {
+    if (expected && !(*expected && !out && ran_out(owner, sent))) {
       EXPECT_EQ(out.has_value(), *expected) << what;
     }
     if (out) {

@@ -150,13 +150,18 @@ class SemaphoreModel {
     const auto [surely, maybe] = held(key);
     const auto [writing, maybe_writing] = held(key, true);
     Lock& l = lock_of(lock, writer);
+    const auto sent = std::chrono::steady_clock::now();
     std::optional<Lease> got =
         timed ? l.acquire(key, milliseconds(30), options) : l.try_acquire(key, options);
+    // A writer gives slot 0 back when its lease ran out of time before the readers were seen
+    // drained: with a short TTL, a call as slow as the TTL (a loaded machine) is refused rightly.
+    const bool out_of_time =
+        writer && short_ttl && std::chrono::steady_clock::now() - sent >= kShortTtl;
     if (writing > 0 || surely >= (writer ? 1 : kPermits)) {
       EXPECT_FALSE(got) << what << ": granted while " << writing << " writer(s) and " << surely
                         << " other(s) hold the key";
     }
-    if (writing + maybe_writing == 0 && surely + maybe < (writer ? 1 : kPermits)) {
+    if (writing + maybe_writing == 0 && surely + maybe < (writer ? 1 : kPermits) && !out_of_time) {
       EXPECT_TRUE(got) << what << ": refused with room for it";
     }
     if (!got) return;
