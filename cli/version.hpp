@@ -8,7 +8,8 @@
 
 namespace dblock::cli {
 
-// "dblock 0.1.0 (drivers: libpqxx, libmysqlclient, soci)", without a trailing newline.
+// "dblock 0.1.0 (drivers: libpq, libpqxx, libmysqlclient, soci)", without a trailing newline:
+// the drivers open_connection() can use, each database's default first.
 std::string version_text();
 
 }  // namespace dblock::cli

@@ -10,7 +10,7 @@ install(TARGETS ${dblock_installed_targets}
         INCLUDES DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}")
 
 # Public headers: the core ones always, each driver's own header only when that driver was built.
-set(dblock_driver_headers libpqxx.hpp libmysqlclient.hpp soci.hpp)
+set(dblock_driver_headers libpq.hpp libpqxx.hpp libmysqlclient.hpp soci.hpp)
 file(GLOB dblock_all_headers RELATIVE "${PROJECT_SOURCE_DIR}/lib/include/dblock"
      "${PROJECT_SOURCE_DIR}/lib/include/dblock/*.hpp")
 set(dblock_headers_to_install)
@@ -20,7 +20,8 @@ foreach(h IN LISTS dblock_all_headers)
   endif()
 endforeach()
 if(dblock_HAVE_LIBPQXX)
-  list(APPEND dblock_headers_to_install "${PROJECT_SOURCE_DIR}/lib/include/dblock/libpqxx.hpp")
+  list(APPEND dblock_headers_to_install "${PROJECT_SOURCE_DIR}/lib/include/dblock/libpq.hpp"
+       "${PROJECT_SOURCE_DIR}/lib/include/dblock/libpqxx.hpp")
 endif()
 if(dblock_HAVE_MYSQL)
   list(APPEND dblock_headers_to_install

@@ -30,7 +30,7 @@ heading "dependencies"
 scripts/install-deps.sh
 
 heading "configure (Release, $build_dir)"
-# Only what the benchmark needs: the library with the libpqxx and libmysqlclient drivers and the
+# Only what the benchmark needs: the library with the libpq/libpqxx and libmysqlclient drivers and the
 # cleaner. Warnings are errors, as in every other build.
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DDBLOCK_WERROR=ON -DDBLOCK_BUILD_BENCH=ON \
   -DDBLOCK_BUILD_TESTS=OFF -DDBLOCK_BUILD_EXAMPLES=OFF -DDBLOCK_BUILD_CLI=OFF \

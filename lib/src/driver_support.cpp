@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cctype>
 
 #include "dblock/url.hpp"
@@ -289,26 +290,34 @@ void set_close_on_exec(int fd) noexcept {
   if (flags >= 0) ::fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
 }
 
-std::string to_named_placeholders(std::string_view sql, Dialect dialect) {
+std::string to_named_placeholders(std::string_view sql, Dialect dialect,
+                                  std::size_t* placeholders) {
   std::string out;
   out.reserve(sql.size() + 16);
-  int next = 1;
+  std::size_t next = 1;
+  std::size_t highest = 0;
   for_each_code_char(sql, dialect, [&](std::size_t& i, bool in_code) {
     char c = sql[i];
     if (in_code && dialect == Dialect::kMySQL && c == '?') {
+      highest = next;
       out += ":p" + std::to_string(next++);
       return;
     }
     if (in_code && dialect == Dialect::kPostgreSQL && c == '$' && i + 1 < sql.size() &&
         std::isdigit(static_cast<unsigned char>(sql[i + 1]))) {
       out += ":p";
+      std::size_t number = 0;
       while (i + 1 < sql.size() && std::isdigit(static_cast<unsigned char>(sql[i + 1]))) {
         out += sql[++i];
+        number = std::min<std::size_t>(number * 10 + static_cast<std::size_t>(sql[i] - '0'),
+                                       std::size_t{1} << 20);
       }
+      highest = std::max(highest, number);
       return;
     }
     out += c;
   });
+  if (placeholders != nullptr) *placeholders = highest;
   return out;
 }
 

@@ -118,7 +118,10 @@ bool is_sync_replication_cancelled(std::string_view notice) noexcept;
 Error sync_replication_cancelled_error(std::string_view where);
 
 // Rewrites $1.. (PostgreSQL) or ? (MySQL) placeholders to :p1.. for drivers with named
-// placeholders, leaving quoted strings, quoted identifiers and comments untouched.
-std::string to_named_placeholders(std::string_view sql, Dialect dialect);
+// placeholders, leaving quoted strings, quoted identifiers and comments untouched. When
+// `placeholders` is given, it receives how many parameters the statement takes: the number of ?
+// (MySQL) or the highest $n (PostgreSQL).
+std::string to_named_placeholders(std::string_view sql, Dialect dialect,
+                                  std::size_t* placeholders = nullptr);
 
 }  // namespace dblock::detail

@@ -2,6 +2,7 @@
 
 #include "dblock/error.hpp"
 #ifdef DBLOCK_HAVE_LIBPQXX
+#include "dblock/libpq.hpp"
 #include "dblock/libpqxx.hpp"
 #endif
 #ifdef DBLOCK_HAVE_MYSQL
@@ -17,7 +18,10 @@ std::vector<std::string> available_drivers(Dialect dialect) {
   std::vector<std::string> out;
   (void)dialect;  // unused when no dialect-specific driver is built
 #ifdef DBLOCK_HAVE_LIBPQXX
-  if (dialect == Dialect::kPostgreSQL) out.emplace_back("libpqxx");
+  if (dialect == Dialect::kPostgreSQL) {
+    out.emplace_back("libpq");
+    out.emplace_back("libpqxx");
+  }
 #endif
 #ifdef DBLOCK_HAVE_MYSQL
   if (dialect == Dialect::kMySQL) out.emplace_back("libmysqlclient");
@@ -40,6 +44,7 @@ std::unique_ptr<Connection> open_connection(const DatabaseUrl& url) {
     driver = drivers.front();
   }
 #ifdef DBLOCK_HAVE_LIBPQXX
+  if (driver == "libpq" && url.dialect == Dialect::kPostgreSQL) return connect_libpq(url);
   if (driver == "libpqxx" && url.dialect == Dialect::kPostgreSQL) return connect_pqxx(url);
 #endif
 #ifdef DBLOCK_HAVE_MYSQL

@@ -201,7 +201,7 @@ TEST_F(PostgresFailover, AsynchronousStandbyLosesAcknowledgedLocks) {
 TEST_F(PostgresFailover, ACommitWhoseStandbyWaitIsCancelledIsInDoubt) {
   start(/*synchronous=*/true);
   const DatabaseUrl primary = DatabaseUrl::parse(cluster_->env("DBLOCK_HA_PG_URL1"));
-  const std::vector<std::string> drivers = {"libpqxx", "soci"};
+  const std::vector<std::string> drivers = {"libpq", "libpqxx", "soci"};
   struct Locks {
     std::unique_ptr<Pool> pool;
     std::unique_ptr<UniqueKeyLock> unique;
@@ -271,7 +271,7 @@ TEST_F(PostgresFailover, ACommitWhoseStandbyWaitIsCancelledIsInDoubt) {
   }
   figures(
       "postgresql synchronous standby cut off: cancelled commit waits reported as "
-      "commit_in_doubt (unique-key acquire, row-lock release; libpqxx and SOCI)");
+      "commit_in_doubt (unique-key acquire, row-lock release; libpq, libpqxx and SOCI)");
 }
 
 // The multi-host form libpq documents, postgresql://u:p@h1:p1,h2:p2/db, must either keep both

@@ -173,6 +173,7 @@ std::vector<Backend> all_backends() {
                    "DBLOCK_TEST_MYSQL_URL"};
 #ifdef DBLOCK_HAVE_LIBPQXX
   out.push_back(pg);
+  out.push_back(Backend{"postgresql_libpq", pg.dialect, "libpq", pg.url_env});
 #endif
 #ifdef DBLOCK_HAVE_SOCI
   out.push_back(Backend{"postgresql_soci", pg.dialect, "soci", pg.url_env});

@@ -126,7 +126,7 @@ TEST(CliVersionTest, PrintsTheVersionAndTheDriversBuiltIn) {
   EXPECT_TRUE(std::regex_match(r.out, std::regex(R"(dblock \d+\.\d+\.\d+ \(drivers: .+\)\n)")))
       << r.out;
 #ifdef DBLOCK_HAVE_LIBPQXX
-  EXPECT_NE(r.out.find("libpqxx"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("drivers: libpq, libpqxx"), std::string::npos) << r.out;
 #endif
 #ifdef DBLOCK_HAVE_MYSQL
   EXPECT_NE(r.out.find("libmysqlclient"), std::string::npos) << r.out;

@@ -117,6 +117,24 @@ TEST_P(DriverTest, AffectedRowsCountMatchedRowsEvenWhenNothingChanges) {
   EXPECT_EQ(conn_->execute(del, {Value("a")}).affected_rows(), 1u);
 }
 
+// A statement given more parameters than it has placeholders is the caller's mistake: it fails,
+// and the connection goes on (PostgreSQL reports it as a protocol violation, SQLSTATE 08P01,
+// whose class otherwise means a lost connection).
+TEST_P(DriverTest, TheWrongNumberOfParametersFailsAndTheConnectionGoesOn) {
+  try {
+    conn_->execute(select_sql(), {Value("a"), Value("surplus")});
+    FAIL() << "no error for two parameters to one placeholder";
+  } catch (const Error& e) {
+    EXPECT_NE(e.code(), ErrorCode::kConnectionLost) << e.what();
+    if (backend().dialect == Dialect::kPostgreSQL && backend().driver != "soci") {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
+    }
+  }
+  EXPECT_FALSE(conn_->broken());
+  conn_->execute(insert_sql(), {Value("a"), Value(1), Value(), Value()});
+  EXPECT_EQ(conn_->execute(select_sql(), {Value("a")}).size(), 1u);
+}
+
 TEST_P(DriverTest, ClassifiesUniqueViolation) {
   conn_->execute(insert_sql(), {Value("dup"), Value(1), Value(), Value()});
   try {
@@ -482,6 +500,69 @@ TEST_P(DriverTest, NotificationsArriveWithinARoundTrip) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Pairs, DriverTest, ::testing::ValuesIn(all_backends()), BackendName());
+
+// A URL that names no driver opens the dialect's default: libpq for postgresql://, libmysqlclient
+// for mysql:// (each listed first by available_drivers()).
+TEST(DefaultDriver, AUrlWithoutADriverOpensTheDialectsFirst) {
+  for (const Backend& b : all_backends()) {
+    DatabaseUrl url = b.url();
+    url.driver.clear();
+    const std::string first = available_drivers(b.dialect).front();
+#if defined(DBLOCK_HAVE_LIBPQXX) && defined(DBLOCK_HAVE_MYSQL)
+    EXPECT_EQ(first, b.dialect == Dialect::kPostgreSQL ? "libpq" : "libmysqlclient");
+#endif
+    const std::string described = open_connection(url)->describe();
+    EXPECT_TRUE(described.ends_with("(" + first + ")")) << described;
+  }
+}
+
+// The PostgreSQL pairs only, for what only PostgreSQL has.
+class PostgresDriverTest : public DriverTest {};
+
+// PostgreSQL only (the MySQL drivers run one statement per call): without parameters a statement
+// may be a script of several; its effects all happen, and the last statement's rows come back.
+TEST_P(PostgresDriverTest, AScriptOfSeveralStatementsRunsWhole) {
+  const Result r =
+      conn_->execute("INSERT INTO " + t() + " (k, n) VALUES ('a', 1); INSERT INTO " + t() +
+                     " (k, n) VALUES ('b', 2); SELECT count(*) AS c FROM " + t());
+  EXPECT_EQ(r.int64_at(0, "c"), 2);
+}
+
+std::vector<Backend> postgresql_backends() {
+  std::vector<Backend> out;
+  for (const Backend& b : all_backends()) {
+    if (b.dialect == Dialect::kPostgreSQL) out.push_back(b);
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Pairs, PostgresDriverTest, ::testing::ValuesIn(postgresql_backends()),
+                         BackendName());
+
+class LibpqDriverTest : public DriverTest {};
+
+// The libpq driver: COPY is not something dblock sends; one sent through a Connection fails, and
+// the driver ends it, so the connection stays usable instead of being left in the middle of a
+// COPY. (The SOCI driver passes this too; through libpqxx the COPY throws libpqxx's own error
+// and the connection counts as lost, so a pool drops it.)
+TEST_P(LibpqDriverTest, ACopyFailsAndTheConnectionGoesOn) {
+  EXPECT_THROW(conn_->execute("COPY (SELECT 1) TO STDOUT"), Error);
+  EXPECT_THROW(conn_->execute("COPY " + t() + " FROM STDIN"), Error);
+  EXPECT_FALSE(conn_->broken());
+  EXPECT_EQ(conn_->execute("SELECT 2 AS v").int64_at(0, "v"), 2);
+  EXPECT_TRUE(conn_->execute("SELECT k FROM " + t()).empty());
+}
+
+std::vector<Backend> libpq_backends() {
+  std::vector<Backend> out;
+  for (const Backend& b : all_backends()) {
+    if (b.driver == "libpq") out.push_back(b);
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Pairs, LibpqDriverTest, ::testing::ValuesIn(libpq_backends()),
+                         BackendName());
 
 }  // namespace
 }  // namespace dblock::testing

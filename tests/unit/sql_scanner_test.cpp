@@ -40,5 +40,17 @@ TEST(NamedPlaceholders, RewritesMysqlQuestionMarksInOrder) {
       "UPDATE t SET a = :p1, b = '?' WHERE c = :p2 AND `?` = 1");
 }
 
+// How many parameters a statement takes, for a driver that would otherwise ignore a surplus one:
+// MySQL counts ?; PostgreSQL takes the highest $n, however often each appears.
+TEST(NamedPlaceholders, CountsTheParametersAStatementTakes) {
+  std::size_t n = 99;
+  to_named_placeholders("SELECT $2, $1, $2 -- $7\n", Dialect::kPostgreSQL, &n);
+  EXPECT_EQ(n, 2u);
+  to_named_placeholders("SELECT ?, '?', ? FROM t WHERE `?` = ?", Dialect::kMySQL, &n);
+  EXPECT_EQ(n, 3u);
+  to_named_placeholders("SELECT 1", Dialect::kPostgreSQL, &n);
+  EXPECT_EQ(n, 0u);
+}
+
 }  // namespace
 }  // namespace dblock::detail

@@ -1,8 +1,8 @@
 // The driver interface: one database connection, as dblock's strategies and migrator use it.
 //
 // A Connection runs one statement at a time with bound parameters and classifies every failure
-// into a dblock::Error (see error.hpp). Drivers implement it over libpqxx, libmysqlclient and
-// SOCI; a service may also implement it over its own client library.
+// into a dblock::Error (see error.hpp). Drivers implement it over libpq, libpqxx, libmysqlclient
+// and SOCI; a service may also implement it over its own client library.
 //
 // Placeholders are the dialect's own: $1, $2, ... on PostgreSQL; ? on MySQL/MariaDB. Drivers
 // that speak another style (SOCI's :name) translate.

@@ -1,8 +1,8 @@
 // Opening connections from a URL with whichever drivers this build of dblock includes
 // (target dblock::dblock, which links every driver that was built).
 //
-// postgresql:// uses libpqxx and mysql:// uses libmysqlclient unless the URL says
-// ?driver=soci (or names the default driver explicitly).
+// postgresql:// uses libpq (libpq.hpp) and mysql:// uses libmysqlclient unless the URL says
+// ?driver=libpqxx or ?driver=soci (or names the default driver explicitly).
 //
 // Thread-safety: the functions are safe to call from any thread.
 #pragma once
@@ -25,7 +25,7 @@ std::unique_ptr<Connection> open_connection(const DatabaseUrl& url);
 // opens no dedicated sessions (PoolOptions::dedicated_sessions = false).
 std::unique_ptr<Pool> open_pool(const DatabaseUrl& url, PoolOptions options = {});
 
-// The drivers built into this library for a dialect, default first ("libpqxx", "soci").
+// The drivers built into this library for a dialect, default first ("libpq", "libpqxx", "soci").
 std::vector<std::string> available_drivers(Dialect dialect);
 
 }  // namespace dblock

@@ -4,7 +4,7 @@
 // User, password and database are percent-decoded; a '/', '?' or '@' in them must be
 // percent-encoded, and a URL with an '@' past the host is refused (it would otherwise read part
 // of a password as host, port, database or parameter). The query parameter `driver` picks the
-// driver (libpqxx, libmysqlclient or soci) and `pool_mode` (session or transaction) says
+// driver (libpq, libpqxx, libmysqlclient or soci) and `pool_mode` (session or transaction) says
 // whether a transaction pooler stands in front; all other parameters go to the driver. When the URL
 // carries no password, DBLOCK_PASSWORD or the file named by DBLOCK_PASSWORD_FILE supplies it,
 // so passwords can stay out of command lines and crontabs.

@@ -47,6 +47,7 @@
 #include "dblock/table_names.hpp"
 #include "driver_support.hpp"
 #include "drivers/driver_connection.hpp"
+#include "drivers/libpq/conninfo.hpp"
 #include "drivers/libpqxx/errors.hpp"
 
 namespace dblock {
@@ -237,25 +238,7 @@ std::unique_ptr<Connection> wrap_pqxx(pqxx::connection_base& conn) {
 std::unique_ptr<Connection> connect_pqxx(const DatabaseUrl& url) {
   std::string port = std::to_string(url.effective_port());
   std::string where = detail::server_location(Dialect::kPostgreSQL, url.host, port, url.database);
-  if (url.dialect != Dialect::kPostgreSQL) {
-    throw pqxx_driver::invalid_url_error(where, "the libpqxx driver needs a postgresql:// URL");
-  }
-  std::string conninfo;
-  if (!url.host.empty()) detail::append_quoted_option(conninfo, "host", url.host);
-  detail::append_quoted_option(conninfo, "port", port);
-  if (!url.user.empty()) detail::append_quoted_option(conninfo, "user", url.user);
-  if (!url.password.empty()) detail::append_quoted_option(conninfo, "password", url.password);
-  if (!url.database.empty()) detail::append_quoted_option(conninfo, "dbname", url.database);
-  if (!url.param("connect_timeout"))
-    detail::append_quoted_option(conninfo, "connect_timeout", "10");
-  detail::append_quoted_option(conninfo, "fallback_application_name", "dblock");
-  for (const auto& [key, value] : url.params) {
-    if (!detail::is_option_keyword(key)) {
-      throw pqxx_driver::invalid_url_error(
-          where, "URL parameter \"" + key + "\" is not a libpq connection keyword");
-    }
-    detail::append_quoted_option(conninfo, key, value);
-  }
+  const std::string conninfo = libpq_driver::conninfo(url, where, "libpqxx");
 
   std::unique_ptr<pqxx::connection> conn;
   try {

@@ -67,8 +67,4 @@ Error connect_error(const std::exception& e, std::string_view where, std::string
   return detail::driver_error(code, where, message, secret, std::move(sqlstate));
 }
 
-Error invalid_url_error(std::string_view where, std::string_view message) {
-  return detail::driver_error(ErrorCode::kInvalidArgument, where, message, {});
-}
-
 }  // namespace dblock::pqxx_driver

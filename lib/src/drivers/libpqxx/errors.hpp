@@ -22,7 +22,4 @@ Error statement_error(const std::exception& e, bool still_open, std::string_view
 // (refused, unreachable, unknown host, unknown database, timeout) -> kConnectFailed.
 Error connect_error(const std::exception& e, std::string_view where, std::string_view secret);
 
-// A URL the driver cannot turn into a libpq connection string.
-Error invalid_url_error(std::string_view where, std::string_view message);
-
 }  // namespace dblock::pqxx_driver

@@ -47,6 +47,7 @@
 #include "dblock/soci.hpp"
 #include "driver_support.hpp"
 #include "drivers/driver_connection.hpp"
+#include "drivers/libpq/notifications.hpp"
 #include "drivers/mysql_socket.hpp"
 #include "drivers/mysql_transaction.hpp"
 #include "drivers/soci/connect_string.hpp"
@@ -71,9 +72,9 @@ MYSQL* mysql_conn(soci::session& session) {
 }
 
 // The SQL as SOCI wants it: :pN placeholders and no comments (MySQL's /*! ... */ and /*+ ... */
-// stay, as they are not plain comments).
-std::string to_soci_sql(std::string_view sql, Dialect dialect) {
-  std::string named = detail::to_named_placeholders(sql, dialect);
+// stay, as they are not plain comments). `placeholders` receives how many parameters it takes.
+std::string to_soci_sql(std::string_view sql, Dialect dialect, std::size_t& placeholders) {
+  std::string named = detail::to_named_placeholders(sql, dialect, &placeholders);
   std::vector<bool> code(named.size(), false);
   detail::for_each_code_char(named, dialect,
                              [&](std::size_t& i, bool in_code) { code[i] = in_code; });
@@ -187,7 +188,7 @@ class SociConnection final : public detail::DriverConnection {
     if (dialect_ != Dialect::kPostgreSQL) return Connection::wait_for_notifications(timeout);
     PGconn* pg = session_.get_backend() == nullptr ? nullptr : pg_conn(session_);
     try {
-      return soci_driver::wait_for_notifications(pg, broken(), timeout, where(), secret());
+      return libpq_driver::wait_for_notifications(pg, broken(), timeout, where(), secret());
     } catch (const Error& e) {
       fail(e);
     }
@@ -225,7 +226,15 @@ class SociConnection final : public detail::DriverConnection {
 
   Result run_statement(std::string_view sql, std::span<const Value> params) override {
     if (notice_watch_) notice_watch_->cancelled = false;
-    std::string query = to_soci_sql(sql, dialect_);
+    std::size_t placeholders = 0;
+    std::string query = to_soci_sql(sql, dialect_, placeholders);
+    // SOCI would ignore a parameter no placeholder names; the other drivers' servers refuse it.
+    if (!params.empty() && params.size() != placeholders) {
+      throw detail::driver_error(ErrorCode::kInvalidArgument, where(),
+                                 "the statement takes " + std::to_string(placeholders) +
+                                     " parameter(s) and was given " + std::to_string(params.size()),
+                                 {});
+    }
     // Storage the use elements point into; sized up front so nothing moves while bound.
     const std::size_t n = params.size();
     std::vector<std::string> names(n);
