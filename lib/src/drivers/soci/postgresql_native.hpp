@@ -9,10 +9,8 @@
 #include <soci/postgresql/soci-postgresql.h>
 #include <soci/soci.h>
 
-#include <chrono>
 #include <cstddef>
 #include <optional>
-#include <string_view>
 #include <vector>
 
 #include "dblock/connection.hpp"
