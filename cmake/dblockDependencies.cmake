@@ -7,9 +7,6 @@ include_guard(GLOBAL)
 find_package(PkgConfig REQUIRED)
 find_package(Threads REQUIRED)
 find_package(nlohmann_json 3.2 REQUIRED CONFIG)
-# libcrypto (OpenSSL, already beneath libpq and the MySQL client library): SHA-256 for migration
-# checksums.
-find_package(OpenSSL REQUIRED COMPONENTS Crypto)
 
 function(_dblock_driver_wanted name out)
   if(DEFINED DBLOCK_WITH_${name})

@@ -45,7 +45,7 @@ install(FILES "${PROJECT_BINARY_DIR}/dblockConfig.cmake"
         DESTINATION "${dblock_cmake_dir}")
 
 # pkg-config: one file for everything built (core, each driver, open()).
-set(dblock_pc_requires " nlohmann_json libcrypto")
+set(dblock_pc_requires " nlohmann_json")
 set(dblock_pc_libs "-ldblock")
 if(dblock_HAVE_SOCI)
   string(APPEND dblock_pc_libs " -ldblock_soci")

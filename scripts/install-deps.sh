@@ -17,7 +17,6 @@ packages=(
   pkg-config
   clang-format
   libpqxx-dev
-  libssl-dev
   default-libmysqlclient-dev
   libsoci-dev
   libboost-dev

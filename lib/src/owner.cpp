@@ -1,8 +1,11 @@
 #include "dblock/owner.hpp"
 
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cstdint>
 #include <mutex>
 #include <random>
 
@@ -31,21 +34,33 @@ std::string random_hex(int digits) {
 }  // namespace
 
 // The only process-wide mutable state in dblock: who this process is. Redrawn after fork().
-// Every acquire asks, so each thread keeps a copy for its process id and takes the mutex only
-// when the id changed (its first call, or its first call in a child after fork()): a mutex on
-// every call, held across getpid(), made threads queue on it.
+// Every acquire asks, so each thread keeps a copy, stamped with the number of fork()s this
+// process descends through; it redraws (under the mutex) only when that number changed: its
+// first call, or its first call in a child. Counting forks in a pthread_atfork() handler
+// spares every acquire a getpid() system call. The mutex is held across fork(), so a child
+// never starts with it held by a thread that did not come along.
 std::string process_instance() {
   static std::mutex mu;
-  static pid_t pid = 0;
+  static std::atomic<std::uint64_t> forks{0};
+  static std::uint64_t drawn_at = 0;  // the forks count the instance below was drawn at
   static std::string instance;
-  thread_local pid_t seen = 0;
+  static const bool watching = [] {
+    ::pthread_atfork([] { mu.lock(); }, [] { mu.unlock(); },
+                     [] {
+                       forks.fetch_add(1);
+                       mu.unlock();
+                     });
+    return true;
+  }();
+  (void)watching;
+  thread_local std::uint64_t seen = 0;  // forks + 1 when `copy` was taken; 0: never
   thread_local std::string copy;
-  const pid_t now = ::getpid();
+  const std::uint64_t now = forks.load(std::memory_order_relaxed) + 1;
   if (seen != now) {
     std::lock_guard lock(mu);
-    if (pid != now) {
-      pid = now;
-      instance = std::to_string(pid) + "-" + random_hex(16);
+    if (drawn_at != now) {
+      drawn_at = now;
+      instance = std::to_string(::getpid()) + "-" + random_hex(16);
     }
     copy = instance;
     seen = now;

@@ -1,5 +1,5 @@
-// SHA-256 of a byte string, as 64 lower-case hex digits, computed by libcrypto (OpenSSL). Used
-// for migration checksums and session-lock names. Internal.
+// SHA-256 of a byte string, as 64 lower-case hex digits. Used for migration checksums and
+// session-lock names. Internal.
 //
 // Thread-safety: a pure function.
 #pragma once

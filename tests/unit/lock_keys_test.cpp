@@ -4,9 +4,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "dblock/error.hpp"
 #include "dblock/owner.hpp"
@@ -104,6 +106,46 @@ TEST(Owner, AForkedChildIsAnotherProcess) {
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   EXPECT_EQ(got.rfind(std::to_string(child) + "-", 0), 0u) << got;
   EXPECT_NE(got, parent);
+  EXPECT_EQ(process_instance(), parent);
+}
+
+// Threads drawing their first copy of the instance (each new thread takes the process-wide
+// mutex) while the process forks: every child must get an instance of its own at once, never
+// a parent thread's mutex left locked (it would hang there) nor the parent's instance.
+TEST(Owner, ForksWhileOtherThreadsAskNeitherHangNorShareTheInstance) {
+  const std::string parent = process_instance();
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> askers;
+  for (int t = 0; t < 4; ++t) {
+    askers.emplace_back([&] {
+      while (!stop.load()) std::thread([] { (void)process_instance(); }).join();
+    });
+  }
+  std::set<std::string> seen{parent};
+  for (int i = 0; i < 40; ++i) {
+    int fds[2];
+    ASSERT_EQ(::pipe(fds), 0);
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      ::close(fds[0]);
+      const std::string mine = process_instance();
+      const ssize_t written = ::write(fds[1], mine.data(), mine.size());
+      ::_exit(written == static_cast<ssize_t>(mine.size()) ? 0 : 1);
+    }
+    ::close(fds[1]);
+    std::string got;
+    char buf[128];
+    for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) got.append(buf, std::size_t(n));
+    ::close(fds[0]);
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    EXPECT_EQ(got.rfind(std::to_string(child) + "-", 0), 0u) << got;
+    EXPECT_TRUE(seen.insert(got).second) << got << " repeats an instance";
+  }
+  stop = true;
+  for (auto& t : askers) t.join();
   EXPECT_EQ(process_instance(), parent);
 }
 
