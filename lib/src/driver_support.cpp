@@ -284,6 +284,13 @@ Error sync_replication_cancelled_error(std::string_view where) {
                       {});
 }
 
+Error copy_refused_error(std::string_view where) {
+  return driver_error(ErrorCode::kInvalidArgument, where,
+                      "COPY is not supported through dblock::Connection; the COPY was ended and "
+                      "the connection goes on (run COPY through the driver's own handle)",
+                      {});
+}
+
 void set_close_on_exec(int fd) noexcept {
   if (fd < 0) return;
   int flags = ::fcntl(fd, F_GETFD);

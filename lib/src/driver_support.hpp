@@ -117,6 +117,10 @@ bool is_sync_replication_cancelled(std::string_view notice) noexcept;
 // The Error for such a commit: kCommitInDoubt, saying what to do.
 Error sync_replication_cancelled_error(std::string_view where);
 
+// PostgreSQL: the Error for a COPY sent through a Connection, which dblock does not support:
+// kInvalidArgument. The driver has ended the COPY by then, so the connection goes on.
+Error copy_refused_error(std::string_view where);
+
 // Rewrites $1.. (PostgreSQL) or ? (MySQL) placeholders to :p1.. for drivers with named
 // placeholders, leaving quoted strings, quoted identifiers and comments untouched. When
 // `placeholders` is given, it receives how many parameters the statement takes: the number of ?

@@ -139,10 +139,7 @@ class LibpqConnection final : public detail::DriverConnection {
       case PGRES_COPY_OUT:
       case PGRES_COPY_BOTH:
         abandon_copy(pg, status);
-        throw detail::driver_error(ErrorCode::kInvalidArgument, where(),
-                                   "COPY is not supported through dblock::Connection; the COPY "
-                                   "was abandoned",
-                                   {});
+        throw detail::copy_refused_error(where());
       default:
         throw libpq_driver::statement_error(pg, result.get(), where(), secret());
     }

@@ -211,7 +211,13 @@ class PqxxConnection final : public detail::DriverConnection {
     } catch (const std::exception& e) {
       throw pqxx_driver::statement_error(e, conn_.is_open(), where(), secret());
     }
-    return to_result(r);
+    try {
+      return to_result(r);
+    } catch (const pqxx::range_error&) {
+      // A result with a column that has no name: what a COPY answers. libpq ends the COPY at the
+      // next statement, so the connection goes on.
+      throw detail::copy_refused_error(where());
+    }
   }
 
   std::unique_ptr<pqxx::connection> owned_;  // null for a wrapped connection

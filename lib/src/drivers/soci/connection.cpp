@@ -284,6 +284,7 @@ class SociConnection final : public detail::DriverConnection {
           if (std::optional<Result> r = soci_driver::undescribed_result(st, e)) {
             return std::move(*r);
           }
+          if (soci_driver::answered_copy(st)) throw detail::copy_refused_error(where());
         }
         throw;
       }
@@ -322,6 +323,8 @@ class SociConnection final : public detail::DriverConnection {
         }
       }
       return Result(std::move(columns), std::move(rows), affected, insert_id);
+    } catch (const Error&) {
+      throw;  // already dblock's (a COPY refused)
     } catch (const std::exception& e) {
       throw soci_driver::statement_error(e, dialect_, still_open(), where(), secret());
     }

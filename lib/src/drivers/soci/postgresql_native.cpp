@@ -37,4 +37,11 @@ std::optional<Result> undescribed_result(soci::statement& st, const soci::soci_e
   return libpq_driver::to_result(result, static_cast<std::uint64_t>(PQntuples(result)));
 }
 
+bool answered_copy(soci::statement& st) {
+  const PGresult* result = result_of(st);
+  if (result == nullptr) return false;
+  const ExecStatusType status = PQresultStatus(result);
+  return status == PGRES_COPY_IN || status == PGRES_COPY_OUT || status == PGRES_COPY_BOTH;
+}
+
 }  // namespace dblock::soci_driver

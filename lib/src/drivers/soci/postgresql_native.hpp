@@ -27,4 +27,8 @@ std::vector<bool> boolean_columns(soci::statement& st, std::size_t count);
 // statement that took effect does not fail. nullopt when `e` is any other failure.
 std::optional<Result> undescribed_result(soci::statement& st, const soci::soci_error& e);
 
+// True when the statement's PostgreSQL result is a COPY's (SOCI then throws an error without a
+// message; libpq ends the COPY at the next statement).
+bool answered_copy(soci::statement& st);
+
 }  // namespace dblock::soci_driver
