@@ -213,9 +213,10 @@ class PqxxConnection final : public detail::DriverConnection {
     }
     try {
       return to_result(r);
-    } catch (const pqxx::range_error&) {
+    } catch (const pqxx::range_error& e) {
       // A result with a column that has no name: what a COPY answers. libpq ends the COPY at the
-      // next statement, so the connection goes on.
+      // next statement, so the connection goes on (if it is still open).
+      if (!conn_.is_open()) throw pqxx_driver::statement_error(e, false, where(), secret());
       throw detail::copy_refused_error(where());
     }
   }

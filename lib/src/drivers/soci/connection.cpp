@@ -284,7 +284,9 @@ class SociConnection final : public detail::DriverConnection {
           if (std::optional<Result> r = soci_driver::undescribed_result(st, e)) {
             return std::move(*r);
           }
-          if (soci_driver::answered_copy(st)) throw detail::copy_refused_error(where());
+          if (still_open() && soci_driver::answered_copy(st)) {
+            throw detail::copy_refused_error(where());
+          }
         }
         throw;
       }
