@@ -80,32 +80,52 @@ TEST(Owner, ThreadsDifferAndNamesFollowTheCaller) {
   EXPECT_EQ(process_instance().rfind(std::to_string(::getpid()) + "-", 0), 0u);
 }
 
+// What `child` returns, computed in a child of fork(), and the child's pid. Fails the test
+// unless the child exits cleanly.
+struct ChildAnswer {
+  pid_t pid = -1;
+  std::string text;
+};
+template <class Child>
+ChildAnswer ask_a_child(Child child) {
+  ChildAnswer out;
+  int fds[2];
+  if (::pipe(fds) != 0) {
+    ADD_FAILURE() << "pipe() failed";
+    return out;
+  }
+  out.pid = ::fork();
+  if (out.pid == 0) {
+    ::close(fds[0]);
+    const std::string text = child();
+    const ssize_t written = ::write(fds[1], text.data(), text.size());
+    ::_exit(written == static_cast<ssize_t>(text.size()) ? 0 : 1);
+  }
+  ::close(fds[1]);
+  if (out.pid < 0) {
+    ::close(fds[0]);
+    ADD_FAILURE() << "fork() failed";
+    return out;
+  }
+  char buf[128];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) out.text.append(buf, std::size_t(n));
+  ::close(fds[0]);
+  int status = 0;
+  EXPECT_EQ(::waitpid(out.pid, &status, 0), out.pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  return out;
+}
+
 // A child of fork() is another process: its instance id is drawn anew, though the forking
 // thread had the parent's cached, and the parent's stays what it was.
 TEST(Owner, AForkedChildIsAnotherProcess) {
   const std::string parent = process_instance();
-  int fds[2];
-  ASSERT_EQ(::pipe(fds), 0);
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    ::close(fds[0]);
+  const ChildAnswer child = ask_a_child([] {
     const std::string mine = Owner::current_thread().process;
-    const std::string again = process_instance();
-    const std::string out = mine == again ? mine : "unstable";
-    const ssize_t written = ::write(fds[1], out.data(), out.size());
-    ::_exit(written == static_cast<ssize_t>(out.size()) ? 0 : 1);
-  }
-  ::close(fds[1]);
-  std::string got;
-  char buf[128];
-  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) got.append(buf, std::size_t(n));
-  ::close(fds[0]);
-  int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  EXPECT_EQ(got.rfind(std::to_string(child) + "-", 0), 0u) << got;
-  EXPECT_NE(got, parent);
+    return mine == process_instance() ? mine : std::string("unstable");
+  });
+  EXPECT_EQ(child.text.rfind(std::to_string(child.pid) + "-", 0), 0u) << child.text;
+  EXPECT_NE(child.text, parent);
   EXPECT_EQ(process_instance(), parent);
 }
 
@@ -123,26 +143,9 @@ TEST(Owner, ForksWhileOtherThreadsAskNeitherHangNorShareTheInstance) {
   }
   std::set<std::string> seen{parent};
   for (int i = 0; i < 40; ++i) {
-    int fds[2];
-    ASSERT_EQ(::pipe(fds), 0);
-    const pid_t child = ::fork();
-    ASSERT_GE(child, 0);
-    if (child == 0) {
-      ::close(fds[0]);
-      const std::string mine = process_instance();
-      const ssize_t written = ::write(fds[1], mine.data(), mine.size());
-      ::_exit(written == static_cast<ssize_t>(mine.size()) ? 0 : 1);
-    }
-    ::close(fds[1]);
-    std::string got;
-    char buf[128];
-    for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) got.append(buf, std::size_t(n));
-    ::close(fds[0]);
-    int status = 0;
-    ASSERT_EQ(::waitpid(child, &status, 0), child);
-    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    EXPECT_EQ(got.rfind(std::to_string(child) + "-", 0), 0u) << got;
-    EXPECT_TRUE(seen.insert(got).second) << got << " repeats an instance";
+    const ChildAnswer child = ask_a_child([] { return process_instance(); });
+    EXPECT_EQ(child.text.rfind(std::to_string(child.pid) + "-", 0), 0u) << child.text;
+    EXPECT_TRUE(seen.insert(child.text).second) << child.text << " repeats an instance";
   }
   stop = true;
   for (auto& t : askers) t.join();

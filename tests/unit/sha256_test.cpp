@@ -5,6 +5,7 @@
 #include <atomic>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace dblock::detail {
@@ -22,20 +23,18 @@ TEST(Sha256, MatchesPublishedVectors) {
 TEST(Sha256, BlockBoundaries) {
   // A tail of up to 55 bytes takes its padding and length in its own block; 56 to 63 need a
   // second block; whole blocks take a block of padding alone. Digests from coreutils' sha256sum.
-  EXPECT_EQ(sha256_hex(std::string(55, 'x')),
-            "d5e285683cd4efc02d021a5c62014694958901005d6f71e89e0989fac77e4072");
-  EXPECT_EQ(sha256_hex(std::string(56, 'x')),
-            "04c26261370ee7541549d16dee320c723e3fd14671e66a099afe0a377c16888e");
-  EXPECT_EQ(sha256_hex(std::string(63, 'x')),
-            "75220b47218278e656f2013bb8f0c455a25eaf01e86c64924e9d48d89776d6f2");
-  EXPECT_EQ(sha256_hex(std::string(64, 'a')),
-            "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb");
-  EXPECT_EQ(sha256_hex(std::string(119, 'x')),
-            "000b48d4edf0fa7bee3c6236ecd2785baa5db4eeb8bb54341b029e0d9fa5fb0c");
-  EXPECT_EQ(sha256_hex(std::string(120, 'x')),
-            "13f05a0b594787f5ecd315edc96141bd3243203d1b7d4f0836f37308b276ba98");
-  EXPECT_EQ(sha256_hex(std::string(128, 'x')),
-            "24da1b81d0b16df6428eee73c69fcb2a93c76bc6df706f0c6670fe6bfe800464");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {std::string(55, 'x'), "d5e285683cd4efc02d021a5c62014694958901005d6f71e89e0989fac77e4072"},
+      {std::string(56, 'x'), "04c26261370ee7541549d16dee320c723e3fd14671e66a099afe0a377c16888e"},
+      {std::string(63, 'x'), "75220b47218278e656f2013bb8f0c455a25eaf01e86c64924e9d48d89776d6f2"},
+      {std::string(64, 'a'), "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb"},
+      {std::string(119, 'x'), "000b48d4edf0fa7bee3c6236ecd2785baa5db4eeb8bb54341b029e0d9fa5fb0c"},
+      {std::string(120, 'x'), "13f05a0b594787f5ecd315edc96141bd3243203d1b7d4f0836f37308b276ba98"},
+      {std::string(128, 'x'), "24da1b81d0b16df6428eee73c69fcb2a93c76bc6df706f0c6670fe6bfe800464"},
+  };
+  for (const auto& [input, digest] : cases) {
+    EXPECT_EQ(sha256_hex(input), digest) << input.size() << " bytes";
+  }
 }
 
 // Hashes interleaved across threads, and a long one after short ones, give the published digests.
