@@ -4,8 +4,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <atomic>
-#include <cstdint>
 #include <mutex>
 #include <random>
 
@@ -34,33 +32,30 @@ std::string random_hex(int digits) {
 }  // namespace
 
 // The only process-wide mutable state in dblock: who this process is. Redrawn after fork().
-// Every acquire asks, so each thread keeps a copy, stamped with the number of fork()s this
-// process descends through; it redraws (under the mutex) only when that number changed: its
-// first call, or its first call in a child. Counting forks in a pthread_atfork() handler
-// spares every acquire a getpid() system call. The mutex is held across fork(), so a child
-// never starts with it held by a thread that did not come along.
+// Every acquire asks, so each thread keeps a copy for its process id and takes the mutex only
+// when the id changed (its first call, or its first call in a child after fork()): a mutex on
+// every call, held across getpid(), made threads queue on it. The id is read on every call, not
+// counted in a pthread_atfork() handler: a child made by the raw clone() system call runs no
+// such handler, and two processes sharing an instance would pass for one owner. The mutex is
+// held across fork() (pthread_atfork), so a child never starts with it locked by a thread that
+// did not come along: its first call would wait forever.
 std::string process_instance() {
   static std::mutex mu;
-  static std::atomic<std::uint64_t> forks{0};
-  static std::uint64_t drawn_at = 0;  // the forks count the instance below was drawn at
+  static pid_t pid = 0;
   static std::string instance;
-  static const bool watching = [] {
-    ::pthread_atfork([] { mu.lock(); }, [] { mu.unlock(); },
-                     [] {
-                       forks.fetch_add(1);
-                       mu.unlock();
-                     });
+  static const bool fork_safe = [] {
+    ::pthread_atfork([] { mu.lock(); }, [] { mu.unlock(); }, [] { mu.unlock(); });
     return true;
   }();
-  (void)watching;
-  thread_local std::uint64_t seen = 0;  // forks + 1 when `copy` was taken; 0: never
+  (void)fork_safe;
+  thread_local pid_t seen = 0;
   thread_local std::string copy;
-  const std::uint64_t now = forks.load(std::memory_order_relaxed) + 1;
+  const pid_t now = ::getpid();
   if (seen != now) {
     std::lock_guard lock(mu);
-    if (drawn_at != now) {
-      drawn_at = now;
-      instance = std::to_string(::getpid()) + "-" + random_hex(16);
+    if (pid != now) {
+      pid = now;
+      instance = std::to_string(pid) + "-" + random_hex(16);
     }
     copy = instance;
     seen = now;
