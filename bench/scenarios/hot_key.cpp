@@ -2,8 +2,9 @@
 // (from the moment the holder starts its release to the moment the next client holds the key),
 // statements sent per successful acquisition (counted on the connections, tries and releases
 // alike) and fairness (most / fewest acquisitions per client). On PostgreSQL with LISTEN/NOTIFY
-// wake-ups and with polling only; MySQL always polls. Each also with fair waiting (the queue's
-// head woken on PostgreSQL; polling at the backoff's quickest pace on MySQL).
+// wake-ups (a release through the waiters' own lock object hands the key over) and with polling
+// only; on MySQL with the hand-over and with polling only. Each also with fair waiting (the
+// queue's head woken on PostgreSQL; polling at the backoff's quickest pace on MySQL).
 #include "../hot_key.hpp"
 
 #include <algorithm>
@@ -151,11 +152,12 @@ void handoff_headlines(BenchContext& ctx, const std::vector<std::pair<Mode, doub
     if (!mode.notify && !mode.fair) polling = p50;
   }
   for (const auto& [mode, p50] : p50s) {
+    const bool target = mode.notify && ctx.postgresql();
     ctx.headline({.label = "hot key handoff p50, " + mode.label() + ", " + conditions,
                   .value = p50,
                   .unit = "ms",
-                  .target = mode.notify ? "< 1.5 ms and < polling" : "",
-                  .met = mode.notify ? (p50 < 1.5 && p50 < polling ? 1 : 0) : -1});
+                  .target = target ? "< 1.5 ms and < polling" : "",
+                  .met = target ? (p50 < 1.5 && p50 < polling ? 1 : 0) : -1});
   }
 }
 
@@ -184,7 +186,9 @@ void run(BenchContext& ctx) {
   ScopedTables tables(ctx.target().url);
   nlohmann::json points = nlohmann::json::array();
   const Mode polling{"polling", false, false};
-  std::vector<Mode> modes{polling, {"fair", false, false, true}};
+  // MySQL has no notifications: with notify on, a release through the waiters' own lock object
+  // hands the key over, and waiters of other lock objects poll.
+  std::vector<Mode> modes{{"hand-over", true, false}, polling, {"fair", false, false, true}};
   if (ctx.postgresql()) {
     // Waiters woken by the release's notification; with a lock per client they learn of a
     // release only from the server, as waiters in other processes do. Fair waiters are woken

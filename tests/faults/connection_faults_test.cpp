@@ -154,6 +154,82 @@ TEST_P(ConnectionFaultTest, ASessionKilledMidAcquireIsRetriedOnceThenReported) {
   check_histories();
 }
 
+// Scenario 3, mid-hand-over. A release hands the key to a waiter asleep in the same lock object;
+// the hand-over's statement waits for a row lock held by another transaction while its session
+// is killed: once, and the retry moves the key to the waiter (one hold, a higher token, the
+// holder's release reported released); on both attempts, and the holder gets
+// Error(kConnectionLost) while the waiter goes on waiting and never gets the key the holder's
+// row still holds. The owner's next acquire sends the kept release first and takes a new token.
+TEST_P(ConnectionFaultTest, ASessionKilledMidHandOverIsRetriedOnceThenReported) {
+  if (!strategy().hands_over) {
+    return not_applicable(
+        "a release hands nothing to a waiter; the mid-release kills above cover it");
+  }
+  auto lock = make_lock();
+  HistoryWriter history(new_history("mid-hand-over"));
+  const std::string table = tables_.qualified(backend().dialect, strategy().table);
+  auto blocker = backend().connect();
+  for (int kills : {1, 2}) {
+    SCOPED_TRACE(std::to_string(kills) + " kill(s)");
+    const std::string n = std::to_string(kills);
+    RecordedHolder holder(*lock, history, "holder" + n, "k", milliseconds(30000));
+    ASSERT_TRUE(holder.acquire(milliseconds(0)));
+    std::optional<Lease> handed;
+    std::thread waiter([&] {
+      const std::int64_t sent = monotonic_us();
+      handed = lock->acquire("k", milliseconds(kills == 1 ? 20000 : 3000),
+                             owned_by("waiter" + n, false));
+      if (handed) {
+        history.acquired("waiter" + n, "k", handed->fencing_token(), monotonic_us(), sent, 30000);
+      }
+    });
+    std::this_thread::sleep_for(milliseconds(300));  // the waiter tried once and sleeps
+    blocker->begin();
+    blocker->execute("SELECT lock_key FROM " + table + " WHERE lock_key = 'k' FOR UPDATE");
+    std::string outcome;
+    std::thread releaser([&] { outcome = holder.release(); });
+    std::int64_t killed = -1;
+    for (int k = 0; k < kills; ++k) {
+      killed = blocked_session(strategy().table, "UPDATE%", killed);
+      if (killed < 0) {
+        ADD_FAILURE() << "the hand-over never waited for the row lock";
+        break;
+      }
+      backend().kill_session(*conn_, killed);
+    }
+    if (kills == 1) {
+      EXPECT_GE(blocked_session(strategy().table, "UPDATE%", killed), 0)
+          << "the hand-over was not retried";
+    }
+    if (kills == 2) releaser.join();  // it failed while the row lock was still held
+    blocker->rollback();
+    if (kills == 1) releaser.join();
+    waiter.join();
+    auto r = row("k");
+    ASSERT_TRUE(r);
+    if (kills == 1) {
+      EXPECT_EQ(outcome, "released");
+      ASSERT_TRUE(handed) << "the retried hand-over did not reach the waiter";
+      EXPECT_EQ(r->owner_thread, Owner::named("waiter1").thread);
+      EXPECT_EQ(r->hold_count, 1);  // the retry did not count a second hold
+      EXPECT_EQ(r->fencing_token, handed->fencing_token());
+      EXPECT_GT(handed->fencing_token(), holder.token());
+      history.released("waiter1", "k", handed->fencing_token(), monotonic_us(), "released");
+      EXPECT_EQ(handed->release(), ReleaseOutcome::kReleased);
+    } else {
+      EXPECT_EQ(outcome, "error");
+      EXPECT_FALSE(handed) << "the waiter got a key the holder's row still held";
+      EXPECT_EQ(r->owner_thread, Owner::named("holder2").thread);
+      EXPECT_EQ(r->fencing_token, holder.token());
+      RecordedHolder again(*lock, history, "holder2", "k", milliseconds(30000));
+      ASSERT_TRUE(again.acquire(milliseconds(0)));
+      EXPECT_GT(again.token(), holder.token()) << "the kept release was not sent first";
+      EXPECT_EQ(again.release(), "released");
+    }
+  }
+  check_histories();
+}
+
 // Scenario 4. The proxy forwards a lock statement, then cuts the connection before the reply.
 // The retried acquire finds its own lease (one hold, the same token); a retried release of an
 // inner reentrant hold gives back exactly one hold; a retried last release frees the key.

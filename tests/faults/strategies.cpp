@@ -13,6 +13,11 @@ namespace dblock::testing {
 
 namespace {
 
+// The rows of the unique-key lock.
+std::vector<LockRow> lock_rows(Connection& conn, const TableNames& tables) {
+  return list_locks(conn, tables);
+}
+
 // The rows of the semaphore's strategies: their permits.
 std::vector<LockRow> permit_rows(Connection& conn, const TableNames& tables) {
   std::vector<LockRow> rows;
@@ -49,7 +54,8 @@ const std::vector<StrategyUnderTest>& fault_strategies() {
          return std::make_unique<UniqueKeyLock>(source, options);
        },
        /*ends_with_ttl=*/true, /*exclusive=*/true, /*transactional=*/false, /*lock_row=*/true,
-       "locks", /*global_tokens=*/false, /*reentrant=*/true, /*resends_lost_release=*/true},
+       "locks", /*global_tokens=*/false, /*reentrant=*/true, /*resends_lost_release=*/true,
+       lock_rows, /*hands_over=*/true},
       // The same lock with fair waiting: waiters queue in lock_waiters and take turns.
       {"unique_key_fair",
        [](ConnectionSource& source, const TableNames& tables) -> std::unique_ptr<Lock> {

@@ -5,7 +5,8 @@
 // (a paused row-lock holder cannot outlive a TTL it does not have) they print one line saying
 // why and check the strategy's own analogue instead:
 //
-//   unique_key  ends_with_ttl, exclusive          a lock row; a dead holder's lease runs out
+//   unique_key  ends_with_ttl, exclusive,         a lock row; a dead holder's lease runs out;
+//               hands_over                        a release hands the key to a waiter asleep
 //   unique_key_fair  as unique_key                 the same with fair waiting (a queue table)
 //   row_lock    exclusive, transactional          SELECT ... FOR UPDATE in the lease's
 //                                                 transaction; the server frees it with the
@@ -80,6 +81,9 @@ struct StrategyUnderTest {
   // expired ones not yet cleaned, released ones left out.
   std::function<std::vector<LockRow>(Connection& conn, const TableNames& tables)> list_rows =
       [](Connection& conn, const TableNames& tables) { return list_locks(conn, tables); };
+  // True when a release hands the key straight to a waiter asleep in the same lock object, in
+  // the release's own statement (the unique-key lock without fair waiting).
+  bool hands_over = false;
 
   // The lock lives in the server session itself, outside any transaction: it ends when the
   // session does (no TTL), and a transaction pooler, which lends the session to others between

@@ -381,14 +381,15 @@ TEST_P(UniqueKeyLockTest, HandoffToABlockedWaiter) {
 
 TEST_P(UniqueKeyLockTest, EachReleaseWakesAWaiterUntilAllHadTheKey) {
   // Four waiters of one key, in this process, polling only every 2 s; each holds the key 20 ms.
-  // On PostgreSQL each release must wake one of the waiters left: a wake-up lost (or spent on a
+  // Each release must reach one of the waiters left: a hand-over or wake-up lost (or spent on a
   // waiter of another key, or taken for the release's own notification twice) leaves the rest
-  // to their 2 s polls. Through one lock object (woken in the process) and through a lock
-  // object each (woken by the server's notifications).
-  if (backend().dialect != Dialect::kPostgreSQL) return;  // MySQL has no wake-up: it polls
+  // to their 2 s polls. Through one lock object (handed over in the process, on both servers)
+  // and, on PostgreSQL, through a lock object each (woken by the server's notifications; MySQL
+  // has no notifications, and polls).
   UniqueKeyLockOptions options;
   options.backoff = {milliseconds(2000), milliseconds(2000), milliseconds(2000)};
   for (bool lock_each : {false, true}) {
+    if (lock_each && backend().dialect != Dialect::kPostgreSQL) continue;
     std::vector<std::unique_ptr<UniqueKeyLock>> locks;
     for (int i = 0; i < (lock_each ? 5 : 1); ++i) locks.push_back(make_lock(options));
     auto lock_of = [&](int i) -> UniqueKeyLock& { return *locks[lock_each ? i : 0]; };
@@ -429,6 +430,163 @@ TEST_P(UniqueKeyLockTest, EachReleaseWakesAWaiterUntilAllHadTheKey) {
     EXPECT_LT(all_ms, 1500.0) << (lock_each ? "a lock each" : "one lock")
                               << ": a release did not wake the next waiter";
   }
+}
+
+// Waiters of one lock object that sleep in acquire, each on its own thread. Polling alone is
+// made slow (every backoff wait is 2 s), so a quick grant proves a hand-over or a wake-up.
+class Waiters {
+ public:
+  Waiters(UniqueKeyLock& lock, std::string key) : lock_(lock), key_(std::move(key)) {}
+  ~Waiters() {
+    for (auto& t : threads_) {
+      if (t.joinable()) t.join();
+    }
+  }
+  // Starts a waiter owned by `owner` and returns once it sleeps after its first try.
+  void add(const std::string& owner, milliseconds timeout = milliseconds(10000)) {
+    auto& slot = results_.emplace_back(std::make_unique<Result>());
+    std::atomic<bool> started{false};
+    threads_.emplace_back([this, owner, timeout, &started, &slot = *slot] {
+      LockOptions options;
+      options.owner = Owner::named(owner);
+      options.ttl = milliseconds(30000);
+      started = true;
+      const auto from = Clock::now();
+      slot.lease = lock_.acquire(key_, timeout, options);
+      slot.took = Clock::now() - from;
+      slot.done = true;
+    });
+    while (!started) std::this_thread::yield();
+    std::this_thread::sleep_for(milliseconds(200));  // tried once, asleep now
+  }
+  struct Result {
+    std::optional<Lease> lease;
+    Clock::duration took{};
+    std::atomic<bool> done{false};
+  };
+  // Waiter `i`'s outcome, once it returned.
+  Result& join(std::size_t i) {
+    if (threads_.at(i).joinable()) threads_.at(i).join();
+    return *results_.at(i);
+  }
+  bool done(std::size_t i) const { return results_.at(i)->done; }
+
+ private:
+  UniqueKeyLock& lock_;
+  std::string key_;
+  std::vector<std::unique_ptr<Result>> results_;
+  std::vector<std::thread> threads_;
+};
+
+UniqueKeyLockOptions slow_polling() {
+  UniqueKeyLockOptions options;
+  options.backoff = {milliseconds(2000), milliseconds(2000), milliseconds(2000)};
+  return options;
+}
+
+TEST_P(UniqueKeyLockTest, AReleaseHandsTheKeyToTheWaiterThatSleptLongest) {
+  auto lock = make_lock(slow_polling());
+  auto held = lock->try_acquire("k", as("holder"));
+  ASSERT_TRUE(held);
+  const std::int64_t holder_token = held->fencing_token();
+  Waiters waiters(*lock, "k");
+  waiters.add("w1");
+  waiters.add("w2");
+  const auto released_at = Clock::now();
+  EXPECT_EQ(held->release(), ReleaseOutcome::kReleased);
+  // The release's own statement moved the row to the first waiter: it is w1's as soon as the
+  // release returns, with a new token, and the holder asking again at once finds it taken.
+  auto r = row("k");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->owner_thread, Owner::named("w1").thread);
+  EXPECT_EQ(r->hold_count, 1);
+  EXPECT_GT(r->fencing_token, holder_token);
+  EXPECT_FALSE(r->expired);
+  EXPECT_FALSE(lock->try_acquire("k", as("holder")));
+  auto& first = waiters.join(0);
+  ASSERT_TRUE(first.lease) << "w1 was not handed the key";
+  EXPECT_LT(Clock::now() - released_at, milliseconds(1500)) << "w1 waited for its poll";
+  EXPECT_EQ(first.lease->fencing_token(), r->fencing_token);
+  EXPECT_FALSE(first.lease->lost());
+  EXPECT_FALSE(waiters.done(1)) << "w2 returned while w1 held the key";
+  const std::int64_t first_token = first.lease->fencing_token();
+  EXPECT_EQ(first.lease->release(), ReleaseOutcome::kReleased);
+  auto& second = waiters.join(1);
+  ASSERT_TRUE(second.lease) << "w2 was not handed the key";
+  EXPECT_GT(second.lease->fencing_token(), first_token);
+  EXPECT_EQ(row("k")->owner_thread, Owner::named("w2").thread);
+  // A lease handed over is an ordinary one: renewed, released, and the key free after it.
+  EXPECT_TRUE(second.lease->renew(milliseconds(30000)));
+  EXPECT_EQ(second.lease->release(), ReleaseOutcome::kReleased);
+  EXPECT_FALSE(row("k"));
+  EXPECT_TRUE(lock->try_acquire("k", as("x")));
+}
+
+TEST_P(UniqueKeyLockTest, OnlyTheReleaseThatFreesTheKeyHandsItOver) {
+  // An inner release of reentrant holds leaves the key with its owner; so does the release of a
+  // lease whose row another owner took after it expired. A waiter gets the key from neither.
+  auto lock = make_lock(slow_polling());
+  auto outer = lock->try_acquire("k", as("holder"));
+  auto inner = lock->try_acquire("k", as("holder"));
+  ASSERT_TRUE(outer && inner);
+  Waiters waiters(*lock, "k");
+  waiters.add("w1");
+  EXPECT_EQ(inner->release(), ReleaseOutcome::kDecremented);
+  auto r = row("k");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->owner_thread, Owner::named("holder").thread);
+  EXPECT_EQ(r->hold_count, 1);
+  std::this_thread::sleep_for(milliseconds(300));
+  EXPECT_FALSE(waiters.done(0)) << "the waiter returned while the outer hold was live";
+  EXPECT_EQ(outer->release(), ReleaseOutcome::kReleased);
+  auto& w1 = waiters.join(0);
+  ASSERT_TRUE(w1.lease);
+  EXPECT_EQ(row("k")->owner_thread, Owner::named("w1").thread);
+  w1.lease->release();
+
+  // A lease that expired and was taken by another owner: its release finds nothing to hand.
+  LockOptions short_lived = as("stale", milliseconds(300));
+  short_lived.auto_renew = false;
+  auto stale = lock->try_acquire("s", short_lived);
+  ASSERT_TRUE(stale);
+  std::this_thread::sleep_for(milliseconds(400));
+  auto elsewhere = make_lock();
+  auto taker = elsewhere->try_acquire("s", as("taker"));
+  ASSERT_TRUE(taker);
+  Waiters more(*lock, "s");
+  more.add("w2", milliseconds(1000));
+  EXPECT_EQ(stale->release(), ReleaseOutcome::kNotHeld);
+  EXPECT_EQ(row("s")->owner_thread, Owner::named("taker").thread);
+  EXPECT_FALSE(more.join(0).lease) << "a waiter got a key another owner holds";
+}
+
+TEST_P(UniqueKeyLockTest, AWaiterWhoseTimeRunsOutWhileTheKeyIsHandedToItTakesTheKey) {
+  // The hand-over's statement waits for a row lock another transaction holds until well after
+  // the waiter's timeout. The waiter must wait for that outcome and come back with the key: one
+  // that gave up would leave the key held by an owner with no lease, until its TTL.
+  auto lock = make_lock(slow_polling());
+  auto held = lock->try_acquire("k", as("holder"));
+  ASSERT_TRUE(held);
+  Waiters waiters(*lock, "k");
+  waiters.add("w1", milliseconds(600));
+  auto blocker = backend().connect();
+  blocker->begin();
+  blocker->execute("SELECT lock_key FROM " + tables_.qualified(backend().dialect, "locks") +
+                   " WHERE lock_key = 'k' FOR UPDATE");
+  std::thread releaser([&] { EXPECT_EQ(held->release(), ReleaseOutcome::kReleased); });
+  std::this_thread::sleep_for(milliseconds(1000));  // past the waiter's timeout
+  EXPECT_FALSE(waiters.done(0)) << "the waiter gave up while the key was being handed to it";
+  blocker->commit();
+  releaser.join();
+  auto& w1 = waiters.join(0);
+  ASSERT_TRUE(w1.lease) << "the key went to a waiter that had given up";
+  EXPECT_GE(w1.took, milliseconds(1000));
+  auto r = row("k");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->owner_thread, Owner::named("w1").thread);
+  EXPECT_EQ(r->fencing_token, w1.lease->fencing_token());
+  EXPECT_FALSE(w1.lease->lost());
+  EXPECT_EQ(w1.lease->release(), ReleaseOutcome::kReleased);
 }
 
 TEST_P(UniqueKeyLockTest, AnAcquireStormNeverThrowsAndNeverGrantsTwice) {

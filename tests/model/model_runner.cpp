@@ -1,5 +1,6 @@
 #include "model_runner.hpp"
 
+#include <atomic>
 #include <sstream>
 #include <thread>
 
@@ -299,6 +300,67 @@ void ModelRunner::release(int id) {
     handles_.erase(id);
     end();
   }
+}
+
+void ModelRunner::release_awaited(int id, const std::string& waiter, milliseconds ttl) {
+  Handle& h = handles_.at(id);
+  const std::string key = h.key;
+  const std::int64_t token = h.token;
+  const int lock = h.lock;
+  const std::string releaser = h.who;
+  begin("release #" + std::to_string(id) + " (" + label(h.who) + " " + key + ") awaited by " +
+        label(waiter) + " ttl=" + ms(ttl));
+  const TruthRow* row = model_.truth().find(key);
+  const std::int64_t hold_before = row != nullptr ? row->hold_count : 0;
+  AcquireSpec spec{waiter, key, ttl, false, lock, milliseconds(1500)};
+  std::optional<Lease> got;
+  std::optional<std::string> waiter_error;
+  std::atomic<bool> started{false};
+  std::thread waiting([&] {
+    started = true;
+    try {
+      got = locks_[lock]->acquire(key, spec.wait, options(spec));
+    } catch (const Error& e) {
+      waiter_error = e.what();
+    }
+  });
+  while (!started) std::this_thread::yield();
+  std::this_thread::sleep_for(milliseconds(100));  // its first try is over: it sleeps or holds
+  std::optional<ReleaseOutcome> outcome;
+  const auto from = ModelClock::now();
+  try {
+    outcome = h.lease().release();
+    const auto want = expected_release(id, from, ModelClock::now());
+    note(std::string(to_string(*outcome)));
+    if (want && *outcome != *want) {
+      fail("release: got " + std::string(to_string(*outcome)) + ", the model expects " +
+           std::string(to_string(*want)));
+    }
+  } catch (const Error& e) {
+    fail(std::string("error: release threw: ") + e.what());
+  }
+  handles_.erase(id);
+  waiting.join();
+  if (waiter_error) fail("error: the waiter's acquire threw: " + *waiter_error);
+  if (got) {
+    const std::int64_t granted = got->fencing_token();
+    const bool reentry = holds(waiter, key, granted);
+    note("waiter: token " + std::to_string(granted) + (reentry ? " (re-entry)" : ""));
+    const std::string problem = model_.check_grant(key, label(waiter), granted, reentry);
+    if (!problem.empty()) fail(problem);
+    counts_["handed"]++;
+    const int handle = next_handle_++;
+    handles_.emplace(handle, Handle{key, waiter, granted, ttl, false, lock, std::move(got)});
+  } else {
+    note("waiter: refused");
+    // Nothing else takes keys meanwhile: a key freed while the waiter slept is the waiter's.
+    if (outcome == ReleaseOutcome::kReleased) {
+      fail("hand-over: " + label(releaser) + "'s release freed " + key + " but " + label(waiter) +
+           ", asleep in acquire, did not get it within " + ms(spec.wait));
+    }
+  }
+  end();
+  if (outcome && !got) check_row_after_release(key, token, hold_before, *outcome);
 }
 
 void ModelRunner::drop(int id) {

@@ -68,6 +68,10 @@ class ModelRunner {
   int acquire(const AcquireSpec& spec);
   void renew(int handle, milliseconds ttl);
   void release(int handle);
+  // Releases `handle` while `waiter` (another owner) sleeps in a blocking acquire of its key
+  // through the same lock object: a release that frees the key must hand it to the waiter (or
+  // wake it), in time.
+  void release_awaited(int handle, const std::string& waiter, milliseconds ttl);
   void drop(int handle);
   void kill_sessions();
   void outage(OutageOp op, int handle, const AcquireSpec& spec = {});
@@ -79,7 +83,8 @@ class ModelRunner {
   void random_step();
   // Leaves kinds of steps out of random_step(), for narrowing down a failure: a comma-separated
   // list of acquire, renew (also background renewal), release, drop, kill, outage, clean, sleep,
-  // claim, with_lock, reentry (owners chosen regardless of who holds the key), lookalikes
+  // claim, with_lock, awaited (release_awaited), reentry (owners chosen regardless of who holds the
+  // key), lookalikes
   // ("w " and "W").
   void leave_out(const std::string& list);
 

@@ -147,15 +147,17 @@ void ModelRunner::leave_out(const std::string& list) {
 }
 
 void ModelRunner::random_step() {
-  static const char* kKinds[] = {"acquire", "renew", "release", "drop",  "kill",
-                                 "outage",  "clean", "sleep",   "claim", "with_lock"};
-  std::vector<double> weights = {40, 10, 16, 6, 3, 3, 4, 4, 1, 4};
+  static const char* kKinds[] = {"acquire", "renew", "release", "drop",      "kill",   "outage",
+                                 "clean",   "sleep", "claim",   "with_lock", "awaited"};
+  std::vector<double> weights = {40, 10, 16, 6, 3, 3, 4, 4, 1, 4, 6};
   for (std::size_t i = 0; i < weights.size(); ++i) {
     if (left_out_.count(kKinds[i])) weights[i] = 0;
   }
   int kind = std::discrete_distribution<int>(weights.begin(), weights.end())(rng_);
   if (handles_.size() >= 10 && kind == 0) kind = 2;  // keep the number of holds small
-  if (handles_.empty() && (kind == 1 || kind == 2 || kind == 3 || kind == 5)) kind = 0;
+  if (handles_.empty() && (kind == 1 || kind == 2 || kind == 3 || kind == 5 || kind == 10)) {
+    kind = 0;
+  }
   const bool renewals = !left_out_.count("renew");
   auto random_spec = [&] {
     AcquireSpec s;
@@ -217,6 +219,16 @@ void ModelRunner::random_step() {
     case 8:
       claim(random_owner(), "c0");
       break;
+    case 10: {
+      // Another owner waits: the releaser's own would re-enter while the release is on its way.
+      const int id = pick_handle();
+      const std::string key = handles_.at(id).key;
+      const Owner& releaser = owner(handles_.at(id).who);
+      std::string waiter = pick_owner_for(key);
+      while (owner(waiter) == releaser) waiter = random_owner();
+      release_awaited(id, waiter, pick_ttl());
+      break;
+    }
     default: {
       const std::string key = kLockKeys[std::uniform_int_distribution<std::size_t>(0, 2)(rng_)];
       auto fn = static_cast<WithLockFn>(std::uniform_int_distribution(0, 3)(rng_));

@@ -5,10 +5,19 @@
 // transaction.
 //
 // Waiting (acquire with a timeout) polls with exponential backoff and full jitter
-// (backoff.hpp). On PostgreSQL, when the source can open a dedicated connection, waiters also
-// sleep on LISTEN and the last release NOTIFYs, so the next waiter wakes in about one round trip.
-// A release wakes one waiter of the key per lock object; one made through the waiter's own lock
-// object wakes it at commit, without the round trip of the notification.
+// (backoff.hpp). With notify (the default), a release made through the waiter's own lock object
+// hands the key straight to the waiter of that object that has slept longest: the release's one
+// statement moves the row to the waiter, with a new fencing token and the waiter's TTL and
+// metadata, so a handoff costs one commit instead of a release and an acquire, the key is never
+// free in between, and a holder that asks again at once waits behind the waiters already asleep.
+// Only a release that frees the key hands it over (not one of several reentrant holds, not one
+// whose lease is gone), and a waiter with the releaser's own owner is passed over. A waiter being
+// handed the key waits for that statement's outcome even past its timeout, so acquire can return
+// the lease up to one statement late rather than leave the key with a waiter that gave up. On
+// PostgreSQL, when the source can open a dedicated connection, waiters also sleep on LISTEN and
+// the last release NOTIFYs, so waiters of other lock objects and other processes wake in about
+// one round trip. Such a release wakes one waiter of the key per lock object; one made through
+// the waiter's own lock object that does not hand over wakes it at commit.
 //
 // Fair waiting (UniqueKeyLockOptions::fair): a waiter takes a place in the key's queue (the
 // lock_waiters table, in order of arrival) once its first try fails, and a free key goes only to
@@ -63,9 +72,11 @@ namespace dblock {
 struct UniqueKeyLockOptions {
   TableNames tables{};
   BackoffPolicy backoff{};
-  // PostgreSQL: wake waiters by LISTEN/NOTIFY (falls back to polling when the source cannot
-  // open a dedicated connection, e.g. a pool opened from a URL with ?pool_mode=transaction, or
-  // the driver cannot wait for notifications).
+  // Wake waiters when a key is released: a release through this lock object hands the key to
+  // its waiter that has slept longest (both servers; not for a fair lock, whose queue decides),
+  // and on PostgreSQL waiters also sleep on LISTEN/NOTIFY for releases made elsewhere (polling
+  // only, when the source cannot open a dedicated connection, e.g. a pool opened from a URL with
+  // ?pool_mode=transaction, or the driver cannot wait for notifications). false: waiters poll.
   bool notify = true;
   // Attempts for one try when the server reports a deadlock or serialization failure.
   int contention_retries = 3;

@@ -130,6 +130,27 @@ constexpr UniqueKeySql kUniqueKey = {
         " AND owner_process = {{param:process}} AND owner_thread = {{param:thread}}"
         " AND fencing_token = {{param:token}} AND lease_id = {{param:release_id}}"
         " AND hold_count > 0 AND expires_at > UTC_TIMESTAMP(6)",
+    // A Statement: see UniqueKeySql::hand_over. The WHERE reads the row as it was; the
+    // assignments run left to right and read lease_id, assigned last, as it was, so a row that
+    // already carries the waiter's lease id (this statement's own earlier attempt) keeps its
+    // token and times.
+    .hand_over =
+        "UPDATE {{table:locks}} SET"
+        " fencing_token = LAST_INSERT_ID(IF(lease_id = {{param:to_lease_id}}, fencing_token,"
+        "   GREATEST(fencing_token + 1,"
+        "     TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))))),"
+        " acquired_at = IF(lease_id = {{param:to_lease_id}}, acquired_at, UTC_TIMESTAMP(6)),"
+        " metadata = IF(lease_id = {{param:to_lease_id}}, metadata, {{param:metadata}}),"
+        " expires_at = IF(lease_id = {{param:to_lease_id}}, expires_at,"
+        "   UTC_TIMESTAMP(6) + INTERVAL {{param:ttl_ms}} * 1000 MICROSECOND),"
+        " hold_count = 1, owner_host = {{param:to_host}}, owner_process = {{param:to_process}},"
+        " owner_thread = {{param:to_thread}}, lease_id = {{param:to_lease_id}}"
+        " WHERE lock_key = {{param:key}} AND hold_count > 0 AND expires_at > UTC_TIMESTAMP(6)"
+        " AND ((owner_host = {{param:host}} AND owner_process = {{param:process}}"
+        "     AND owner_thread = {{param:thread}} AND fencing_token = {{param:token}}"
+        "     AND hold_count = 1)"
+        "   OR (lease_id = {{param:to_lease_id}} AND owner_host = {{param:to_host}}"
+        "     AND owner_process = {{param:to_process}} AND owner_thread = {{param:to_thread}}))",
     // A Statement: ttl_ms, key, host, process, thread, token. One row matched when the
     // lease is still held (CLIENT_FOUND_ROWS: also when expires_at stays as it was). Never moves
     // expires_at earlier: the row is shared by every reentrant hold of the owner, and another of

@@ -179,6 +179,30 @@ constexpr UniqueKeySql kUniqueKey = {
         "{{/fair}}"
         " SELECT pg_notify({{param:channel}}, {{fair}}h.head || {{/fair}}chr(10) || r.lock_key)"
         "::text AS notified FROM r{{fair}}, h{{/fair}}",
+    // A Statement: see UniqueKeySql::hand_over. The SET expressions read the row as it was, so
+    // a row that already carries the waiter's lease id (this statement's own earlier attempt)
+    // keeps its token and times.
+    .hand_over =
+        "UPDATE {{table:locks}} SET"
+        " fencing_token = CASE WHEN lease_id = {{param:to_lease_id}} THEN fencing_token"
+        "   ELSE GREATEST(fencing_token + 1,"
+        "     (extract(epoch FROM statement_timestamp()) * 1000000)::bigint) END,"
+        " acquired_at = CASE WHEN lease_id = {{param:to_lease_id}} THEN acquired_at"
+        "   ELSE statement_timestamp() END,"
+        " expires_at = CASE WHEN lease_id = {{param:to_lease_id}} THEN expires_at"
+        "   ELSE statement_timestamp() + {{param:ttl_ms}}::bigint * interval '1 millisecond' END,"
+        " metadata = CASE WHEN lease_id = {{param:to_lease_id}} THEN metadata"
+        "   ELSE {{param:metadata}}::jsonb END,"
+        " hold_count = 1, lease_id = {{param:to_lease_id}}, owner_host = {{param:to_host}},"
+        " owner_process = {{param:to_process}}, owner_thread = {{param:to_thread}}"
+        " WHERE {{relaxed:set_config('synchronous_commit', 'off', true) IS NOT NULL AND}}"
+        " lock_key = {{param:key}} AND hold_count > 0 AND expires_at > statement_timestamp()"
+        " AND ((owner_host = {{param:host}} AND owner_process = {{param:process}}"
+        "     AND owner_thread = {{param:thread}} AND fencing_token = {{param:token}}"
+        "     AND hold_count = 1)"
+        "   OR (lease_id = {{param:to_lease_id}} AND owner_host = {{param:to_host}}"
+        "     AND owner_process = {{param:to_process}} AND owner_thread = {{param:to_thread}}))"
+        " RETURNING fencing_token",
     // A Statement: ttl_ms, key, host, process, thread, token. One row matched when the lease is
     // still held. Never moves expires_at earlier: the row is shared by every reentrant hold of the
     // owner, and another of them (acquired or renewed with a longer TTL) relies on the later

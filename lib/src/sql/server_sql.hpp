@@ -62,6 +62,14 @@ struct UniqueKeySql {
   bool acquire_leaves_queue;  // see fair waiting below
   std::string_view release;
   std::string_view release_rest;  // frees the holds left by acquires whose reply was lost
+  // Hands a held key straight to a waiter of this process: the release of the holder's only hold
+  // (key, host, process, thread, token) and the waiter's acquire (to_lease_id, to_host,
+  // to_process, to_thread, ttl_ms, metadata) in one statement, one commit, with a new fencing
+  // token. One row matched when handed over; the token in column "fencing_token" or
+  // LAST_INSERT_ID(). No row when the holder's lease is gone or holds more than one hold. A
+  // retry after a lost reply finds the row already carrying the waiter's lease id and reports
+  // that token again. Sends no notification: the key never comes free.
+  std::string_view hand_over;
   std::string_view renew;
   std::string_view claim;
   // Fair waiting (the lock_waiters table). Rendered for a fair lock, acquire also takes seq (the

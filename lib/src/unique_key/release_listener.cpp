@@ -1,5 +1,7 @@
 #include "unique_key/release_listener.hpp"
 
+#include <algorithm>
+
 #include "dblock/error.hpp"
 
 namespace dblock::detail {
@@ -9,16 +11,18 @@ constexpr auto kPollSlice = std::chrono::milliseconds(200);  // how often the th
 constexpr auto kReconnectDelay = std::chrono::milliseconds(500);
 }  // namespace
 
-ReleaseListener::ReleaseListener(ConnectionSource& source, std::string channel)
-    : source_(source), channel_(std::move(channel)) {
-  thread_ = std::thread([this] { run(); });
+ReleaseListener::ReleaseListener(ConnectionSource& source, std::string channel, bool listen)
+    : source_(source), channel_(std::move(channel)), listen_(listen) {
+  if (listen_) thread_ = std::thread([this] { run(); });
 }
 
 ReleaseListener::~ReleaseListener() {
   {
     std::lock_guard lock(mu_);
     stop_ = true;
-    for (auto& [key, state] : keys_) state.cv.notify_all();
+    for (auto& [key, state] : keys_) {
+      for (Interest* waiter : state.asleep) waiter->cv_.notify_one();
+    }
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
@@ -43,10 +47,7 @@ void ReleaseListener::run() {
 
 void ReleaseListener::listen_once() {
   std::unique_ptr<Connection> conn = source_.open_dedicated();
-  if (!conn || !conn->supports_notifications()) {
-    available_ = false;
-    return;
-  }
+  if (!conn || !conn->supports_notifications()) return;
   conn->listen(channel_);
   {
     // Notifications sent while no session listened never come back.
@@ -76,22 +77,62 @@ void ReleaseListener::listen_once() {
 }
 
 void ReleaseListener::wake(KeyState& state, const std::string& head) {
-  if (head.empty()) {
-    state.wake = true;
-    state.wake_for.clear();
-    state.cv.notify_one();  // only one can win the key
-  } else if (state.queued.contains(head)) {
+  // Only one waiter can win the key: waking more would only add failed tries. A waiter being
+  // handed the key is no longer a candidate.
+  const auto candidate = [&](const Interest* w) {
+    return !w->woken_ && w->hand_over_ != Interest::HandOver::kClaimed &&
+           (head.empty() || w->waiter_id_ == head);
+  };
+  auto it = std::find_if(state.asleep.begin(), state.asleep.end(), candidate);
+  if (it != state.asleep.end()) {
+    (*it)->woken_ = true;
+    (*it)->cv_.notify_one();
+  } else if (head.empty() || state.queued.contains(head)) {
+    // No one to wake asleep here now: the next to sleep (the head, if it names one) takes it.
     state.wake = true;
     state.wake_for = head;
-    state.cv.notify_all();  // the others see it is not theirs and sleep on
   }
   // A head queued elsewhere: its own process wakes it; no one here may take the key before it.
 }
 
 void ReleaseListener::releasing(const std::string& key) {
+  if (!listen_) return;  // no notification comes back
   std::lock_guard lock(mu_);
   auto it = keys_.find(key);
   if (it != keys_.end()) ++it->second.echoes;
+}
+
+ReleaseListener::Interest* ReleaseListener::claim_offer(const std::string& key,
+                                                        const Owner& releaser) {
+  std::lock_guard lock(mu_);
+  auto it = keys_.find(key);
+  if (it == keys_.end()) return nullptr;
+  for (Interest* waiter : it->second.asleep) {
+    if (waiter->hand_over_ == Interest::HandOver::kOffered && !waiter->woken_ &&
+        !(waiter->lease_->owner == releaser)) {
+      waiter->hand_over_ = Interest::HandOver::kClaimed;
+      return waiter;
+    }
+  }
+  return nullptr;
+}
+
+void ReleaseListener::resolve(Interest& waiter, std::optional<Grant> grant) {
+  std::lock_guard lock(mu_);
+  waiter.hand_over_ = grant ? Interest::HandOver::kGranted : Interest::HandOver::kDeclined;
+  if (grant) waiter.grant_ = *grant;
+  waiter.cv_.notify_one();
+}
+
+void ReleaseListener::holding(const std::string& key) {
+  std::lock_guard lock(mu_);
+  ++held_here_[key];
+}
+
+void ReleaseListener::not_holding(const std::string& key) {
+  std::lock_guard lock(mu_);
+  auto it = held_here_.find(key);
+  if (it != held_here_.end() && --it->second <= 0) held_here_.erase(it);
 }
 
 void ReleaseListener::released(const std::string& key, bool freed, const std::string& head) {
@@ -133,14 +174,42 @@ void ReleaseListener::Interest::queued_as(const std::string& waiter_id) {
   state.queued.insert(waiter_id_);
 }
 
-void ReleaseListener::Interest::wait(std::chrono::milliseconds timeout) const {
+void ReleaseListener::Interest::accept_hand_over(const LeaseInfo& lease,
+                                                 const nlohmann::json& metadata) {
+  lease_ = &lease;
+  metadata_ = &metadata;
+}
+
+void ReleaseListener::Interest::wait(std::chrono::milliseconds timeout) {
   std::unique_lock lock(listener_.mu_);
   KeyState& state = listener_.keys_[key_];
-  const auto mine = [&] {
-    return state.wake && (state.wake_for.empty() || state.wake_for == waiter_id_);
-  };
-  state.cv.wait_for(lock, timeout, [&] { return listener_.stop_ || mine(); });
-  if (mine()) state.wake = false;  // taken: the other waiters of this key keep sleeping
+  if (state.wake && (state.wake_for.empty() || state.wake_for == waiter_id_)) {
+    state.wake = false;  // a release no one was asleep for: this waiter takes it
+    return;
+  }
+  woken_ = false;
+  hand_over_ = lease_ != nullptr ? HandOver::kOffered : HandOver::kNone;
+  state.asleep.push_back(this);
+  cv_.wait_for(lock, timeout, [&] {
+    return listener_.stop_ || woken_ || hand_over_ == HandOver::kGranted ||
+           hand_over_ == HandOver::kDeclined;
+  });
+  // A release is moving the key to this waiter: its outcome decides, whatever the time.
+  cv_.wait(lock, [&] { return hand_over_ != HandOver::kClaimed; });
+  state.asleep.erase(std::find(state.asleep.begin(), state.asleep.end(), this));
+  if (hand_over_ != HandOver::kGranted) hand_over_ = HandOver::kNone;
+}
+
+bool ReleaseListener::Interest::held_here() const {
+  std::lock_guard lock(listener_.mu_);
+  return listener_.held_here_.contains(key_);
+}
+
+std::optional<ReleaseListener::Grant> ReleaseListener::Interest::take_grant() {
+  std::lock_guard lock(listener_.mu_);
+  if (hand_over_ != HandOver::kGranted) return std::nullopt;
+  hand_over_ = HandOver::kNone;
+  return grant_;
 }
 
 }  // namespace dblock::detail

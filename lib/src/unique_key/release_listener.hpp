@@ -1,11 +1,20 @@
-// Wakes waiters when a key is released, from PostgreSQL notifications: one thread with its own
-// session LISTENs on the lock table's channel; the last release of a key NOTIFYs with the head of
-// the key's fair queue, a newline and the key as payload (postgresql.cpp). When a fair waiter
-// heads the queue, only that waiter is woken, and only in the process where it waits; otherwise
-// each notification wakes one waiter of that key in this process (only one can win; waking them
-// all would only add failed tries). A release made through this lock object wakes at commit
-// instead (releasing() / released()). Waiters sleep until woken or until their backoff interval
-// ends, so a missed or late notification only degrades to polling. Internal.
+// Wakes waiters when a key is released, and hands keys to waiters of this process.
+//
+// Hand-over: a waiter that accepts one (a non-fair acquire) offers itself while it sleeps, and a
+// release made through the same lock object takes the first waiter offered (claim_offer), moves
+// the row to it in the release's own statement (UniqueKeySql::hand_over: one commit, a new
+// fencing token) and resolves the offer, which wakes the waiter with the key in hand. A claimed
+// waiter sleeps on until its offer is resolved, even past its own timeout, so a key handed over
+// always reaches a waiter that takes the lease.
+//
+// Notifications (PostgreSQL, when `listen`): one thread with its own session LISTENs on the lock
+// table's channel; the last release of a key NOTIFYs with the head of the key's fair queue, a
+// newline and the key as payload (postgresql.cpp). When a fair waiter heads the queue, only that
+// waiter is woken, and only in the process where it waits; otherwise each notification wakes one
+// waiter of that key in this process (only one can win; waking them all would only add failed
+// tries). A release made through this lock object wakes at commit instead (releasing() /
+// released()). Waiters sleep until woken or until their backoff interval ends, so a missed or
+// late notification only degrades to polling. Internal.
 //
 // Thread-safety: all methods may be called from many threads.
 #pragma once
@@ -13,25 +22,50 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
 
+#include "boot_clock.hpp"
 #include "dblock/connection_source.hpp"
+#include "lease_core.hpp"
 
 namespace dblock::detail {
 
 class ReleaseListener {
  public:
-  // Starts the listening thread. If `source` cannot open a dedicated connection or its driver
-  // cannot wait for notifications, available() turns false and waiters poll.
-  ReleaseListener(ConnectionSource& source, std::string channel);
+  // With `listen`, starts the listening thread; if `source` cannot open a dedicated connection
+  // or its driver cannot wait for notifications, waiters learn of releases made elsewhere only
+  // by polling. Without it (MySQL), only releases made in this process wake or hand over.
+  ReleaseListener(ConnectionSource& source, std::string channel, bool listen);
   ~ReleaseListener();
 
-  bool available() const noexcept { return available_.load(); }
+  // A key handed over: its fencing token, and when the statement that moved it was sent (the
+  // lease runs from then at the latest).
+  struct Grant {
+    std::int64_t fencing_token = 0;
+    BootClock::time_point sent{};
+  };
+  class Interest;
+  // The waiter of `key` asleep longest that accepts a hand-over and is not `releaser` (a waiter
+  // with the same owner would re-enter, not wait), now claimed: it sleeps until resolve().
+  // nullptr when none.
+  Interest* claim_offer(const std::string& key, const Owner& releaser);
+  // Ends a claim: with the key handed over (`grant`), or not (nothing: the waiter goes on trying
+  // with its lease id, which also recognises a hand-over whose reply was lost).
+  void resolve(Interest& waiter, std::optional<Grant> grant);
+
+  // A lease of `key` made through this lock object starts (holding) or ends (not_holding). While
+  // one lives, its release hands the key over or wakes a waiter here, so waiters need not poll
+  // quickly (Interest::held_here).
+  void holding(const std::string& key);
+  void not_holding(const std::string& key);
 
   // Releases made in this process wake a waiter here as soon as they are committed, not when
   // their notification comes back from the server. Call releasing() before sending a release of
@@ -50,18 +84,37 @@ class ReleaseListener {
     ~Interest();
     Interest(const Interest&) = delete;
     Interest& operator=(const Interest&) = delete;
-    // Sleeps until a release of the key wakes this waiter, or `timeout` passes. A release that
-    // came while no one was asleep (say, during this waiter's last try) wakes the next sleeper
-    // at once, so it is not missed.
-    void wait(std::chrono::milliseconds timeout) const;
+    // From now on, while asleep in wait(), this waiter may be handed the key as `lease` (its
+    // key, lease id, owner and TTL) with `metadata`; both must outlive this object.
+    void accept_hand_over(const LeaseInfo& lease, const nlohmann::json& metadata);
+    const LeaseInfo& lease() const noexcept { return *lease_; }
+    const nlohmann::json& metadata() const noexcept { return *metadata_; }
+    // Sleeps until a release of the key wakes this waiter or hands it the key, or `timeout`
+    // passes. A release that came while no one was asleep (say, during this waiter's last try)
+    // wakes the next sleeper at once, so it is not missed.
+    void wait(std::chrono::milliseconds timeout);
+    // The key handed over during the last wait(), once.
+    std::optional<Grant> take_grant();
+    // A lease made through this lock object holds the key now (holding()).
+    bool held_here() const;
     // This waiter's place in the key's fair queue: from now on a release that names it as the
     // queue's head wakes this waiter and no other.
     void queued_as(const std::string& waiter_id);
 
    private:
+    friend class ReleaseListener;
+    enum class HandOver { kNone, kOffered, kClaimed, kGranted, kDeclined };
     ReleaseListener& listener_;
     std::string key_;
     std::string waiter_id_;
+    // Set under the listener's mutex. A waiter sleeps on a condition variable of its own, so a
+    // release wakes the one it chose and no other.
+    std::condition_variable cv_;
+    bool woken_ = false;
+    const LeaseInfo* lease_ = nullptr;  // accepts hand-overs when set
+    const nlohmann::json* metadata_ = nullptr;
+    HandOver hand_over_ = HandOver::kNone;
+    Grant grant_{};
   };
 
  private:
@@ -70,7 +123,7 @@ class ReleaseListener {
 
   ConnectionSource& source_;
   const std::string channel_;
-  std::atomic<bool> available_{true};
+  const bool listen_;
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;  // the thread's reconnect pause
   struct KeyState {
@@ -78,13 +131,14 @@ class ReleaseListener {
     std::string wake_for;               // the queued waiter it is for ("" any)
     std::multiset<std::string> queued;  // the waiter ids of this process's queued waiters
     int interested = 0;
-    int echoes = 0;              // notifications of releases in this process still to come back
-    std::condition_variable cv;  // the waiters of this key sleep here
+    int echoes = 0;                // notifications of releases in this process still to come back
+    std::deque<Interest*> asleep;  // the waiters in wait(), longest asleep first
   };
   // A release freed `state`'s key: wakes the queue's `head` if it waits here, else (no queue)
-  // one waiter. Called with mu_ held.
+  // the waiter asleep longest. Called with mu_ held.
   static void wake(KeyState& state, const std::string& head);
   std::map<std::string, KeyState, std::less<>> keys_;
+  std::map<std::string, int, std::less<>> held_here_;  // live leases per key (holding())
   bool stop_ = false;
   std::thread thread_;
 };

@@ -77,7 +77,7 @@ struct ReleaseRequest {
 struct UniqueKeyLock::Impl : std::enable_shared_from_this<UniqueKeyLock::Impl> {
   // The lock's statements for one server.
   struct Statements {
-    detail::Statement acquire, release, release_rest, renew, claim;
+    detail::Statement acquire, release, release_rest, hand_over, renew, claim;
     detail::Statement fair_check, enqueue, leave;  // fair waiting
   };
 
@@ -95,6 +95,7 @@ struct UniqueKeyLock::Impl : std::enable_shared_from_this<UniqueKeyLock::Impl> {
                          detail::Statement(sql.acquire, dialect, tables, relaxed, fair),
                          detail::Statement(sql.release, dialect, tables, relaxed, fair),
                          detail::Statement(sql.release_rest, dialect, tables, relaxed, fair),
+                         detail::Statement(sql.hand_over, dialect, tables, relaxed),
                          detail::Statement(sql.renew, dialect, tables, relaxed),
                          detail::Statement(sql.claim, dialect, tables),
                          detail::Statement(sql.fair_check, dialect, tables),
@@ -167,10 +168,13 @@ struct UniqueKeyLock::Impl : std::enable_shared_from_this<UniqueKeyLock::Impl> {
     return static_cast<std::int64_t>(r.last_insert_id());
   }
 
+  // Wakes and hands over to this lock object's waiters; on PostgreSQL it also listens for
+  // releases made elsewhere.
   detail::ReleaseListener* listener() {
-    if (dialect != Dialect::kPostgreSQL || !options.notify) return nullptr;
+    if (!options.notify) return nullptr;
     std::call_once(listener_once, [&] {
-      listener_ = std::make_unique<detail::ReleaseListener>(source, channel);
+      listener_ = std::make_unique<detail::ReleaseListener>(source, channel,
+                                                            dialect == Dialect::kPostgreSQL);
       started_listener_.store(listener_.get());
     });
     return listener_.get();
@@ -231,12 +235,17 @@ struct UniqueKeyLock::Impl : std::enable_shared_from_this<UniqueKeyLock::Impl> {
     return r && r->affected_rows() == 1;
   }
 
-  // Sends a release (and, when it leaves holds no lease here accounts for, release_rest).
-  // When the connection fails on the way and on the retry, nobody knows whether the server
-  // applied it: it is kept, and the owner's next acquire of the key sends it again first. Else
-  // that acquire would re-enter the hold the caller was told is gone and get its old fencing
-  // token back (as after a server crash that lost the release).
-  ReleaseOutcome release(const ReleaseRequest& q);
+  // Hands the key to a waiter asleep in this lock object (hand_over), if one accepts it and
+  // this release would free the key; true when it did. A release that only drops a hold of
+  // several, or whose lease is gone, hands nothing over and leaves it to the plain release.
+  bool hand_over(const ReleaseRequest& q, detail::ReleaseListener& listener);
+  // Sends a release (and, when it leaves holds no lease here accounts for, release_rest), or,
+  // for a lease's own release (`may_hand_over`), a hand-over to a waiter. When the connection
+  // fails on the way and on the retry, nobody knows whether the server applied it: it is kept,
+  // and the owner's next acquire of the key sends it again first. Else that acquire would
+  // re-enter the hold the caller was told is gone and get its old fencing token back (as after a
+  // server crash that lost the release).
+  ReleaseOutcome release(const ReleaseRequest& q, bool may_hand_over = false);
   // Sends the releases kept for `owner`'s holds of `key`, if any are. Throws (and keeps them)
   // while the server cannot be reached.
   void finish_pending_release(const std::string& key, const Owner& owner);
@@ -310,19 +319,65 @@ class PendingReleases {
 
 }  // namespace
 
-ReleaseOutcome UniqueKeyLock::Impl::release(const ReleaseRequest& q) {
+bool UniqueKeyLock::Impl::hand_over(const ReleaseRequest& q, detail::ReleaseListener& listener) {
+  // The queue decides who is next for a fair lock; another live lease of this owner here shares
+  // the row, so this release only drops a hold.
+  if (options.fair || LiveHolds::instance().count(live_id(q.key, q.owner, q.fencing_token)) > 0) {
+    return false;
+  }
+  detail::ReleaseListener::Interest* waiter = listener.claim_offer(q.key, q.owner);
+  if (waiter == nullptr) return false;
+  std::optional<detail::ReleaseListener::Grant> grant;
+  // The claimed waiter sleeps until resolved, on every path out of here. Not handed over (or its
+  // fate unknown), it goes on trying with its lease id, which recognises a hand-over the server
+  // applied.
+  struct Resolve {
+    detail::ReleaseListener& listener;
+    detail::ReleaseListener::Interest& waiter;
+    std::optional<detail::ReleaseListener::Grant>& grant;
+    ~Resolve() { listener.resolve(waiter, grant); }
+  } resolve{listener, *waiter, grant};
+  const detail::LeaseInfo& to = waiter->lease();
+  const detail::Arg args[] = {{"key", Value(q.key)},
+                              {"host", Value(q.owner.host)},
+                              {"process", Value(q.owner.process)},
+                              {"thread", Value(q.owner.thread)},
+                              {"token", Value(q.fencing_token)},
+                              {"to_lease_id", Value(to.lease_id)},
+                              {"to_host", Value(to.owner.host)},
+                              {"to_process", Value(to.owner.process)},
+                              {"to_thread", Value(to.owner.thread)},
+                              {"ttl_ms", Value(static_cast<std::int64_t>(to.ttl.count()))},
+                              {"metadata", json_param(waiter->metadata())}};
+  const auto sent = detail::BootClock::now();  // the waiter's lease runs from here at the latest
+  // A retry after a lost reply finds the row carrying the waiter's lease id: the same token.
+  auto r = run(&Statements::hand_over, args, true);
+  if (!r || (rows ? r->empty() : r->affected_rows() != 1)) return false;
+  grant = detail::ReleaseListener::Grant{
+      rows ? r->int64_at(0, "fencing_token") : static_cast<std::int64_t>(r->last_insert_id()),
+      sent};
+  listener.holding(q.key);  // for the waiter's lease, before this release stops holding
+  return true;
+}
+
+ReleaseOutcome UniqueKeyLock::Impl::release(const ReleaseRequest& q, bool may_hand_over) {
   const std::string id = holds_id(q.key, q.owner);
-  // Waiters in this process are woken here, as soon as the release is committed.
+  // Waiters in this process are handed the key, or woken as soon as the release is committed.
   detail::ReleaseListener* listener = started_listener_.load();
-  if (listener) listener->releasing(q.key);
+  bool announced = false;  // releasing() was called
   try {
+    if (may_hand_over && listener && hand_over(q, *listener)) return ReleaseOutcome::kReleased;
+    if (listener) {
+      listener->releasing(q.key);
+      announced = true;
+    }
     std::string head;
     ReleaseOutcome outcome = send_release(q, head);
     PendingReleases::instance().forget(id, q.release_id);
     if (listener) listener->released(q.key, outcome == ReleaseOutcome::kReleased, head);
     return outcome;
   } catch (const Error& e) {
-    if (listener) listener->released(q.key, false, "");
+    if (announced) listener->released(q.key, false, "");
     if (e.code() == ErrorCode::kConnectionLost || e.code() == ErrorCode::kConnectFailed) {
       PendingReleases::instance().keep(id, {shared_from_this(), q});
     }
@@ -341,16 +396,30 @@ namespace {
 
 class UniqueKeyLease final : public detail::LeaseCore {
  public:
+  // `handed_over`: the lease came from a hand-over, which told the listener of it (holding).
   UniqueKeyLease(std::shared_ptr<UniqueKeyLock::Impl> impl, detail::LeaseInfo info,
-                 std::function<void(const std::string&)> on_lost)
-      : LeaseCore(std::move(info), std::move(on_lost)), impl_(std::move(impl)) {}
+                 std::function<void(const std::string&)> on_lost, bool handed_over)
+      : LeaseCore(std::move(info), std::move(on_lost)),
+        impl_(std::move(impl)),
+        listener_(impl_->started_listener_.load()) {
+    if (listener_ && !handed_over) listener_->holding(this->info().key);
+  }
 
  protected:
   ReleaseOutcome do_release() override {
     const auto& i = info();
     // This lease is gone from here on, whatever the statement's fate.
     LiveHolds::instance().remove(impl_->live_id(i.key, i.owner, i.fencing_token));
-    return impl_->release({i.key, i.owner, i.fencing_token, "r-" + detail::random_lease_id()});
+    // Held here until the release is over: it hands the key over or wakes a waiter.
+    struct NotHolding {
+      detail::ReleaseListener* listener;
+      const std::string& key;
+      ~NotHolding() {
+        if (listener) listener->not_holding(key);
+      }
+    } not_holding{listener_, i.key};
+    return impl_->release({i.key, i.owner, i.fencing_token, "r-" + detail::random_lease_id()},
+                          true);
   }
 
   bool do_renew(std::chrono::milliseconds ttl) override {
@@ -369,7 +438,20 @@ class UniqueKeyLease final : public detail::LeaseCore {
 
  private:
   std::shared_ptr<UniqueKeyLock::Impl> impl_;
+  detail::ReleaseListener* listener_;  // told of this lease (holding) when it existed already
 };
+
+// The lease of `info` (key, lease id, owner), granted `grant.fencing_token` by a statement sent at
+// `grant.sent`: an acquire of its own, or a holder's hand-over (`handed_over`).
+Lease held(const std::shared_ptr<UniqueKeyLock::Impl>& impl, detail::LeaseInfo info,
+           const LockOptions& options, detail::ReleaseListener::Grant grant, bool handed_over) {
+  info.fencing_token = grant.fencing_token;
+  LiveHolds::instance().add(impl->live_id(info.key, info.owner, info.fencing_token));
+  auto core = std::make_shared<UniqueKeyLease>(impl, std::move(info), options.on_lost, handed_over);
+  core->note_renewed(grant.sent, options.ttl);  // lost() counts the TTL from here
+  if (options.auto_renew) detail::Renewer::instance().watch(core, grant.sent);
+  return Lease(std::move(core));
+}
 
 // One try for `info` (key, lease id, owner). `seq`: the waiter's place in the key's fair queue
 // (nullopt: not queued; unused unless the lock is fair), `waiter_id` its id. `ahead` is set to
@@ -405,12 +487,7 @@ std::optional<Lease> attempt(const std::shared_ptr<UniqueKeyLock::Impl>& impl,
   if (!r) return std::nullopt;
   auto token = impl->token_from(*r);
   if (!token) return std::nullopt;
-  info.fencing_token = *token;
-  LiveHolds::instance().add(impl->live_id(info.key, info.owner, info.fencing_token));
-  auto core = std::make_shared<UniqueKeyLease>(impl, std::move(info), options.on_lost);
-  core->note_renewed(sent, options.ttl);  // lost() counts the TTL from here
-  if (options.auto_renew) detail::Renewer::instance().watch(core, sent);
-  return Lease(std::move(core));
+  return held(impl, std::move(info), options, {*token, sent}, false);
 }
 
 detail::LeaseInfo new_lease(std::string_view key, const LockOptions& options) {
@@ -498,8 +575,30 @@ std::optional<Lease> UniqueKeyLock::acquire(std::string_view key, std::chrono::m
     }
   };
   if (!impl_->options.fair) {
+    // While asleep, a release made through this lock object may hand the key over.
+    if (interest) interest->accept_hand_over(info, options.metadata);
+    const auto deadline = forever ? detail::Clock::time_point::max() : clock.now() + timeout;
     return detail::retry_until(
-        clock, timeout, forever, backoff, [&] { return attempt(impl_, info, options, {}); }, pause);
+        clock, timeout, forever, backoff,
+        [&]() -> std::optional<Lease> {
+          if (interest) {
+            if (auto grant = interest->take_grant()) {
+              return held(impl_, info, options, *grant, true);
+            }
+          }
+          return attempt(impl_, info, options, {});
+        },
+        [&](std::chrono::milliseconds d) {
+          if (interest && interest->held_here()) {
+            // A lease of this lock object holds the key: its release hands it over or wakes
+            // this waiter, so polling at the slowest pace suffices (against a lease that ends
+            // by its TTL instead, or a hold taken elsewhere meanwhile).
+            d = std::max(
+                d, std::min(impl_->options.backoff.max_delay,
+                            std::chrono::floor<std::chrono::milliseconds>(deadline - clock.now())));
+          }
+          pause(d);
+        });
   }
   QueuePlace place(*impl_, info, clock);
   std::int64_t ahead = -1;  // waiters before this one, where the queue is read (MySQL)

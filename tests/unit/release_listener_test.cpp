@@ -1,0 +1,166 @@
+// The waiting side of the unique-key lock without a database: whom a release hands the key to or
+// wakes, and a claimed waiter that sleeps past its own timeout until the hand-over is decided.
+// The listener runs without its listening thread (as on MySQL), so no connection is opened.
+#include "unique_key/release_listener.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "dblock/error.hpp"
+
+namespace dblock::detail {
+namespace {
+
+using std::chrono::milliseconds;
+using Steady = std::chrono::steady_clock;
+
+// A source the listener must never use: it has no listening thread.
+class NoSource final : public ConnectionSource {
+ public:
+  Dialect dialect() const noexcept override { return Dialect::kMySQL; }
+  PooledConnection acquire() override {
+    throw Error(ErrorCode::kFailedPrecondition, "the listener opened a connection");
+  }
+  std::string describe() const override { return "none"; }
+
+ protected:
+  void give_back(Connection*) noexcept override {}
+};
+
+// A waiter asleep in wait() on its own thread, accepting hand-overs as `owner`.
+class Waiter {
+ public:
+  Waiter(ReleaseListener& listener, const std::string& owner, milliseconds timeout)
+      : lease_{"k", 0, "lease-" + owner, Owner::named(owner), milliseconds(1000)} {
+    thread_ = std::thread([this, &listener, timeout] {
+      ReleaseListener::Interest interest(listener, "k");
+      interest.accept_hand_over(lease_, metadata_);
+      const auto from = Steady::now();
+      started_ = true;
+      interest.wait(timeout);
+      took_ = Steady::now() - from;
+      grant_ = interest.take_grant();
+      done_ = true;
+    });
+    while (!started_) std::this_thread::yield();
+  }
+  ~Waiter() { join(); }
+  void join() {
+    if (thread_.joinable()) thread_.join();
+  }
+  bool done() const { return done_; }
+  const std::optional<ReleaseListener::Grant>& grant() const { return grant_; }
+  Steady::duration took() const { return took_; }
+  const LeaseInfo& lease() const { return lease_; }
+
+ private:
+  LeaseInfo lease_;
+  nlohmann::json metadata_;
+  std::atomic<bool> started_{false}, done_{false};
+  Steady::duration took_{};
+  std::optional<ReleaseListener::Grant> grant_;
+  std::thread thread_;
+};
+
+// Claims the first waiter `releaser` may hand `key` to, once one sleeps (up to 5 s).
+ReleaseListener::Interest* claim_when_asleep(ReleaseListener& listener, const Owner& releaser) {
+  for (int i = 0; i < 5000; ++i) {
+    if (auto* w = listener.claim_offer("k", releaser)) return w;
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  return nullptr;
+}
+
+TEST(ReleaseListener, AClaimedWaiterSleepsPastItsTimeoutUntilTheHandOverIsDecided) {
+  NoSource source;
+  ReleaseListener listener(source, "channel", false);
+  Waiter waiter(listener, "w", milliseconds(50));
+  ReleaseListener::Interest* claimed = claim_when_asleep(listener, Owner::named("holder"));
+  ASSERT_NE(claimed, nullptr);
+  EXPECT_EQ(claimed->lease().lease_id, "lease-w");
+  std::this_thread::sleep_for(milliseconds(300));  // six times the waiter's timeout
+  EXPECT_FALSE(waiter.done()) << "a claimed waiter gave up before the hand-over was decided";
+  listener.resolve(*claimed, ReleaseListener::Grant{42, BootClock::now()});
+  waiter.join();
+  ASSERT_TRUE(waiter.grant());
+  EXPECT_EQ(waiter.grant()->fencing_token, 42);
+  EXPECT_GE(waiter.took(), milliseconds(300));
+}
+
+TEST(ReleaseListener, ADeclinedHandOverWakesTheWaiterWithNothing) {
+  NoSource source;
+  ReleaseListener listener(source, "channel", false);
+  Waiter waiter(listener, "w", milliseconds(5000));
+  ReleaseListener::Interest* claimed = claim_when_asleep(listener, Owner::named("holder"));
+  ASSERT_NE(claimed, nullptr);
+  listener.resolve(*claimed, std::nullopt);
+  waiter.join();
+  EXPECT_FALSE(waiter.grant());
+  EXPECT_LT(waiter.took(), milliseconds(2000)) << "the declined waiter slept on";
+}
+
+TEST(ReleaseListener, AReleaseHandsTheKeyToTheLongestAsleepThatIsNotItsOwnOwner) {
+  NoSource source;
+  ReleaseListener listener(source, "channel", false);
+  std::vector<std::unique_ptr<Waiter>> waiters;
+  for (const char* owner : {"holder", "a", "b"}) {
+    waiters.push_back(std::make_unique<Waiter>(listener, owner, milliseconds(5000)));
+    std::this_thread::sleep_for(milliseconds(50));  // asleep in this order
+  }
+  ReleaseListener::Interest* first = claim_when_asleep(listener, Owner::named("holder"));
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(first->lease().owner, Owner::named("a")) << "not the longest asleep but the holder";
+  ReleaseListener::Interest* second = listener.claim_offer("k", Owner::named("holder"));
+  ASSERT_NE(second, nullptr);
+  EXPECT_EQ(second->lease().owner, Owner::named("b"));
+  EXPECT_EQ(listener.claim_offer("k", Owner::named("holder")), nullptr)
+      << "the holder's own waiter was offered the key";
+  listener.resolve(*first, ReleaseListener::Grant{1, BootClock::now()});
+  listener.resolve(*second, std::nullopt);
+  waiters[1]->join();
+  waiters[2]->join();
+  EXPECT_TRUE(waiters[1]->grant());
+  EXPECT_FALSE(waiters[2]->grant());
+  EXPECT_FALSE(waiters[0]->done());
+  listener.released("k", true, "");  // a plain release wakes the one left
+  waiters[0]->join();
+  EXPECT_LT(waiters[0]->took(), milliseconds(4000));
+}
+
+TEST(ReleaseListener, EachReleaseWakesOneWaiterAndOneNoOneSleptForIsNotMissed) {
+  NoSource source;
+  ReleaseListener listener(source, "channel", false);
+  // Freed while no one sleeps: the next to sleep wakes at once.
+  ReleaseListener::Interest nobody_yet(listener, "k");  // keeps the key's state
+  listener.released("k", true, "");
+  {
+    ReleaseListener::Interest interest(listener, "k");
+    const auto from = Steady::now();
+    interest.wait(milliseconds(5000));
+    EXPECT_LT(Steady::now() - from, milliseconds(2000)) << "a release no one slept for was lost";
+  }
+  // Two asleep: one release wakes one of them, not both; the next wakes the other.
+  Waiter a(listener, "a", milliseconds(5000));
+  Waiter b(listener, "b", milliseconds(5000));
+  std::this_thread::sleep_for(milliseconds(100));
+  listener.released("k", true, "");
+  for (int i = 0; i < 2000 && !a.done() && !b.done(); ++i) {
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  std::this_thread::sleep_for(milliseconds(200));
+  EXPECT_EQ(int{a.done()} + int{b.done()}, 1);
+  listener.released("k", true, "");
+  a.join();
+  b.join();
+  EXPECT_LT(std::max(a.took(), b.took()), milliseconds(4000)) << "the second release was lost";
+}
+
+}  // namespace
+}  // namespace dblock::detail
