@@ -91,10 +91,12 @@ struct SessionLock::Impl {
     input += options.tables.prefix();
     input += '\x1f';
     input += key;
-    const std::string hex = detail::sha256_hex(input);
-    if (dialect == Dialect::kMySQL) return Value("dblock_" + hex.substr(0, 40));
+    const detail::Sha256Digest digest = detail::sha256(input);
+    if (dialect == Dialect::kMySQL) {
+      return Value("dblock_" + detail::hex(std::span(digest).first(20)));
+    }
     std::uint64_t bits = 0;
-    std::from_chars(hex.data(), hex.data() + 16, bits, 16);
+    for (int i = 0; i < 8; ++i) bits = bits << 8 | digest[i];
     return Value(static_cast<long long>(static_cast<std::int64_t>(bits)));
   }
 
