@@ -82,7 +82,7 @@ struct StrategyUnderTest {
   std::function<std::vector<LockRow>(Connection& conn, const TableNames& tables)> list_rows =
       [](Connection& conn, const TableNames& tables) { return list_locks(conn, tables); };
   // True when a release hands the key straight to a waiter asleep in the same lock object, in
-  // the release's own statement (the unique-key lock without fair waiting).
+  // the release's own statement (the unique-key lock; with fair waiting, to the queue's head).
   bool hands_over = false;
 
   // The lock lives in the server session itself, outside any transaction: it ends when the

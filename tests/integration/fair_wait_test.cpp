@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "backends.hpp"
@@ -81,6 +82,15 @@ class FairWaitTest : public ::testing::TestWithParam<Backend> {
     return backend().dialect == Dialect::kPostgreSQL
                ? r.int64_at(0, "seq")
                : static_cast<std::int64_t>(r.last_insert_id());
+  }
+
+  // The owner (thread column) of `key`'s live row; "" when free.
+  std::string holder_of(const std::string& key) {
+    auto c = pool_->acquire();
+    for (const auto& r : list_locks(*c, tables_)) {
+      if (r.key == key && !r.expired) return r.owner_thread;
+    }
+    return "";
   }
 
   TableNames tables_;
@@ -229,6 +239,66 @@ TEST_P(FairWaitTest, AReleaseWakesTheQueuesHeadInItsOwnLockObject) {
   std::printf("[ fair     ] %s: %d queued waiters had the key in %.0f ms\n", backend().name.c_str(),
               kWaiters, all);
   EXPECT_LT(all, 1500.0) << "a release did not wake the queue's head";
+}
+
+TEST_P(FairWaitTest, AReleaseHandsTheKeyToTheQueuesHeadOnly) {
+  // Through one lock object, a release hands the key to the queue's head when the head waits
+  // there: the row is the head's when the release returns. When the head waits in another lock
+  // object (another process), the release hands nothing to the waiter behind it there: the head
+  // gets the key first. Polling alone is slow here (every backoff wait is 2 s).
+  UniqueKeyLockOptions options;
+  options.backoff = {milliseconds(2000), milliseconds(2000), milliseconds(2000)};
+  auto lock = make_lock(true, options);
+  auto elsewhere = make_lock(true, options);
+  const auto waiter = [&](UniqueKeyLock& l, const std::string& key, const std::string& who,
+                          std::optional<Lease>& out, std::atomic<bool>& done) {
+    return std::thread([&l, key, who, &out, &done] {
+      out = l.acquire(key, milliseconds(15000), as(who));
+      done = true;
+    });
+  };
+  {
+    auto held = lock->try_acquire("k", as("holder"));
+    ASSERT_TRUE(held);
+    std::optional<Lease> first, second;
+    std::atomic<bool> first_done{false}, second_done{false};
+    std::thread t1 = waiter(*lock, "k", "w1", first, first_done);
+    wait_until_queued("k", 1);
+    std::thread t2 = waiter(*lock, "k", "w2", second, second_done);
+    wait_until_queued("k", 2);
+    std::this_thread::sleep_for(milliseconds(100));  // both asleep
+    EXPECT_EQ(held->release(), ReleaseOutcome::kReleased);
+    EXPECT_EQ(holder_of("k"), Owner::named("w1").thread) << "the head was not handed the key";
+    t1.join();
+    ASSERT_TRUE(first);
+    EXPECT_FALSE(second_done) << "the second waiter returned while the head held the key";
+    first->release();
+    t2.join();
+    ASSERT_TRUE(second);
+    EXPECT_EQ(holder_of("k"), Owner::named("w2").thread);
+    second->release();
+  }
+  {
+    auto held = lock->try_acquire("k2", as("holder"));
+    ASSERT_TRUE(held);
+    std::optional<Lease> head, behind;
+    std::atomic<bool> head_done{false}, behind_done{false};
+    std::thread t1 = waiter(*elsewhere, "k2", "h", head, head_done);
+    wait_until_queued("k2", 1);
+    std::thread t2 = waiter(*lock, "k2", "b", behind, behind_done);
+    wait_until_queued("k2", 2);
+    std::this_thread::sleep_for(milliseconds(100));
+    EXPECT_EQ(held->release(), ReleaseOutcome::kReleased);
+    EXPECT_NE(holder_of("k2"), Owner::named("b").thread)
+        << "the key was handed past the queue's head in another lock object";
+    t1.join();
+    ASSERT_TRUE(head) << "the head in another lock object never got the key";
+    EXPECT_FALSE(behind_done) << "the waiter behind returned while the head held the key";
+    head->release();
+    t2.join();
+    EXPECT_TRUE(behind);
+  }
+  EXPECT_EQ(queued("k") + queued("k2"), 0) << "a waiter handed the key kept its place";
 }
 
 TEST_P(FairWaitTest, AWaiterTtlOutOfRangeIsRefused) {

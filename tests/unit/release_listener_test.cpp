@@ -37,11 +37,14 @@ class NoSource final : public ConnectionSource {
 // A waiter asleep in wait() on its own thread, accepting hand-overs as `owner`.
 class Waiter {
  public:
-  Waiter(ReleaseListener& listener, const std::string& owner, milliseconds timeout)
+  // `seq`: queued in the key's fair queue at that place (0: not queued).
+  Waiter(ReleaseListener& listener, const std::string& owner, milliseconds timeout,
+         std::int64_t seq = 0)
       : lease_{"k", 0, "lease-" + owner, Owner::named(owner), milliseconds(1000)} {
-    thread_ = std::thread([this, &listener, timeout] {
+    thread_ = std::thread([this, &listener, timeout, owner, seq] {
       ReleaseListener::Interest interest(listener, "k");
       interest.accept_hand_over(lease_, metadata_);
+      if (seq != 0) interest.queued_as("w-" + owner, seq);
       const auto from = Steady::now();
       started_ = true;
       interest.wait(timeout);
@@ -72,7 +75,7 @@ class Waiter {
 // Claims the first waiter `releaser` may hand `key` to, once one sleeps (up to 5 s).
 ReleaseListener::Interest* claim_when_asleep(ReleaseListener& listener, const Owner& releaser) {
   for (int i = 0; i < 5000; ++i) {
-    if (auto* w = listener.claim_offer("k", releaser)) return w;
+    if (auto* w = listener.claim_offer("k", releaser, false)) return w;
     std::this_thread::sleep_for(milliseconds(1));
   }
   return nullptr;
@@ -117,10 +120,10 @@ TEST(ReleaseListener, AReleaseHandsTheKeyToTheLongestAsleepThatIsNotItsOwnOwner)
   ReleaseListener::Interest* first = claim_when_asleep(listener, Owner::named("holder"));
   ASSERT_NE(first, nullptr);
   EXPECT_EQ(first->lease().owner, Owner::named("a")) << "not the longest asleep but the holder";
-  ReleaseListener::Interest* second = listener.claim_offer("k", Owner::named("holder"));
+  ReleaseListener::Interest* second = listener.claim_offer("k", Owner::named("holder"), false);
   ASSERT_NE(second, nullptr);
   EXPECT_EQ(second->lease().owner, Owner::named("b"));
-  EXPECT_EQ(listener.claim_offer("k", Owner::named("holder")), nullptr)
+  EXPECT_EQ(listener.claim_offer("k", Owner::named("holder"), false), nullptr)
       << "the holder's own waiter was offered the key";
   listener.resolve(*first, ReleaseListener::Grant{1, BootClock::now()});
   listener.resolve(*second, std::nullopt);
@@ -132,6 +135,28 @@ TEST(ReleaseListener, AReleaseHandsTheKeyToTheLongestAsleepThatIsNotItsOwnOwner)
   listener.released("k", true, "");  // a plain release wakes the one left
   waiters[0]->join();
   EXPECT_LT(waiters[0]->took(), milliseconds(4000));
+}
+
+TEST(ReleaseListener, AFairReleaseClaimsTheQueuedWaiterWithTheLowestPlace) {
+  // Asleep in this order: one not queued, places 7, 3 and 5. A fair lock's release may hand the
+  // key only to a queued waiter, the one nearest the head first (the statement then checks that
+  // it heads the queue).
+  NoSource source;
+  ReleaseListener listener(source, "channel", false);
+  std::vector<std::unique_ptr<Waiter>> waiters;
+  for (auto [owner, seq] : {std::pair{"n", 0}, {"a", 7}, {"b", 3}, {"c", 5}}) {
+    waiters.push_back(std::make_unique<Waiter>(listener, owner, milliseconds(5000), seq));
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  std::vector<std::string> claimed;
+  while (auto* w = listener.claim_offer("k", Owner::named("holder"), true)) {
+    claimed.push_back(w->waiter_id());
+    listener.resolve(*w, std::nullopt);  // declined: that waiter returns with nothing
+    if (claimed.size() > 4) break;
+  }
+  EXPECT_EQ(claimed, (std::vector<std::string>{"w-b", "w-c", "w-a"}));
+  for (int i = 0; i < 4; ++i) listener.released("k", true, "");
+  for (auto& w : waiters) w->join();
 }
 
 TEST(ReleaseListener, EachReleaseWakesOneWaiterAndOneNoOneSleptForIsNotMissed) {

@@ -11,7 +11,8 @@
 // metadata, so a handoff costs one commit instead of a release and an acquire, the key is never
 // free in between, and a holder that asks again at once waits behind the waiters already asleep.
 // Only a release that frees the key hands it over (not one of several reentrant holds, not one
-// whose lease is gone), and a waiter with the releaser's own owner is passed over. A waiter being
+// whose lease is gone), and a waiter with the releaser's own owner is passed over; a fair lock
+// hands it only to the queue's head, when the head waits in the same lock object. A waiter being
 // handed the key waits for that statement's outcome even past its timeout, so acquire can return
 // the lease up to one statement late rather than leave the key with a waiter that gave up. On
 // PostgreSQL, when the source can open a dedicated connection, waiters also sleep on LISTEN and
@@ -29,7 +30,8 @@
 // (or that gets the key) leaves the queue. A try (try_acquire, or acquire with no time) does not
 // queue: it takes a free key only while no live waiter is queued, and the owner's re-entry never
 // waits for a turn. On PostgreSQL a release wakes the queue's head only, in whatever process it
-// waits. Fairness holds among the fair lock objects of a key: a lock object without fair = true
+// waits, and a release through the head's own lock object hands it the key (see above).
+// Fairness holds among the fair lock objects of a key: a lock object without fair = true
 // on the same table does not look at the queue and may take a free key before its head. A
 // dead waiter at the head delays the key by at most waiter_ttl. Costs (bench, hot_key fair):
 // a fair try that finds the key free is one statement on PostgreSQL, two on MySQL/MariaDB (a
@@ -73,7 +75,7 @@ struct UniqueKeyLockOptions {
   TableNames tables{};
   BackoffPolicy backoff{};
   // Wake waiters when a key is released: a release through this lock object hands the key to
-  // its waiter that has slept longest (both servers; not for a fair lock, whose queue decides),
+  // its waiter that has slept longest (both servers; for a fair lock, to the queue's head only),
   // and on PostgreSQL waiters also sleep on LISTEN/NOTIFY for releases made elsewhere (polling
   // only, when the source cannot open a dedicated connection, e.g. a pool opened from a URL with
   // ?pool_mode=transaction, or the driver cannot wait for notifications). false: waiters poll.

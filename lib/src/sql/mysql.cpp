@@ -133,7 +133,8 @@ constexpr UniqueKeySql kUniqueKey = {
     // A Statement: see UniqueKeySql::hand_over. The WHERE reads the row as it was; the
     // assignments run left to right and read lease_id, assigned last, as it was, so a row that
     // already carries the waiter's lease id (this statement's own earlier attempt) keeps its
-    // token and times.
+    // token and times. Fair: only to the queue's first live waiter (which then leaves the queue
+    // itself, as after an acquire).
     .hand_over =
         "UPDATE {{table:locks}} SET"
         " fencing_token = LAST_INSERT_ID(IF(lease_id = {{param:to_lease_id}}, fencing_token,"
@@ -148,7 +149,10 @@ constexpr UniqueKeySql kUniqueKey = {
         " WHERE lock_key = {{param:key}} AND hold_count > 0 AND expires_at > UTC_TIMESTAMP(6)"
         " AND ((owner_host = {{param:host}} AND owner_process = {{param:process}}"
         "     AND owner_thread = {{param:thread}} AND fencing_token = {{param:token}}"
-        "     AND hold_count = 1)"
+        "     AND hold_count = 1"
+        "{{fair}}     AND (SELECT w.waiter_id FROM {{table:lock_waiters}} w"
+        "       WHERE w.lock_key = {{param:key}} AND w.expires_at > UTC_TIMESTAMP(6)"
+        "       ORDER BY w.seq LIMIT 1) = {{param:to_waiter_id}}{{/fair}})"
         "   OR (lease_id = {{param:to_lease_id}} AND owner_host = {{param:to_host}}"
         "     AND owner_process = {{param:to_process}} AND owner_thread = {{param:to_thread}}))",
     // A Statement: ttl_ms, key, host, process, thread, token. One row matched when the

@@ -181,9 +181,10 @@ constexpr UniqueKeySql kUniqueKey = {
         "::text AS notified FROM r{{fair}}, h{{/fair}}",
     // A Statement: see UniqueKeySql::hand_over. The SET expressions read the row as it was, so
     // a row that already carries the waiter's lease id (this statement's own earlier attempt)
-    // keeps its token and times.
+    // keeps its token and times. Fair: only to the queue's first live waiter, whose place the
+    // statement deletes (as an acquire that gets the key does).
     .hand_over =
-        "UPDATE {{table:locks}} SET"
+        "{{fair}}WITH u AS ({{/fair}}UPDATE {{table:locks}} SET"
         " fencing_token = CASE WHEN lease_id = {{param:to_lease_id}} THEN fencing_token"
         "   ELSE GREATEST(fencing_token + 1,"
         "     (extract(epoch FROM statement_timestamp()) * 1000000)::bigint) END,"
@@ -199,10 +200,16 @@ constexpr UniqueKeySql kUniqueKey = {
         " lock_key = {{param:key}} AND hold_count > 0 AND expires_at > statement_timestamp()"
         " AND ((owner_host = {{param:host}} AND owner_process = {{param:process}}"
         "     AND owner_thread = {{param:thread}} AND fencing_token = {{param:token}}"
-        "     AND hold_count = 1)"
+        "     AND hold_count = 1"
+        "{{fair}}     AND (SELECT w.waiter_id FROM {{table:lock_waiters}} w"
+        "       WHERE w.lock_key = {{param:key}} AND w.expires_at > statement_timestamp()"
+        "       ORDER BY w.seq LIMIT 1) = {{param:to_waiter_id}}::text{{/fair}})"
         "   OR (lease_id = {{param:to_lease_id}} AND owner_host = {{param:to_host}}"
         "     AND owner_process = {{param:to_process}} AND owner_thread = {{param:to_thread}}))"
-        " RETURNING fencing_token",
+        " RETURNING fencing_token"
+        "{{fair}}), d AS (DELETE FROM {{table:lock_waiters}}"
+        "   WHERE waiter_id = {{param:to_waiter_id}} AND EXISTS (SELECT 1 FROM u))"
+        " SELECT fencing_token FROM u{{/fair}}",
     // A Statement: ttl_ms, key, host, process, thread, token. One row matched when the lease is
     // still held. Never moves expires_at earlier: the row is shared by every reentrant hold of the
     // owner, and another of them (acquired or renewed with a longer TTL) relies on the later

@@ -68,7 +68,9 @@ struct UniqueKeySql {
   // token. One row matched when handed over; the token in column "fencing_token" or
   // LAST_INSERT_ID(). No row when the holder's lease is gone or holds more than one hold. A
   // retry after a lost reply finds the row already carrying the waiter's lease id and reports
-  // that token again. Sends no notification: the key never comes free.
+  // that token again. Sends no notification: the key never comes free. Rendered for a fair lock,
+  // also to_waiter_id: hands over only when that waiter heads the key's queue (where
+  // acquire_leaves_queue, the statement also deletes its place).
   std::string_view hand_over;
   std::string_view renew;
   std::string_view claim;

@@ -103,18 +103,24 @@ void ReleaseListener::releasing(const std::string& key) {
 }
 
 ReleaseListener::Interest* ReleaseListener::claim_offer(const std::string& key,
-                                                        const Owner& releaser) {
+                                                        const Owner& releaser, bool fair) {
   std::lock_guard lock(mu_);
   auto it = keys_.find(key);
   if (it == keys_.end()) return nullptr;
+  Interest* chosen = nullptr;
   for (Interest* waiter : it->second.asleep) {
-    if (waiter->hand_over_ == Interest::HandOver::kOffered && !waiter->woken_ &&
-        !(waiter->lease_->owner == releaser)) {
-      waiter->hand_over_ = Interest::HandOver::kClaimed;
-      return waiter;
+    if (waiter->hand_over_ != Interest::HandOver::kOffered || waiter->woken_ ||
+        waiter->lease_->owner == releaser || (fair && waiter->waiter_id_.empty())) {
+      continue;
     }
+    if (!fair) {
+      chosen = waiter;  // asleep longest
+      break;
+    }
+    if (chosen == nullptr || waiter->seq_ < chosen->seq_) chosen = waiter;
   }
-  return nullptr;
+  if (chosen != nullptr) chosen->hand_over_ = Interest::HandOver::kClaimed;
+  return chosen;
 }
 
 void ReleaseListener::resolve(Interest& waiter, std::optional<Grant> grant) {
@@ -166,11 +172,12 @@ ReleaseListener::Interest::~Interest() {
   if (--state.interested == 0) listener_.keys_.erase(it);
 }
 
-void ReleaseListener::Interest::queued_as(const std::string& waiter_id) {
+void ReleaseListener::Interest::queued_as(const std::string& waiter_id, std::int64_t seq) {
   std::lock_guard lock(listener_.mu_);
   KeyState& state = listener_.keys_[key_];
   if (!waiter_id_.empty()) state.queued.erase(state.queued.find(waiter_id_));
   waiter_id_ = waiter_id;
+  seq_ = seq;
   state.queued.insert(waiter_id_);
 }
 

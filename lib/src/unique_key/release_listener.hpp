@@ -55,8 +55,8 @@ class ReleaseListener {
   class Interest;
   // The waiter of `key` asleep longest that accepts a hand-over and is not `releaser` (a waiter
   // with the same owner would re-enter, not wait), now claimed: it sleeps until resolve().
-  // nullptr when none.
-  Interest* claim_offer(const std::string& key, const Owner& releaser);
+  // With `fair`, the queued one asleep with the lowest place instead. nullptr when none.
+  Interest* claim_offer(const std::string& key, const Owner& releaser, bool fair);
   // Ends a claim: with the key handed over (`grant`), or not (nothing: the waiter goes on trying
   // with its lease id, which also recognises a hand-over whose reply was lost).
   void resolve(Interest& waiter, std::optional<Grant> grant);
@@ -89,6 +89,9 @@ class ReleaseListener {
     void accept_hand_over(const LeaseInfo& lease, const nlohmann::json& metadata);
     const LeaseInfo& lease() const noexcept { return *lease_; }
     const nlohmann::json& metadata() const noexcept { return *metadata_; }
+    // Its place in the key's fair queue (queued_as); "" when not queued. Read it while the
+    // waiter is claimed.
+    const std::string& waiter_id() const noexcept { return waiter_id_; }
     // Sleeps until a release of the key wakes this waiter or hands it the key, or `timeout`
     // passes. A release that came while no one was asleep (say, during this waiter's last try)
     // wakes the next sleeper at once, so it is not missed.
@@ -97,9 +100,9 @@ class ReleaseListener {
     std::optional<Grant> take_grant();
     // A lease made through this lock object holds the key now (holding()).
     bool held_here() const;
-    // This waiter's place in the key's fair queue: from now on a release that names it as the
-    // queue's head wakes this waiter and no other.
-    void queued_as(const std::string& waiter_id);
+    // This waiter's place in the key's fair queue (`seq` orders the places): from now on a
+    // release that names it as the queue's head wakes this waiter and no other.
+    void queued_as(const std::string& waiter_id, std::int64_t seq);
 
    private:
     friend class ReleaseListener;
@@ -107,6 +110,7 @@ class ReleaseListener {
     ReleaseListener& listener_;
     std::string key_;
     std::string waiter_id_;
+    std::int64_t seq_ = 0;
     // Set under the listener's mutex. A waiter sleeps on a condition variable of its own, so a
     // release wakes the one it chose and no other.
     std::condition_variable cv_;

@@ -95,7 +95,7 @@ struct UniqueKeyLock::Impl : std::enable_shared_from_this<UniqueKeyLock::Impl> {
                          detail::Statement(sql.acquire, dialect, tables, relaxed, fair),
                          detail::Statement(sql.release, dialect, tables, relaxed, fair),
                          detail::Statement(sql.release_rest, dialect, tables, relaxed, fair),
-                         detail::Statement(sql.hand_over, dialect, tables, relaxed),
+                         detail::Statement(sql.hand_over, dialect, tables, relaxed, fair),
                          detail::Statement(sql.renew, dialect, tables, relaxed),
                          detail::Statement(sql.claim, dialect, tables),
                          detail::Statement(sql.fair_check, dialect, tables),
@@ -236,8 +236,9 @@ struct UniqueKeyLock::Impl : std::enable_shared_from_this<UniqueKeyLock::Impl> {
   }
 
   // Hands the key to a waiter asleep in this lock object (hand_over), if one accepts it and
-  // this release would free the key; true when it did. A release that only drops a hold of
-  // several, or whose lease is gone, hands nothing over and leaves it to the plain release.
+  // this release would free the key (fair: if it heads the key's queue); true when it did. A
+  // release that only drops a hold of several, or whose lease is gone, hands nothing over and
+  // leaves it to the plain release.
   bool hand_over(const ReleaseRequest& q, detail::ReleaseListener& listener);
   // Sends a release (and, when it leaves holds no lease here accounts for, release_rest), or,
   // for a lease's own release (`may_hand_over`), a hand-over to a waiter. When the connection
@@ -320,12 +321,10 @@ class PendingReleases {
 }  // namespace
 
 bool UniqueKeyLock::Impl::hand_over(const ReleaseRequest& q, detail::ReleaseListener& listener) {
-  // The queue decides who is next for a fair lock; another live lease of this owner here shares
-  // the row, so this release only drops a hold.
-  if (options.fair || LiveHolds::instance().count(live_id(q.key, q.owner, q.fencing_token)) > 0) {
-    return false;
-  }
-  detail::ReleaseListener::Interest* waiter = listener.claim_offer(q.key, q.owner);
+  // Another live lease of this owner here shares the row, so this release only drops a hold.
+  if (LiveHolds::instance().count(live_id(q.key, q.owner, q.fencing_token)) > 0) return false;
+  // Fair: the queued waiter here with the lowest place, and only if it heads the queue.
+  detail::ReleaseListener::Interest* waiter = listener.claim_offer(q.key, q.owner, options.fair);
   if (waiter == nullptr) return false;
   std::optional<detail::ReleaseListener::Grant> grant;
   // The claimed waiter sleeps until resolved, on every path out of here. Not handed over (or its
@@ -348,7 +347,8 @@ bool UniqueKeyLock::Impl::hand_over(const ReleaseRequest& q, detail::ReleaseList
                               {"to_process", Value(to.owner.process)},
                               {"to_thread", Value(to.owner.thread)},
                               {"ttl_ms", Value(static_cast<std::int64_t>(to.ttl.count()))},
-                              {"metadata", json_param(waiter->metadata())}};
+                              {"metadata", json_param(waiter->metadata())},
+                              {"to_waiter_id", Value(waiter->waiter_id())}};
   const auto sent = detail::BootClock::now();  // the waiter's lease runs from here at the latest
   // A retry after a lost reply finds the row carrying the waiter's lease id: the same token.
   auto r = run(&Statements::hand_over, args, true);
@@ -604,11 +604,20 @@ std::optional<Lease> UniqueKeyLock::acquire(std::string_view key, std::chrono::m
   std::int64_t ahead = -1;  // waiters before this one, where the queue is read (MySQL)
   const auto join = [&] {
     place.join();
-    if (interest && place.seq()) interest->queued_as(place.id());
+    if (interest && place.seq()) interest->queued_as(place.id(), *place.seq());
   };
+  // Once queued and asleep, a release through this lock object hands the key over when this
+  // waiter heads the queue.
+  if (interest) interest->accept_hand_over(info, options.metadata);
   return detail::retry_until(
       clock, timeout, forever, backoff,
-      [&] {
+      [&]() -> std::optional<Lease> {
+        if (interest) {
+          if (auto grant = interest->take_grant()) {
+            if (impl_->leaves_queue) place.left();  // the hand-over took the place away
+            return held(impl_, info, options, *grant, true);
+          }
+        }
         if (place.seq() && !place.fresh()) join();
         ahead = -1;
         auto lease = attempt(impl_, info, options, place.seq(), &place.id(), &ahead);
