@@ -43,9 +43,10 @@ class ConnectionFaultTest : public FaultTest {
 
   // The session (other than conn_'s and `not_this`) whose statement on this test's table
   // `table` waits for a lock, once one does (up to 10 s); -1 if none appears. On MySQL the
-  // statement must also match `mysql_like` (processlist shows idle transactions' last one too).
+  // statement must also match `mysql_like` (processlist shows idle transactions' last one too),
+  // on PostgreSQL `pg_like`.
   std::int64_t blocked_session(const std::string& table, const std::string& mysql_like,
-                               std::int64_t not_this = -1);
+                               std::int64_t not_this = -1, const std::string& pg_like = "%");
 
   // Scenario 3, transactional: the session of a held lease is killed (mid-hold) or the session
   // of an acquire waiting for a lock is (mid-acquire).

@@ -32,15 +32,16 @@ std::optional<LockRow> ConnectionFaultTest::row(const std::string& key) {
 
 std::int64_t ConnectionFaultTest::blocked_session(const std::string& table,
                                                   const std::string& mysql_like,
-                                                  std::int64_t not_this) {
+                                                  std::int64_t not_this,
+                                                  const std::string& pg_like) {
   const bool pg = backend().dialect == Dialect::kPostgreSQL;
   const std::string sql =
       pg ? "SELECT pid AS id FROM pg_stat_activity WHERE pid <> pg_backend_pid()"
-           " AND wait_event_type = 'Lock' AND strpos(query, $1) > 0"
+           " AND wait_event_type = 'Lock' AND strpos(query, $1) > 0 AND query LIKE $2"
          : "SELECT id FROM information_schema.processlist WHERE id <> CONNECTION_ID()"
            " AND command <> 'Sleep' AND LOCATE(?, info) > 0 AND info LIKE ?";
   for (int i = 0; i < 1000; ++i) {
-    auto r = pg ? conn_->execute(sql, {Value(tables_.name(table))})
+    auto r = pg ? conn_->execute(sql, {Value(tables_.name(table)), Value(pg_like)})
                 : conn_->execute(sql, {Value(tables_.name(table)), Value(mysql_like)});
     for (std::size_t n = 0; n < r.size(); ++n) {
       auto id = r.int64_at(n, "id");
@@ -168,6 +169,11 @@ TEST_P(ConnectionFaultTest, ASessionKilledMidHandOverIsRetriedOnceThenReported) 
   auto lock = make_lock();
   HistoryWriter history(new_history("mid-hand-over"));
   const std::string table = tables_.qualified(backend().dialect, strategy().table);
+  // The hand-over's own statement, not a plain release.
+  const auto hand_over_blocked = [&](std::int64_t not_this) {
+    return blocked_session(strategy().table, "UPDATE % SET fencing_token = LAST_INSERT_ID(IF(%",
+                           not_this, "%fencing_token = CASE WHEN lease_id =%");
+  };
   auto blocker = backend().connect();
   for (int kills : {1, 2}) {
     SCOPED_TRACE(std::to_string(kills) + " kill(s)");
@@ -190,16 +196,15 @@ TEST_P(ConnectionFaultTest, ASessionKilledMidHandOverIsRetriedOnceThenReported) 
     std::thread releaser([&] { outcome = holder.release(); });
     std::int64_t killed = -1;
     for (int k = 0; k < kills; ++k) {
-      killed = blocked_session(strategy().table, "UPDATE%", killed);
+      killed = hand_over_blocked(killed);
       if (killed < 0) {
-        ADD_FAILURE() << "the hand-over never waited for the row lock";
+        ADD_FAILURE() << "no hand-over waited for the row lock";
         break;
       }
       backend().kill_session(*conn_, killed);
     }
     if (kills == 1) {
-      EXPECT_GE(blocked_session(strategy().table, "UPDATE%", killed), 0)
-          << "the hand-over was not retried";
+      EXPECT_GE(hand_over_blocked(killed), 0) << "the hand-over was not retried";
     }
     if (kills == 2) releaser.join();  // it failed while the row lock was still held
     blocker->rollback();
@@ -227,6 +232,51 @@ TEST_P(ConnectionFaultTest, ASessionKilledMidHandOverIsRetriedOnceThenReported) 
       EXPECT_EQ(again.release(), "released");
     }
   }
+  check_histories();
+}
+
+// Scenario 4, hand-over. The proxy forwards a release's hand-over to a waiter, then cuts the
+// connection before the reply: the retry finds the row already carrying the waiter's lease id and
+// reports the same token, the holder is told kReleased, and the waiter holds the key with one
+// hold.
+TEST_P(ConnectionFaultTest, AHandOverWhoseReplyIsLostIsRecognised) {
+  if (!strategy().hands_over) {
+    return not_applicable(
+        "a release hands nothing to a waiter; LostRepliesAreRetriedAndRecognised covers its "
+        "release");
+  }
+  const DatabaseUrl direct = backend().url();
+  FaultProxy proxy(direct.host, direct.effective_port());
+  auto pool = open_pool(proxy.through(direct), {.max_size = 3});
+  auto lock = make_lock(*pool);
+  HistoryWriter history(new_history("hand-over-lost-reply"));
+  RecordedHolder holder(*lock, history, "holder", "k", milliseconds(30000));
+  ASSERT_TRUE(holder.acquire(milliseconds(0)));
+  std::optional<Lease> handed;
+  std::int64_t asked = 0;
+  std::thread waiter([&] {
+    asked = monotonic_us();
+    handed = lock->acquire("k", milliseconds(20000), owned_by("waiter", false));
+  });
+  // The waiter tried once and sleeps; while the holder's lease lives it polls every 500 ms.
+  std::this_thread::sleep_for(milliseconds(200));
+  proxy.cut_after_request_containing(backend().dialect == Dialect::kPostgreSQL
+                                         ? "fencing_token = CASE WHEN lease_id ="
+                                         : "LAST_INSERT_ID(IF(lease_id");
+  EXPECT_EQ(holder.release(), "released");
+  waiter.join();
+  EXPECT_EQ(proxy.cuts(), 1) << "no hand-over was sent";
+  EXPECT_EQ(proxy.answered_after_cut(), 1) << "the server did not apply the cut hand-over";
+  ASSERT_TRUE(handed) << "the retried hand-over did not reach the waiter";
+  history.acquired("waiter", "k", handed->fencing_token(), monotonic_us(), asked, 30000);
+  auto r = row("k");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->owner_thread, Owner::named("waiter").thread);
+  EXPECT_EQ(r->hold_count, 1);
+  EXPECT_EQ(r->fencing_token, handed->fencing_token()) << "the retry handed out another token";
+  EXPECT_GT(handed->fencing_token(), holder.token());
+  history.released("waiter", "k", handed->fencing_token(), monotonic_us(), "released");
+  EXPECT_EQ(handed->release(), ReleaseOutcome::kReleased);
   check_histories();
 }
 

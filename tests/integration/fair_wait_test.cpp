@@ -266,7 +266,7 @@ TEST_P(FairWaitTest, AReleaseHandsTheKeyToTheQueuesHeadOnly) {
     wait_until_queued("k", 1);
     std::thread t2 = waiter(*lock, "k", "w2", second, second_done);
     wait_until_queued("k", 2);
-    std::this_thread::sleep_for(milliseconds(100));  // both asleep
+    std::this_thread::sleep_for(milliseconds(500));  // both asleep
     EXPECT_EQ(held->release(), ReleaseOutcome::kReleased);
     EXPECT_EQ(holder_of("k"), Owner::named("w1").thread) << "the head was not handed the key";
     t1.join();
@@ -287,7 +287,7 @@ TEST_P(FairWaitTest, AReleaseHandsTheKeyToTheQueuesHeadOnly) {
     wait_until_queued("k2", 1);
     std::thread t2 = waiter(*lock, "k2", "b", behind, behind_done);
     wait_until_queued("k2", 2);
-    std::this_thread::sleep_for(milliseconds(100));
+    std::this_thread::sleep_for(milliseconds(500));
     EXPECT_EQ(held->release(), ReleaseOutcome::kReleased);
     EXPECT_NE(holder_of("k2"), Owner::named("b").thread)
         << "the key was handed past the queue's head in another lock object";

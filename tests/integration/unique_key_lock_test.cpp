@@ -443,13 +443,14 @@ class Waiters {
     }
   }
   // Starts a waiter owned by `owner` and returns once it sleeps after its first try.
-  void add(const std::string& owner, milliseconds timeout = milliseconds(10000)) {
+  void add(const std::string& owner, milliseconds timeout = milliseconds(10000),
+           milliseconds ttl = milliseconds(30000)) {
     auto& slot = results_.emplace_back(std::make_unique<Result>());
     std::atomic<bool> started{false};
-    threads_.emplace_back([this, owner, timeout, &started, &slot = *slot] {
+    threads_.emplace_back([this, owner, timeout, ttl, &started, &slot = *slot] {
       LockOptions options;
       options.owner = Owner::named(owner);
-      options.ttl = milliseconds(30000);
+      options.ttl = ttl;
       started = true;
       const auto from = Clock::now();
       slot.lease = lock_.acquire(key_, timeout, options);
@@ -457,7 +458,7 @@ class Waiters {
       slot.done = true;
     });
     while (!started) std::this_thread::yield();
-    std::this_thread::sleep_for(milliseconds(200));  // tried once, asleep now
+    std::this_thread::sleep_for(milliseconds(500));  // tried once, asleep now
   }
   struct Result {
     std::optional<Lease> lease;
@@ -568,25 +569,53 @@ TEST_P(UniqueKeyLockTest, AWaiterWhoseTimeRunsOutWhileTheKeyIsHandedToItTakesThe
   auto held = lock->try_acquire("k", as("holder"));
   ASSERT_TRUE(held);
   Waiters waiters(*lock, "k");
-  waiters.add("w1", milliseconds(600));
+  waiters.add("w1", milliseconds(1000));
   auto blocker = backend().connect();
   blocker->begin();
   blocker->execute("SELECT lock_key FROM " + tables_.qualified(backend().dialect, "locks") +
                    " WHERE lock_key = 'k' FOR UPDATE");
   std::thread releaser([&] { EXPECT_EQ(held->release(), ReleaseOutcome::kReleased); });
-  std::this_thread::sleep_for(milliseconds(1000));  // past the waiter's timeout
+  std::this_thread::sleep_for(milliseconds(1500));  // past the waiter's timeout
   EXPECT_FALSE(waiters.done(0)) << "the waiter gave up while the key was being handed to it";
   blocker->commit();
   releaser.join();
   auto& w1 = waiters.join(0);
   ASSERT_TRUE(w1.lease) << "the key went to a waiter that had given up";
-  EXPECT_GE(w1.took, milliseconds(1000));
+  EXPECT_GE(w1.took, milliseconds(1500));
   auto r = row("k");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->owner_thread, Owner::named("w1").thread);
   EXPECT_EQ(r->fencing_token, w1.lease->fencing_token());
   EXPECT_FALSE(w1.lease->lost());
   EXPECT_EQ(w1.lease->release(), ReleaseOutcome::kReleased);
+}
+
+TEST_P(UniqueKeyLockTest, AHandedOverLeaseCountsItsTtlFromTheStatementThatMovedIt) {
+  // The hand-over waits for a row lock longer than the waiter's TTL: the row it writes expires a
+  // TTL after the statement began, already past when it commits, so the waiter's lease must come
+  // back lost (its TTL counted from when the statement was sent, not from the wake-up).
+  auto lock = make_lock(slow_polling());
+  auto held = lock->try_acquire("k", as("holder"));
+  ASSERT_TRUE(held);
+  Waiters waiters(*lock, "k");
+  waiters.add("w1", milliseconds(10000), milliseconds(1000));
+  auto blocker = backend().connect();
+  blocker->begin();
+  blocker->execute("SELECT lock_key FROM " + tables_.qualified(backend().dialect, "locks") +
+                   " WHERE lock_key = 'k' FOR UPDATE");
+  std::thread releaser([&] { EXPECT_EQ(held->release(), ReleaseOutcome::kReleased); });
+  std::this_thread::sleep_for(milliseconds(1500));
+  blocker->commit();
+  releaser.join();
+  auto& w1 = waiters.join(0);
+  ASSERT_TRUE(w1.lease);
+  auto r = row("k");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->owner_thread, Owner::named("w1").thread);
+  EXPECT_TRUE(r->expired) << "the hand-over's TTL did not run from the statement's start";
+  EXPECT_TRUE(w1.lease->lost()) << "lost() is false while the database grants the key to anyone";
+  EXPECT_TRUE(lock->try_acquire("k", as("x")));
+  EXPECT_EQ(w1.lease->release(), ReleaseOutcome::kNotHeld);
 }
 
 TEST_P(UniqueKeyLockTest, AnAcquireStormNeverThrowsAndNeverGrantsTwice) {

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -72,6 +73,14 @@ class Waiter {
   std::thread thread_;
 };
 
+// Waits (up to 5 s) until `n` waiters of "k" sleep in wait().
+void until_asleep(const ReleaseListener& listener, std::size_t n) {
+  for (int i = 0; i < 5000 && listener.asleep("k") < n; ++i) {
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  ASSERT_EQ(listener.asleep("k"), n);
+}
+
 // Claims the first waiter `releaser` may hand `key` to, once one sleeps (up to 5 s).
 ReleaseListener::Interest* claim_when_asleep(ReleaseListener& listener, const Owner& releaser) {
   for (int i = 0; i < 5000; ++i) {
@@ -84,17 +93,17 @@ ReleaseListener::Interest* claim_when_asleep(ReleaseListener& listener, const Ow
 TEST(ReleaseListener, AClaimedWaiterSleepsPastItsTimeoutUntilTheHandOverIsDecided) {
   NoSource source;
   ReleaseListener listener(source, "channel", false);
-  Waiter waiter(listener, "w", milliseconds(50));
+  Waiter waiter(listener, "w", milliseconds(1000));
   ReleaseListener::Interest* claimed = claim_when_asleep(listener, Owner::named("holder"));
   ASSERT_NE(claimed, nullptr);
   EXPECT_EQ(claimed->lease().lease_id, "lease-w");
-  std::this_thread::sleep_for(milliseconds(300));  // six times the waiter's timeout
+  std::this_thread::sleep_for(milliseconds(1500));  // past the waiter's timeout
   EXPECT_FALSE(waiter.done()) << "a claimed waiter gave up before the hand-over was decided";
   listener.resolve(*claimed, ReleaseListener::Grant{42, BootClock::now()});
   waiter.join();
   ASSERT_TRUE(waiter.grant());
   EXPECT_EQ(waiter.grant()->fencing_token, 42);
-  EXPECT_GE(waiter.took(), milliseconds(300));
+  EXPECT_GE(waiter.took(), milliseconds(1500));
 }
 
 TEST(ReleaseListener, ADeclinedHandOverWakesTheWaiterWithNothing) {
@@ -115,7 +124,7 @@ TEST(ReleaseListener, AReleaseHandsTheKeyToTheLongestAsleepThatIsNotItsOwnOwner)
   std::vector<std::unique_ptr<Waiter>> waiters;
   for (const char* owner : {"holder", "a", "b"}) {
     waiters.push_back(std::make_unique<Waiter>(listener, owner, milliseconds(5000)));
-    std::this_thread::sleep_for(milliseconds(50));  // asleep in this order
+    until_asleep(listener, waiters.size());  // asleep in this order
   }
   ReleaseListener::Interest* first = claim_when_asleep(listener, Owner::named("holder"));
   ASSERT_NE(first, nullptr);
@@ -146,7 +155,7 @@ TEST(ReleaseListener, AFairReleaseClaimsTheQueuedWaiterWithTheLowestPlace) {
   std::vector<std::unique_ptr<Waiter>> waiters;
   for (auto [owner, seq] : {std::pair{"n", 0}, {"a", 7}, {"b", 3}, {"c", 5}}) {
     waiters.push_back(std::make_unique<Waiter>(listener, owner, milliseconds(5000), seq));
-    std::this_thread::sleep_for(milliseconds(50));
+    until_asleep(listener, waiters.size());
   }
   std::vector<std::string> claimed;
   while (auto* w = listener.claim_offer("k", Owner::named("holder"), true)) {
@@ -157,6 +166,33 @@ TEST(ReleaseListener, AFairReleaseClaimsTheQueuedWaiterWithTheLowestPlace) {
   EXPECT_EQ(claimed, (std::vector<std::string>{"w-b", "w-c", "w-a"}));
   for (int i = 0; i < 4; ++i) listener.released("k", true, "");
   for (auto& w : waiters) w->join();
+}
+
+TEST(ReleaseListener, AfterARunOfHandOversAReleaseFreesTheKeyForEveryone) {
+  // kMaxHandOvers hand-overs in a row; the next release hands nothing over and wakes no one here
+  // at commit (waiters elsewhere must get their chance), and a hand-over after it is allowed.
+  NoSource source;
+  ReleaseListener listener(source, "channel", false);
+  ReleaseListener::Interest keep(listener, "k");  // the key's state lives throughout
+  for (int i = 0; i < ReleaseListener::kMaxHandOvers; ++i) {
+    Waiter waiter(listener, "w" + std::to_string(i), milliseconds(5000));
+    ReleaseListener::Interest* claimed = claim_when_asleep(listener, Owner::named("holder"));
+    ASSERT_NE(claimed, nullptr) << "hand-over " << i;
+    listener.resolve(*claimed, ReleaseListener::Grant{i + 1, BootClock::now()});
+    waiter.join();
+    ASSERT_TRUE(waiter.grant());
+  }
+  Waiter waiter(listener, "late", milliseconds(1000));
+  until_asleep(listener, 1);
+  EXPECT_EQ(listener.claim_offer("k", Owner::named("holder"), false), nullptr)
+      << "the key was handed over more than " << ReleaseListener::kMaxHandOvers << " times";
+  listener.released("k", true, "");
+  waiter.join();
+  EXPECT_GE(waiter.took(), milliseconds(900)) << "a waiter here was woken ahead of the others";
+  Waiter next(listener, "next", milliseconds(5000));
+  ReleaseListener::Interest* claimed = claim_when_asleep(listener, Owner::named("holder"));
+  ASSERT_NE(claimed, nullptr) << "no hand-over after the key was freed";
+  listener.resolve(*claimed, std::nullopt);
 }
 
 TEST(ReleaseListener, EachReleaseWakesOneWaiterAndOneNoOneSleptForIsNotMissed) {
@@ -174,7 +210,7 @@ TEST(ReleaseListener, EachReleaseWakesOneWaiterAndOneNoOneSleptForIsNotMissed) {
   // Two asleep: one release wakes one of them, not both; the next wakes the other.
   Waiter a(listener, "a", milliseconds(5000));
   Waiter b(listener, "b", milliseconds(5000));
-  std::this_thread::sleep_for(milliseconds(100));
+  until_asleep(listener, 2);
   listener.released("k", true, "");
   for (int i = 0; i < 2000 && !a.done() && !b.done(); ++i) {
     std::this_thread::sleep_for(milliseconds(1));

@@ -6,15 +6,20 @@
 //
 // Waiting (acquire with a timeout) polls with exponential backoff and full jitter
 // (backoff.hpp). With notify (the default), a release made through the waiter's own lock object
-// hands the key straight to the waiter of that object that has slept longest: the release's one
+// hands the key straight to the waiter of that object that has waited longest: the release's one
 // statement moves the row to the waiter, with a new fencing token and the waiter's TTL and
 // metadata, so a handoff costs one commit instead of a release and an acquire, the key is never
 // free in between, and a holder that asks again at once waits behind the waiters already asleep.
 // Only a release that frees the key hands it over (not one of several reentrant holds, not one
 // whose lease is gone), and a waiter with the releaser's own owner is passed over; a fair lock
-// hands it only to the queue's head, when the head waits in the same lock object. A waiter being
-// handed the key waits for that statement's outcome even past its timeout, so acquire can return
-// the lease up to one statement late rather than leave the key with a waiter that gave up. On
+// hands it only to the queue's head, when the head waits in the same lock object. After 16
+// hand-overs of a key in a row, the next release frees it for everyone (waiters here learn of it
+// as waiters elsewhere do), so waiters in other processes are not shut out; fair waiting is the
+// way to serve them in turn. A waiter being handed the key waits for that statement's outcome
+// even past its timeout, so acquire can return the lease that much late (one round trip, two
+// when the connection is lost on the way: the releaser takes its connection before it picks the
+// waiter) rather than leave the key with a waiter that gave up. While a lease of the same lock
+// object holds the key, its waiters poll only at the backoff's slowest pace. On
 // PostgreSQL, when the source can open a dedicated connection, waiters also sleep on LISTEN and
 // the last release NOTIFYs, so waiters of other lock objects and other processes wake in about
 // one round trip. Such a release wakes one waiter of the key per lock object; one made through
@@ -75,7 +80,7 @@ struct UniqueKeyLockOptions {
   TableNames tables{};
   BackoffPolicy backoff{};
   // Wake waiters when a key is released: a release through this lock object hands the key to
-  // its waiter that has slept longest (both servers; for a fair lock, to the queue's head only),
+  // its waiter that has waited longest (both servers; for a fair lock, to the queue's head only),
   // and on PostgreSQL waiters also sleep on LISTEN/NOTIFY for releases made elsewhere (polling
   // only, when the source cannot open a dedicated connection, e.g. a pool opened from a URL with
   // ?pool_mode=transaction, or the driver cannot wait for notifications). false: waiters poll.

@@ -1,6 +1,7 @@
 #include "unique_key/release_listener.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "dblock/error.hpp"
 
@@ -12,7 +13,9 @@ constexpr auto kReconnectDelay = std::chrono::milliseconds(500);
 }  // namespace
 
 ReleaseListener::ReleaseListener(ConnectionSource& source, std::string channel, bool listen)
-    : source_(source), channel_(std::move(channel)), listen_(listen) {
+    : source_(source), channel_(std::move(channel)), listen_(listen) {}
+
+void ReleaseListener::start() {
   if (listen_) thread_ = std::thread([this] { run(); });
 }
 
@@ -79,14 +82,18 @@ void ReleaseListener::listen_once() {
 void ReleaseListener::wake(KeyState& state, const std::string& head) {
   // Only one waiter can win the key: waking more would only add failed tries. A waiter being
   // handed the key is no longer a candidate.
+  // A waiter being handed the key, or given it already, is no longer a candidate.
   const auto candidate = [&](const Interest* w) {
     return !w->woken_ && w->hand_over_ != Interest::HandOver::kClaimed &&
-           (head.empty() || w->waiter_id_ == head);
+           w->hand_over_ != Interest::HandOver::kGranted && (head.empty() || w->waiter_id_ == head);
   };
-  auto it = std::find_if(state.asleep.begin(), state.asleep.end(), candidate);
-  if (it != state.asleep.end()) {
-    (*it)->woken_ = true;
-    (*it)->cv_.notify_one();
+  Interest* chosen = nullptr;  // the one waiting longest
+  for (Interest* w : state.asleep) {
+    if (candidate(w) && (chosen == nullptr || w->arrival_ < chosen->arrival_)) chosen = w;
+  }
+  if (chosen != nullptr) {
+    chosen->woken_ = true;
+    chosen->cv_.notify_one();
   } else if (head.empty() || state.queued.contains(head)) {
     // No one to wake asleep here now: the next to sleep (the head, if it names one) takes it.
     state.wake = true;
@@ -96,7 +103,7 @@ void ReleaseListener::wake(KeyState& state, const std::string& head) {
 }
 
 void ReleaseListener::releasing(const std::string& key) {
-  if (!listen_) return;  // no notification comes back
+  if (!listen_) return;  // no notification comes back (before start(), listen_once resets it)
   std::lock_guard lock(mu_);
   auto it = keys_.find(key);
   if (it != keys_.end()) ++it->second.echoes;
@@ -107,26 +114,41 @@ ReleaseListener::Interest* ReleaseListener::claim_offer(const std::string& key,
   std::lock_guard lock(mu_);
   auto it = keys_.find(key);
   if (it == keys_.end()) return nullptr;
+  KeyState& state = it->second;
+  if (!fair && state.handed_in_a_row >= kMaxHandOvers) {
+    state.handed_in_a_row = 0;
+    state.shared = true;
+    return nullptr;
+  }
+  const auto now = std::chrono::steady_clock::now();
   Interest* chosen = nullptr;
-  for (Interest* waiter : it->second.asleep) {
+  for (Interest* waiter : state.asleep) {
+    // One whose time is up is about to wake and try by itself: claiming it would keep it
+    // waiting for the hand-over past its deadline.
     if (waiter->hand_over_ != Interest::HandOver::kOffered || waiter->woken_ ||
-        waiter->lease_->owner == releaser || (fair && waiter->waiter_id_.empty())) {
+        waiter->deadline_ <= now || waiter->lease_->owner == releaser ||
+        (fair && waiter->waiter_id_.empty())) {
       continue;
     }
-    if (!fair) {
-      chosen = waiter;  // asleep longest
-      break;
-    }
-    if (chosen == nullptr || waiter->seq_ < chosen->seq_) chosen = waiter;
+    const bool before = chosen == nullptr ||
+                        (fair ? waiter->seq_ < chosen->seq_ : waiter->arrival_ < chosen->arrival_);
+    if (before) chosen = waiter;
   }
-  if (chosen != nullptr) chosen->hand_over_ = Interest::HandOver::kClaimed;
+  if (chosen != nullptr) {
+    chosen->hand_over_ = Interest::HandOver::kClaimed;
+    ++state.handed_in_a_row;  // undone by a hand-over that does not happen
+  }
   return chosen;
 }
 
 void ReleaseListener::resolve(Interest& waiter, std::optional<Grant> grant) {
   std::lock_guard lock(mu_);
   waiter.hand_over_ = grant ? Interest::HandOver::kGranted : Interest::HandOver::kDeclined;
-  if (grant) waiter.grant_ = *grant;
+  if (grant) {
+    waiter.grant_ = *grant;
+  } else {
+    --keys_.find(waiter.key_)->second.handed_in_a_row;  // the claimed waiter keeps the key alive
+  }
   waiter.cv_.notify_one();
 }
 
@@ -146,18 +168,29 @@ void ReleaseListener::released(const std::string& key, bool freed, const std::st
   auto it = keys_.find(key);
   if (it == keys_.end()) return;
   KeyState& state = it->second;
-  if (!freed) {
-    // No notification was sent (the release left holds), or none is known to have been.
+  const bool shared = std::exchange(state.shared, false);
+  if (!freed || shared) {
+    // No notification was sent (the release left holds), or none is known to have been; or the
+    // key is freed for everyone: its notification wakes a waiter here as it does elsewhere.
     if (state.echoes > 0) --state.echoes;
+    if (freed) state.handed_in_a_row = 0;
     return;
   }
+  state.handed_in_a_row = 0;
   wake(state, head);
+}
+
+std::size_t ReleaseListener::asleep(const std::string& key) const {
+  std::lock_guard lock(mu_);
+  auto it = keys_.find(key);
+  return it == keys_.end() ? 0 : it->second.asleep.size();
 }
 
 ReleaseListener::Interest::Interest(ReleaseListener& listener, std::string key)
     : listener_(listener), key_(std::move(key)) {
   std::lock_guard lock(listener_.mu_);
   ++listener_.keys_[key_].interested;
+  arrival_ = ++listener_.arrivals_;
 }
 
 ReleaseListener::Interest::~Interest() {
@@ -194,8 +227,10 @@ void ReleaseListener::Interest::wait(std::chrono::milliseconds timeout) {
     state.wake = false;  // a release no one was asleep for: this waiter takes it
     return;
   }
+  if (hand_over_ == HandOver::kGranted) return;  // take_grant() first: the key is this waiter's
   woken_ = false;
   hand_over_ = lease_ != nullptr ? HandOver::kOffered : HandOver::kNone;
+  deadline_ = std::chrono::steady_clock::now() + timeout;
   state.asleep.push_back(this);
   cv_.wait_for(lock, timeout, [&] {
     return listener_.stop_ || woken_ || hand_over_ == HandOver::kGranted ||

@@ -1,11 +1,11 @@
 // Wakes waiters when a key is released, and hands keys to waiters of this process.
 //
-// Hand-over: a waiter that accepts one (a non-fair acquire) offers itself while it sleeps, and a
-// release made through the same lock object takes the first waiter offered (claim_offer), moves
-// the row to it in the release's own statement (UniqueKeySql::hand_over: one commit, a new
-// fencing token) and resolves the offer, which wakes the waiter with the key in hand. A claimed
-// waiter sleeps on until its offer is resolved, even past its own timeout, so a key handed over
-// always reaches a waiter that takes the lease.
+// Hand-over: a waiter that accepts one offers itself while it sleeps, and a release made through
+// the same lock object claims the one that has waited longest (claim_offer; for a fair lock the
+// queued one nearest the head), moves the row to it in the release's own statement
+// (UniqueKeySql::hand_over: one commit, a new fencing token) and resolves the claim, which wakes
+// the waiter with the key in hand. A claimed waiter sleeps on until its claim is resolved, even
+// past its own timeout, so a key handed over always reaches a waiter that takes the lease.
 //
 // Notifications (PostgreSQL, when `listen`): one thread with its own session LISTENs on the lock
 // table's channel; the last release of a key NOTIFYs with the head of the key's fair queue, a
@@ -40,11 +40,14 @@ namespace dblock::detail {
 
 class ReleaseListener {
  public:
-  // With `listen`, starts the listening thread; if `source` cannot open a dedicated connection
-  // or its driver cannot wait for notifications, waiters learn of releases made elsewhere only
-  // by polling. Without it (MySQL), only releases made in this process wake or hand over.
+  // With `listen`, start() starts the listening thread; if `source` cannot open a dedicated
+  // connection or its driver cannot wait for notifications, waiters learn of releases made
+  // elsewhere only by polling. Without it (MySQL), only releases made in this process wake or
+  // hand over.
   ReleaseListener(ConnectionSource& source, std::string channel, bool listen);
   ~ReleaseListener();
+  // Call once, before the first wait that should hear of releases made elsewhere.
+  void start();
 
   // A key handed over: its fencing token, and when the statement that moved it was sent (the
   // lease runs from then at the latest).
@@ -53,9 +56,13 @@ class ReleaseListener {
     BootClock::time_point sent{};
   };
   class Interest;
-  // The waiter of `key` asleep longest that accepts a hand-over and is not `releaser` (a waiter
-  // with the same owner would re-enter, not wait), now claimed: it sleeps until resolve().
-  // With `fair`, the queued one asleep with the lowest place instead. nullptr when none.
+  // The waiter of `key` that has waited longest (since its acquire began) among those asleep
+  // before their deadline that accept a hand-over and are not `releaser` (a waiter with the
+  // same owner would re-enter, not wait), now claimed: it sleeps until resolve(). With `fair`,
+  // the queued one with the lowest place instead. nullptr when none, and also, for a lock that
+  // is not fair, after kMaxHandOvers hand-overs of the key in a row: that release frees the key
+  // for everyone (see released()), so that waiters in other processes are not shut out.
+  static constexpr int kMaxHandOvers = 16;
   Interest* claim_offer(const std::string& key, const Owner& releaser, bool fair);
   // Ends a claim: with the key handed over (`grant`), or not (nothing: the waiter goes on trying
   // with its lease id, which also recognises a hand-over whose reply was lost).
@@ -73,9 +80,14 @@ class ReleaseListener {
   // From releasing() on, one notification of `key` is taken for the release's own and not
   // passed on, else it would wake a second waiter for a key the first one already took. Only the
   // holder can free a key, so during its release no other release of the key is expected.
-  // `head` is the queue's head the release reported ("" when none).
+  // `head` is the queue's head the release reported ("" when none). After a run of
+  // kMaxHandOvers hand-overs, a release that frees the key wakes no waiter here at commit: they
+  // learn of it from its notification, as waiters elsewhere do, or by polling.
   void releasing(const std::string& key);
   void released(const std::string& key, bool freed, const std::string& head);
+
+  // How many waiters of `key` sleep in wait() now (for tests).
+  std::size_t asleep(const std::string& key) const;
 
   // Registers interest in `key` for as long as the returned guard lives.
   class Interest {
@@ -111,6 +123,8 @@ class ReleaseListener {
     std::string key_;
     std::string waiter_id_;
     std::int64_t seq_ = 0;
+    std::uint64_t arrival_ = 0;                         // order of the Interests of the listener
+    std::chrono::steady_clock::time_point deadline_{};  // of the current wait()
     // Set under the listener's mutex. A waiter sleeps on a condition variable of its own, so a
     // release wakes the one it chose and no other.
     std::condition_variable cv_;
@@ -136,13 +150,16 @@ class ReleaseListener {
     std::multiset<std::string> queued;  // the waiter ids of this process's queued waiters
     int interested = 0;
     int echoes = 0;                // notifications of releases in this process still to come back
-    std::deque<Interest*> asleep;  // the waiters in wait(), longest asleep first
+    std::deque<Interest*> asleep;  // the waiters in wait()
+    int handed_in_a_row = 0;       // hand-overs since the key was last freed
+    bool shared = false;           // the release in flight frees the key for everyone
   };
   // A release freed `state`'s key: wakes the queue's `head` if it waits here, else (no queue)
   // the waiter asleep longest. Called with mu_ held.
   static void wake(KeyState& state, const std::string& head);
   std::map<std::string, KeyState, std::less<>> keys_;
   std::map<std::string, int, std::less<>> held_here_;  // live leases per key (holding())
+  std::uint64_t arrivals_ = 0;
   bool stop_ = false;
   std::thread thread_;
 };

@@ -117,6 +117,10 @@ struct UniqueKeyLock::Impl : std::enable_shared_from_this<UniqueKeyLock::Impl> {
                                                    std::to_string(options.waiter_ttl.count()) +
                                                    " ms");
     }
+    if (options.notify) {
+      listener_ = std::make_unique<detail::ReleaseListener>(source, channel,
+                                                            dialect == Dialect::kPostgreSQL);
+    }
   }
 
   // Runs one lock statement. Contention (deadlock, serialization failure) is retried a few
@@ -168,15 +172,11 @@ struct UniqueKeyLock::Impl : std::enable_shared_from_this<UniqueKeyLock::Impl> {
     return static_cast<std::int64_t>(r.last_insert_id());
   }
 
-  // Wakes and hands over to this lock object's waiters; on PostgreSQL it also listens for
-  // releases made elsewhere.
+  // Wakes and hands over to this lock object's waiters (nullptr without notify). On PostgreSQL
+  // its thread listens for releases made elsewhere from the first blocking acquire on.
   detail::ReleaseListener* listener() {
-    if (!options.notify) return nullptr;
-    std::call_once(listener_once, [&] {
-      listener_ = std::make_unique<detail::ReleaseListener>(source, channel,
-                                                            dialect == Dialect::kPostgreSQL);
-      started_listener_.store(listener_.get());
-    });
+    if (!listener_) return nullptr;
+    std::call_once(listening_once, [&] { listener_->start(); });
     return listener_.get();
   }
 
@@ -256,9 +256,10 @@ struct UniqueKeyLock::Impl : std::enable_shared_from_this<UniqueKeyLock::Impl> {
   bool rows;          // results come back in rows (else in LAST_INSERT_ID())
   bool leaves_queue;  // an acquire that gets the key deletes the waiter's place
   std::string channel;
-  std::once_flag listener_once;
+  // With notify, from construction on, so that every lease of this lock object is counted
+  // (holding) and every release can hand over; it starts listening in listener().
   std::unique_ptr<detail::ReleaseListener> listener_;
-  std::atomic<detail::ReleaseListener*> started_listener_{nullptr};  // listener_ once it exists
+  std::once_flag listening_once;
 };
 
 namespace {
@@ -323,6 +324,10 @@ class PendingReleases {
 bool UniqueKeyLock::Impl::hand_over(const ReleaseRequest& q, detail::ReleaseListener& listener) {
   // Another live lease of this owner here shares the row, so this release only drops a hold.
   if (LiveHolds::instance().count(live_id(q.key, q.owner, q.fencing_token)) > 0) return false;
+  if (listener.asleep(q.key) == 0) return false;  // no one to hand it to
+  // The connection first: a claimed waiter sleeps until the statement's outcome, even past its
+  // own timeout, so no wait for the pool may come in between.
+  PooledConnection conn = source.acquire();
   // Fair: the queued waiter here with the lowest place, and only if it heads the queue.
   detail::ReleaseListener::Interest* waiter = listener.claim_offer(q.key, q.owner, options.fair);
   if (waiter == nullptr) return false;
@@ -350,20 +355,35 @@ bool UniqueKeyLock::Impl::hand_over(const ReleaseRequest& q, detail::ReleaseList
                               {"metadata", json_param(waiter->metadata())},
                               {"to_waiter_id", Value(waiter->waiter_id())}};
   const auto sent = detail::BootClock::now();  // the waiter's lease runs from here at the latest
-  // A retry after a lost reply finds the row carrying the waiter's lease id: the same token.
-  auto r = run(&Statements::hand_over, args, true);
-  if (!r || (rows ? r->empty() : r->affected_rows() != 1)) return false;
-  grant = detail::ReleaseListener::Grant{
-      rows ? r->int64_at(0, "fencing_token") : static_cast<std::int64_t>(r->last_insert_id()),
-      sent};
+  std::optional<Result> r;
+  for (bool retried = false;; retried = true) {
+    try {
+      const detail::Statement& statement = statements[conn->server()].hand_over;
+      r = conn->execute(statement.sql(), statement.bind(args));
+      break;
+    } catch (const Error& e) {
+      // Contention: not now; the plain release decides. A lost connection: once more, and a
+      // hand-over the server applied is found carrying the waiter's lease id (the same token).
+      if (detail::is_write_contention(e.code())) return false;
+      if (e.code() != ErrorCode::kConnectionLost || retried) throw;
+      conn = source.acquire();
+    }
+  }
+  if (rows ? r->empty() : r->affected_rows() != 1) return false;
+  const std::int64_t token =
+      rows ? r->int64_at(0, "fencing_token") : static_cast<std::int64_t>(r->last_insert_id());
+  // Counted before the waiter wakes: another thread of the waiter's owner that re-enters and
+  // releases meanwhile must find this hold live (else release_rest would free the row).
+  LiveHolds::instance().add(live_id(q.key, to.owner, token));
   listener.holding(q.key);  // for the waiter's lease, before this release stops holding
+  grant = detail::ReleaseListener::Grant{token, sent};
   return true;
 }
 
 ReleaseOutcome UniqueKeyLock::Impl::release(const ReleaseRequest& q, bool may_hand_over) {
   const std::string id = holds_id(q.key, q.owner);
   // Waiters in this process are handed the key, or woken as soon as the release is committed.
-  detail::ReleaseListener* listener = started_listener_.load();
+  detail::ReleaseListener* listener = listener_.get();
   bool announced = false;  // releasing() was called
   try {
     if (may_hand_over && listener && hand_over(q, *listener)) return ReleaseOutcome::kReleased;
@@ -401,7 +421,7 @@ class UniqueKeyLease final : public detail::LeaseCore {
                  std::function<void(const std::string&)> on_lost, bool handed_over)
       : LeaseCore(std::move(info), std::move(on_lost)),
         impl_(std::move(impl)),
-        listener_(impl_->started_listener_.load()) {
+        listener_(impl_->listener_.get()) {
     if (listener_ && !handed_over) listener_->holding(this->info().key);
   }
 
@@ -438,7 +458,7 @@ class UniqueKeyLease final : public detail::LeaseCore {
 
  private:
   std::shared_ptr<UniqueKeyLock::Impl> impl_;
-  detail::ReleaseListener* listener_;  // told of this lease (holding) when it existed already
+  detail::ReleaseListener* listener_;  // told of this lease (holding); nullptr without notify
 };
 
 // The lease of `info` (key, lease id, owner), granted `grant.fencing_token` by a statement sent at
@@ -446,7 +466,9 @@ class UniqueKeyLease final : public detail::LeaseCore {
 Lease held(const std::shared_ptr<UniqueKeyLock::Impl>& impl, detail::LeaseInfo info,
            const LockOptions& options, detail::ReleaseListener::Grant grant, bool handed_over) {
   info.fencing_token = grant.fencing_token;
-  LiveHolds::instance().add(impl->live_id(info.key, info.owner, info.fencing_token));
+  // A hand-over counted the lease before it woke the waiter.
+  if (!handed_over)
+    LiveHolds::instance().add(impl->live_id(info.key, info.owner, info.fencing_token));
   auto core = std::make_shared<UniqueKeyLease>(impl, std::move(info), options.on_lost, handed_over);
   core->note_renewed(grant.sent, options.ttl);  // lost() counts the TTL from here
   if (options.auto_renew) detail::Renewer::instance().watch(core, grant.sent);
@@ -574,10 +596,10 @@ std::optional<Lease> UniqueKeyLock::acquire(std::string_view key, std::chrono::m
       clock.sleep_for(d);
     }
   };
+  const auto deadline = forever ? detail::Clock::time_point::max() : clock.now() + timeout;
   if (!impl_->options.fair) {
     // While asleep, a release made through this lock object may hand the key over.
     if (interest) interest->accept_hand_over(info, options.metadata);
-    const auto deadline = forever ? detail::Clock::time_point::max() : clock.now() + timeout;
     return detail::retry_until(
         clock, timeout, forever, backoff,
         [&]() -> std::optional<Lease> {
@@ -629,7 +651,18 @@ std::optional<Lease> UniqueKeyLock::acquire(std::string_view key, std::chrono::m
         return lease;
       },
       [&](std::chrono::milliseconds d) {
-        d = std::min(d, impl_->options.waiter_ttl / 3);  // the place is refreshed in time
+        const auto place_due = impl_->options.waiter_ttl / 3;  // the place is refreshed in time
+        if (interest && interest->held_here()) {
+          // A lease of this lock object holds the key: its release hands the key to this waiter
+          // when it heads the queue, or the head elsewhere is woken; polling slowly suffices.
+          d = std::min(place_due,
+                       std::max(d, std::min(impl_->options.backoff.max_delay,
+                                            std::chrono::floor<std::chrono::milliseconds>(
+                                                deadline - clock.now()))));
+          pause(d);
+          return;
+        }
+        d = std::min(d, place_due);
         if (ahead >= 0) {
           // Where no release wakes a waiter (MySQL), it polls the sooner the nearer it is to
           // the head: the first three at the backoff's quickest pace, so that each is polling
