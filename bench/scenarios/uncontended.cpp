@@ -1,6 +1,7 @@
 // Uncontended acquire + release on random keys: dblock's UniqueKeyLock against the identical
 // statements sent by a raw client loop, at the same connection count (see compare.hpp); and the
-// same for a set of two keys (lock_set.hpp) against the raw loop taking both in key order.
+// same for a set of two keys (lock_set.hpp) against the raw loop taking both in key order; and the
+// raw loop against itself, the noise floor of every such ratio in this run.
 #include "../bench.hpp"
 #include "../compare.hpp"
 #include "../lock_sql.hpp"
@@ -76,6 +77,27 @@ void run(BenchContext& ctx) {
     }
     points.push_back(r.to_json());
   }
+  // The noise floor of these ratios on this machine: the raw loop against itself, measured the
+  // same way. A headline of dblock's within the spread of this one says nothing about dblock.
+  nlohmann::json floor_points = nlohmann::json::array();
+  for (int c : {1, 8}) {
+    ctx.progress("noise floor: raw against raw, " + std::to_string(c) + " connection(s)");
+    Comparison r = compare(
+        s, c, [&](int) { return raw_operation(ctx.target(), sql, 1); },
+        [&](int) { return raw_operation(ctx.target(), sql, 1); });
+    ctx.headline({.label = "noise floor raw/raw acquire+release, " + std::to_string(c) + " conn",
+                  .value = r.ratio(),
+                  .unit = "x",
+                  .target = "",
+                  .met = -1,
+                  .ratio = true});
+    floor_points.push_back(r.to_json());
+  }
+  ctx.out()["noise_floor"] = {
+      {"what",
+       "the raw acquire+release loop compared with itself, in alternating rounds as dblock is "
+       "compared with it: how far a ratio strays from 1 when both sides do the same work"},
+      {"points", floor_points}};
   constexpr int kSetKeys = 2;
   nlohmann::json set_points = nlohmann::json::array();
   for (int c : {1, 8}) {
