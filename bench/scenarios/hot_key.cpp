@@ -4,7 +4,8 @@
 // alike) and fairness (most / fewest acquisitions per client). On PostgreSQL with LISTEN/NOTIFY
 // wake-ups (a release through the waiters' own lock object hands the key over) and with polling
 // only; on MySQL with the hand-over and with polling only. Each also with fair waiting (the
-// queue's head woken on PostgreSQL; polling at the backoff's quickest pace on MySQL).
+// queue's head handed the key by a release through its lock object, or woken by notification on
+// PostgreSQL; waiters of other lock objects poll at the backoff's quickest pace on MySQL).
 #include "../hot_key.hpp"
 
 #include <algorithm>
@@ -187,8 +188,9 @@ void run(BenchContext& ctx) {
   nlohmann::json points = nlohmann::json::array();
   const Mode polling{"polling", false, false};
   // MySQL has no notifications: with notify on, a release through the waiters' own lock object
-  // hands the key over, and waiters of other lock objects poll.
-  std::vector<Mode> modes{{"hand-over", true, false}, polling, {"fair", false, false, true}};
+  // hands the key over (to the queue's head when fair), and waiters of other lock objects poll.
+  std::vector<Mode> modes{
+      {"hand-over", true, false}, polling, {"fair hand-over", true, false, true}};
   if (ctx.postgresql()) {
     // Waiters woken by the release's notification; with a lock per client they learn of a
     // release only from the server, as waiters in other processes do. Fair waiters are woken
