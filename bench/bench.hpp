@@ -25,9 +25,11 @@ namespace dblock::bench {
 
 struct Settings {
   bool quick = false;
-  // Measured time per point, and alternating rounds per comparison (raw, dblock, raw, ...).
+  // Measured time per point. A comparison (compare.hpp) runs `rounds` pairs of rounds, each
+  // side measured for `round_duration` per round.
   std::chrono::milliseconds duration{1000};
-  int rounds = 2;
+  int rounds = 16;
+  std::chrono::milliseconds round_duration{150};
   std::vector<int> connections{1, 2, 4, 8, 16};  // uncontended sweep (1 and 8 always included)
   std::vector<int> hot_clients{8, 16, 32, 64};
   std::vector<std::int64_t> table_rows{1'000, 1'000'000, 10'000'000};

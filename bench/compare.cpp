@@ -14,14 +14,23 @@ void add(LoadResult& total, const LoadResult& round) {
 
 }  // namespace
 
-double Comparison::ratio() const { return dblock.per_second() / std::max(raw.per_second(), 1e-9); }
+double Comparison::ratio() const {
+  if (round_ratios.empty()) return 0;
+  const std::size_t n = round_ratios.size();
+  return (round_ratios[(n - 1) / 2] + round_ratios[n / 2]) / 2;
+}
+
+double Comparison::pooled_ratio() const {
+  return dblock.per_second() / std::max(raw.per_second(), 1e-9);
+}
 
 nlohmann::json Comparison::to_json() {
   return {{"connections", connections},
           {"raw", load_figures(raw)},
           {"dblock", load_figures(dblock)},
           {"ratio_dblock_vs_raw", ratio()},
-          {"ratio_dblock_vs_raw_per_round", round_ratios}};
+          {"ratio_dblock_vs_raw_per_round", round_ratios},
+          {"ratio_dblock_vs_raw_pooled", pooled_ratio()}};
 }
 
 Comparison compare(const Settings& settings, int connections,
@@ -29,9 +38,16 @@ Comparison compare(const Settings& settings, int connections,
                    const std::function<Operation(int)>& make_dblock) {
   Comparison out;
   out.connections = connections;
-  for (int round = 0; round < settings.rounds; ++round) {
-    LoadResult a = run_load(connections, settings.duration, make_raw);
-    LoadResult b = run_load(connections, settings.duration, make_dblock);
+  constexpr std::chrono::milliseconds kWarmup{100};
+  for (int pair = 0; pair < settings.rounds; ++pair) {
+    LoadResult a, b;
+    if (pair % 2 == 0) {
+      a = run_load(connections, settings.round_duration, make_raw, kWarmup);
+      b = run_load(connections, settings.round_duration, make_dblock, kWarmup);
+    } else {
+      b = run_load(connections, settings.round_duration, make_dblock, kWarmup);
+      a = run_load(connections, settings.round_duration, make_raw, kWarmup);
+    }
     out.round_ratios.push_back(b.per_second() / std::max(a.per_second(), 1e-9));
     add(out.raw, a);
     add(out.dblock, b);

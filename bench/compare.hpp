@@ -1,6 +1,10 @@
-// A throughput comparison of dblock against its raw baseline at one connection count: alternating
-// rounds (raw, dblock, raw, dblock, ...) so drift in the machine's load hits both alike.
-// ratio = dblock throughput / raw throughput, over all rounds together.
+// A throughput comparison of dblock against its raw baseline at one connection count, in pairs of
+// short rounds run back to back, raw first in one pair and dblock first in the next (raw dblock,
+// dblock raw, raw dblock, ...), so that drift in the machine's load hits both sides alike.
+// ratio = the median over the pairs of dblock throughput / raw throughput: a pair hit by a stall
+// of the shared machine (a commit flush that takes ten times as long, another process's burst)
+// moves a pooled ratio by several percent and the median not at all. The pooled ratio, over all
+// rounds together, is kept beside it in the JSON.
 //
 // Thread-safety: compare() runs its own threads; call it from one thread.
 #pragma once
@@ -18,13 +22,16 @@ namespace dblock::bench {
 struct Comparison {
   int connections = 0;
   LoadResult raw, dblock;
-  std::vector<double> round_ratios;  // sorted
-  double ratio() const;
-  // {"connections", "raw", "dblock", "ratio_dblock_vs_raw", "ratio_dblock_vs_raw_per_round"}
+  std::vector<double> round_ratios;  // one per pair, sorted
+  double ratio() const;              // the median of round_ratios
+  double pooled_ratio() const;       // over all rounds together
+  // {"connections", "raw", "dblock", "ratio_dblock_vs_raw", "ratio_dblock_vs_raw_per_round",
+  //  "ratio_dblock_vs_raw_pooled"}
   nlohmann::json to_json();
 };
 
-// Runs settings.rounds rounds of each side on `connections` threads; make_raw(i) and
+// Runs settings.rounds pairs of rounds of settings.round_duration on `connections` threads (each
+// round after a warm-up of its own); make_raw(i) and
 // make_dblock(i) build thread i's operation (see run_load).
 Comparison compare(const Settings& settings, int connections,
                    const std::function<Operation(int)>& make_raw,

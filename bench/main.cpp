@@ -90,7 +90,12 @@ int run(int argc, char** argv) {
                "short run: fewer rounds and points, 100k rows instead of 10M (not for reports)");
   app.add_option("--only", only, "run only the scenarios whose name matches this regex");
   app.add_option("--duration-ms", duration_ms, "measured time per point (default 1000, quick 500)");
-  app.add_option("--rounds", settings.rounds, "alternating raw/dblock rounds per comparison");
+  app.add_option("--rounds", settings.rounds,
+                 "pairs of raw/dblock rounds per comparison (default 16, quick 2)")
+      ->check(CLI::PositiveNumber);
+  long round_ms = 0;
+  app.add_option("--round-ms", round_ms,
+                 "measured time per side of a pair (default 150, quick 250)");
   std::vector<std::int64_t> table_rows;
   app.add_option("--table-rows", table_rows,
                  "lock-table sizes for table_size (default 1000 1000000 10000000)")
@@ -101,13 +106,15 @@ int run(int argc, char** argv) {
 
   if (settings.quick) {
     settings.duration = std::chrono::milliseconds(500);
-    settings.rounds = std::min(settings.rounds, 1);
+    settings.rounds = std::min(settings.rounds, 2);
+    settings.round_duration = std::chrono::milliseconds(250);
     settings.connections = {1, 8};
     settings.hot_clients = {8, 64};
     settings.table_rows = {1'000, 100'000};
     settings.cleaner_rows = 50'000;
   }
   if (duration_ms > 0) settings.duration = std::chrono::milliseconds(duration_ms);
+  if (round_ms > 0) settings.round_duration = std::chrono::milliseconds(round_ms);
   if (!table_rows.empty()) settings.table_rows = table_rows;
   if (cleaner_rows > 0) settings.cleaner_rows = cleaner_rows;
 
@@ -130,6 +137,7 @@ int run(int argc, char** argv) {
   document["settings"] = {{"quick", settings.quick},
                           {"duration_ms", settings.duration.count()},
                           {"rounds", settings.rounds},
+                          {"round_ms", settings.round_duration.count()},
                           {"connections", settings.connections},
                           {"hot_key_clients", settings.hot_clients},
                           {"table_rows", settings.table_rows},

@@ -1,10 +1,11 @@
 // Relaxed durability (UniqueKeyLockOptions::relaxed_durability) against the durable default and
 // against native advisory locks: uncontended acquire + release at 1 and 8 connections, in
-// alternating rounds, and the hot-key handoff. PostgreSQL only: on MySQL/MariaDB the option does
-// nothing (InnoDB's flush-at-commit setting is global), which the JSON says.
+// pairs of rounds (compare.hpp), and the hot-key handoff. PostgreSQL only: on MySQL/MariaDB the
+// option does nothing (InnoDB's flush-at-commit setting is global), which the JSON says.
 #include <algorithm>
 
 #include "../bench.hpp"
+#include "../compare.hpp"
 #include "../hot_key.hpp"
 #include "../load.hpp"
 #include "../lock_sql.hpp"
@@ -37,28 +38,24 @@ void run(BenchContext& ctx) {
     auto pool = ctx.pool(c);
     UniqueKeyLock durable(*pool, {.tables = tables.names()});
     UniqueKeyLock relaxed(*pool, {.tables = tables.names(), .relaxed_durability = true});
-    LoadResult d, r;
-    for (int round = 0; round < s.rounds; ++round) {
-      for (auto [lock, total] : {std::pair{&durable, &d}, std::pair{&relaxed, &r}}) {
-        LoadResult one = run_load(c, s.duration, [lock](int) -> Operation {
-          return [lock] {
-            auto lease = lock->try_acquire(random_key("d:"));
-            if (!lease) return false;
-            lease->release();
-            return true;
-          };
-        });
-        total->ops += one.ops;
-        total->seconds += one.seconds;
-        total->latency.merge(one.latency);
-      }
-    }
+    auto op = [](UniqueKeyLock& lock) {
+      return [&lock](int) -> Operation {
+        return [&lock] {
+          auto lease = lock.try_acquire(random_key("d:"));
+          if (!lease) return false;
+          lease->release();
+          return true;
+        };
+      };
+    };
+    // The durable lock as the baseline side, the relaxed one as the side measured against it.
+    Comparison cmp = compare(s, c, op(durable), op(relaxed));
+    const LoadResult& r = cmp.dblock;
     nlohmann::json j{{"connections", c},
-                     {"durable", d.latency.summary_ms()},
-                     {"relaxed", r.latency.summary_ms()}};
-    j["durable"]["ops_per_s"] = d.per_second();
-    j["relaxed"]["ops_per_s"] = r.per_second();
-    j["ratio_relaxed_vs_durable"] = r.per_second() / std::max(d.per_second(), 1e-9);
+                     {"durable", load_figures(cmp.raw)},
+                     {"relaxed", load_figures(cmp.dblock)},
+                     {"ratio_relaxed_vs_durable", cmp.ratio()},
+                     {"ratio_relaxed_vs_durable_per_round", cmp.round_ratios}};
     ctx.headline({.label = "relaxed/durable acquire+release, " + std::to_string(c) + " conn",
                   .value = j["ratio_relaxed_vs_durable"].get<double>(),
                   .unit = "x",
