@@ -3,7 +3,7 @@
 // dblock raw, raw dblock, ...), so that drift in the machine's load hits both sides alike.
 // ratio = the median over the pairs of dblock throughput / raw throughput: a pair hit by a stall
 // of the shared machine (a commit flush that takes ten times as long, another process's burst)
-// moves a pooled ratio by several percent and the median not at all. The pooled ratio, over all
+// moves a pooled ratio by several percent and the median hardly at all. The pooled ratio, over all
 // rounds together, is kept beside it in the JSON.
 //
 // Thread-safety: compare() runs its own threads; call it from one thread.
