@@ -31,8 +31,8 @@ struct Comparison {
 };
 
 // Runs settings.rounds pairs of rounds of settings.round_duration on `connections` threads (each
-// round after a warm-up of its own); make_raw(i) and
-// make_dblock(i) build thread i's operation (see run_load).
+// round after a warm-up of its own); make_raw(i) and make_dblock(i) build thread i's operation
+// (see run_load).
 Comparison compare(const Settings& settings, int connections,
                    const std::function<Operation(int)>& make_raw,
                    const std::function<Operation(int)>& make_dblock);
