@@ -2,8 +2,6 @@
 // against native advisory locks: uncontended acquire + release at 1 and 8 connections, in
 // pairs of rounds (compare.hpp), and the hot-key handoff. PostgreSQL only: on MySQL/MariaDB the
 // option does nothing (InnoDB's flush-at-commit setting is global), which the JSON says.
-#include <algorithm>
-
 #include "../bench.hpp"
 #include "../compare.hpp"
 #include "../hot_key.hpp"

@@ -95,7 +95,7 @@ void run(BenchContext& ctx) {
   }
   ctx.out()["noise_floor"] = {
       {"what",
-       "the raw acquire+release loop compared with itself, in alternating rounds as dblock is "
+       "the raw acquire+release loop compared with itself, in pairs of rounds as dblock is "
        "compared with it: how far a ratio strays from 1 when both sides do the same work"},
       {"points", floor_points}};
   constexpr int kSetKeys = 2;
