@@ -261,6 +261,68 @@ TEST_P(SessionLockTest, ReentrantForTheSameOwnerOnOneHold) {
   EXPECT_TRUE(lock_->try_acquire("k", as("b")));
 }
 
+// Two leases of one owner share one hold and its connection, each used by a thread of its own.
+// The reply to one lease's renewal, waiting on the hold's socket for a moment, is not the server
+// ending the session: the other lease, asked all the while, must never say it is lost.
+TEST_P(SessionLockTest, LostStaysFalseWhileAnotherLeaseOfTheHoldRenews) {
+  auto renewing = lock_->try_acquire("k", as("a"));
+  ASSERT_TRUE(renewing);
+  auto watched = lock_->try_acquire("k", as("a"));
+  ASSERT_TRUE(watched);
+  std::atomic<bool> stop{false};
+  std::atomic<int> seen_lost{0};
+  std::atomic<long> asked{0};
+  std::thread watcher([&] {
+    while (!stop.load()) {
+      if (watched->lost()) seen_lost.fetch_add(1);
+      asked.fetch_add(1);
+    }
+  });
+  int renewed = 0;
+  const auto until = Clock::now() + milliseconds(1500);
+  while (Clock::now() < until) {
+    if (renewing->renew()) ++renewed;
+  }
+  stop = true;
+  watcher.join();
+  EXPECT_EQ(seen_lost.load(), 0) << "of " << asked.load() << " asks during " << renewed
+                                 << " renewals";
+  EXPECT_GT(renewed, 100);
+  EXPECT_FALSE(lock_->try_acquire("k", as("b")));
+  EXPECT_EQ(watched->release(), ReleaseOutcome::kDecremented);
+  EXPECT_EQ(renewing->release(), ReleaseOutcome::kReleased);
+  EXPECT_TRUE(lock_->try_acquire("k", as("b")));
+}
+
+// Two leases of one owner share one hold and its connection: renewing both at once from two
+// threads takes turns on the connection instead of sending two statements over each other.
+TEST_P(SessionLockTest, ReentrantLeasesRenewedFromTwoThreadsAtOnce) {
+  auto outer = lock_->try_acquire("k", as("a"));
+  ASSERT_TRUE(outer);
+  auto inner = lock_->try_acquire("k", as("a"));
+  ASSERT_TRUE(inner);
+  std::atomic<int> failed{0};
+  auto renew_for_a_while = [&](Lease& lease) {
+    for (int i = 0; i < 300; ++i) {
+      try {
+        if (!lease.renew()) failed.fetch_add(1);
+      } catch (const Error&) {
+        failed.fetch_add(1);
+      }
+    }
+  };
+  std::thread other([&] { renew_for_a_while(*inner); });
+  renew_for_a_while(*outer);
+  other.join();
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_FALSE(outer->lost());
+  EXPECT_FALSE(inner->lost());
+  EXPECT_EQ(inner->release(), ReleaseOutcome::kDecremented);
+  EXPECT_FALSE(lock_->try_acquire("k", as("b")));
+  EXPECT_EQ(outer->release(), ReleaseOutcome::kReleased);
+  EXPECT_TRUE(lock_->try_acquire("k", as("b")));
+}
+
 TEST_P(SessionLockTest, LongKeysDifferingInTheLastCharacterAreDifferentLocks) {
   const std::string stem(254, 'k');
   auto x = lock_->try_acquire(stem + "x", as("a"));

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <charconv>
 #include <cstdint>
+#include <mutex>
 #include <string>
 
 #include "dblock/error.hpp"
@@ -40,21 +41,63 @@ struct Statements {
   bool fractional_wait;
 };
 
-// One session lock held for one owner, shared by that owner's reentrant leases.
+// One session lock held for one owner, shared by that owner's reentrant leases, which may run
+// statements on its connection from several threads (each lease renews on its own) and ask
+// broken() from any thread.
 struct Hold {
+  explicit Hold(PooledConnection c)
+      : conn(std::move(c)), fd(conn->native_socket()), dialect(conn->dialect()) {}
+
   PooledConnection conn;
-  Value lock;  // the bigint (PostgreSQL) or name (MySQL) the server knows the lock by
+  const int fd;  // conn's socket, read once: broken() asks it while a statement may run
+  const Dialect dialect;
+  Value lock;    // the bigint (PostgreSQL) or name (MySQL) the server knows the lock by
   std::string registry_key;
   std::int64_t fencing_token = 0;
   int count = 1;  // leases of this owner on this hold; guarded by the registry
 
+  // Runs fn(Connection&) as the only statement on the connection, and notes whether the
+  // connection broke.
+  template <class Fn>
+  auto run(Fn&& fn) {
+    std::lock_guard lock_statements(statement_mu);
+    struct Running {
+      Hold& hold;
+      explicit Running(Hold& h) : hold(h) { hold.statements.fetch_add(1); }
+      ~Running() {
+        if (hold.conn->broken()) hold.gone.store(true);
+        hold.statements.fetch_add(1);
+      }
+    } running(*this);
+    return fn(*conn);
+  }
+
   // True once the session is gone (the connection broke, the server closed it, or sent the
   // message that ends it), noticed without a statement: the server frees the lock with it. The
-  // connection is the hold's alone and idle between its statements, so nothing else arrives
-  // on it.
+  // connection is the hold's alone, so between its statements nothing else arrives on it. While
+  // one of its statements runs (or when one started during the look), the bytes waiting may be
+  // that statement's answer: then only a close counts, or on PostgreSQL the FATAL error that
+  // comes before the server frees the session's locks; the statement itself finds a session
+  // that ended. After detach(), true: the hold has no connection any more.
   bool broken() const noexcept {
-    return conn->broken() || detail::peer_spoke_or_closed(conn->native_socket());
+    if (gone.load() || detached.load()) return true;
+    const std::uint64_t before = statements.load();
+    if (before % 2 == 1) return detail::peer_ended_session(fd, dialect);
+    if (!detail::peer_spoke_or_closed(fd)) return false;
+    return statements.load() == before || gone.load() || detached.load();
   }
+
+  // Gives the connection back to its source (the last lease released the lock).
+  void detach() noexcept {
+    detached.store(true);
+    conn.reset();
+  }
+
+ private:
+  std::mutex statement_mu;                 // one statement at a time on conn
+  std::atomic<std::uint64_t> statements{0};  // odd while a statement runs
+  std::atomic<bool> gone{false};           // a statement left the connection broken
+  std::atomic<bool> detached{false};       // conn went back to its source
 };
 
 }  // namespace
@@ -141,35 +184,38 @@ class SessionLease final : public detail::LeaseCore {
  protected:
   ReleaseOutcome do_release() override {
     if (!impl_->holds.leave(*hold_)) return ReleaseOutcome::kDecremented;
+    // The last lease of the hold: no other lease runs statements on it any more.
     const Statements& st = impl_->statements[hold_->conn->server()];
     Connection& conn = *hold_->conn;
     // A session the driver already knows is gone. One the server closed without the driver
     // noticing yet fails the unlock below with kConnectionLost (no poll of the socket first:
     // that would cost every release a system call).
     if (conn.broken()) {
-      hold_->conn.reset();
+      hold_->detach();
       throw lost({});
     }
+    Result r;
     try {
-      const Result r = conn.execute(st.release.sql(), st.release.bind({{"lock", hold_->lock}}));
-      hold_->conn.reset();
-      return !r.empty() && r.at(0, "released") == "1" ? ReleaseOutcome::kReleased
-                                                      : ReleaseOutcome::kNotHeld;
+      r = hold_->run([&](Connection& c) {
+        return c.execute(st.release.sql(), st.release.bind({{"lock", hold_->lock}}));
+      });
     } catch (const Error& e) {
-      if (e.code() == ErrorCode::kConnectionLost) {
-        hold_->conn.reset();
-        throw lost(e.what());
+      if (e.code() != ErrorCode::kConnectionLost) {
+        hold_->run([&](Connection& c) { unlock_all_quietly(c, st); });
       }
-      unlock_all_quietly(conn, st);
-      hold_->conn.reset();
+      hold_->detach();
+      if (e.code() == ErrorCode::kConnectionLost) throw lost(e.what());
       throw;
     }
+    hold_->detach();
+    return !r.empty() && r.at(0, "released") == "1" ? ReleaseOutcome::kReleased
+                                                    : ReleaseOutcome::kNotHeld;
   }
 
   bool do_renew(milliseconds) override {
     if (hold_->broken()) return false;
     try {
-      hold_->conn->execute("SELECT 1");
+      hold_->run([](Connection& c) { c.execute("SELECT 1"); });
       return true;
     } catch (const Error& e) {
       if (e.code() == ErrorCode::kConnectionLost) return false;
@@ -177,7 +223,7 @@ class SessionLease final : public detail::LeaseCore {
     }
   }
 
-  bool connection_lost() const noexcept override { return !hold_->conn || hold_->broken(); }
+  bool connection_lost() const noexcept override { return hold_->broken(); }
 
  private:
   // The session holding the lock ended before the unlock was answered: the server freed the
@@ -285,8 +331,7 @@ std::optional<Lease> lock_key(const std::shared_ptr<SessionLock::Impl>& impl, st
   }
   if (!token) return std::nullopt;  // not taken: the session holds nothing
   info.fencing_token = *token;
-  auto hold = std::make_shared<Hold>();
-  hold->conn = std::move(conn);
+  auto hold = std::make_shared<Hold>(std::move(conn));
   hold->lock = std::move(lock);
   hold->registry_key = std::move(registry_key);
   hold->fencing_token = *token;
