@@ -114,13 +114,16 @@ TEST_P(CliLockTest, ForwardsSigtermToTheCommandAndReleases) {
 }
 
 TEST_P(CliLockTest, RenewsTheLeaseWhileTheCommandOutlivesTheTtl) {
-  // The holder runs until told to stop, so a slow machine cannot end it before the late try.
+  // The holder runs until told to stop, so a slow machine cannot end it before the late try. A
+  // renewal every 583 ms, and the command stopped only when none succeeded for 1.75 s: a test
+  // machine busy with other suites may hold a renewal back for most of a second (with the
+  // default margins of a 1 s TTL, 445 ms late already stopped the command).
   auto holder = start(run_sh(
       "touch '" + file("started") + "'; while [ ! -e '" + file("stop") + "' ]; do sleep 0.05; done",
-      {"--ttl", "1s"}));
+      {"--ttl", "2s", "--stop-margin", "250ms", "--kill-after", "100ms"}));
   ASSERT_TRUE(wait_for_file(file("started")));
   auto started = Clock::now();
-  std::this_thread::sleep_until(started + 2500ms);
+  std::this_thread::sleep_until(started + 4500ms);  // past two TTLs
   auto late = run(run_sh("touch '" + file("late-ran") + "'"));
   EXPECT_EQ(late.exit_code, 75) << late.err;
   EXPECT_FALSE(fs::exists(file("late-ran")));
