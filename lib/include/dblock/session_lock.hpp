@@ -66,7 +66,10 @@
 // it back.
 //
 // Thread-safety: all methods may be called from many threads at once. A lease is used by one
-// thread at a time. The ConnectionSource must outlive this object and every lease it returned.
+// thread at a time. Reentrant leases of one owner share one connection and may each be used by a
+// thread of its own: their statements (renew, the last release) take turns on it, and lost() on
+// one is not misled by the reply to another's statement. The ConnectionSource must outlive this
+// object and every lease it returned.
 #pragma once
 
 #include <chrono>
