@@ -51,7 +51,7 @@ struct Hold {
   PooledConnection conn;
   const int fd;  // conn's socket, read once: broken() asks it while a statement may run
   const Dialect dialect;
-  Value lock;    // the bigint (PostgreSQL) or name (MySQL) the server knows the lock by
+  Value lock;  // the bigint (PostgreSQL) or name (MySQL) the server knows the lock by
   std::string registry_key;
   std::int64_t fencing_token = 0;
   int count = 1;  // leases of this owner on this hold; guarded by the registry
@@ -94,10 +94,10 @@ struct Hold {
   }
 
  private:
-  std::mutex statement_mu;                 // one statement at a time on conn
+  std::mutex statement_mu;                   // one statement at a time on conn
   std::atomic<std::uint64_t> statements{0};  // odd while a statement runs
-  std::atomic<bool> gone{false};           // a statement left the connection broken
-  std::atomic<bool> detached{false};       // conn went back to its source
+  std::atomic<bool> gone{false};             // a statement left the connection broken
+  std::atomic<bool> detached{false};         // conn went back to its source
 };
 
 }  // namespace
