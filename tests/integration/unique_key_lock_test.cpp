@@ -432,6 +432,67 @@ TEST_P(UniqueKeyLockTest, EachReleaseWakesAWaiterUntilAllHadTheKey) {
   }
 }
 
+// The pool's connections, but a dedicated session (the release listener's) opens only after
+// `delay`: the first LISTEN is in place well after the first waiter went to sleep.
+class SlowToListen final : public ConnectionSource {
+ public:
+  SlowToListen(ConnectionSource& inner, milliseconds delay) : inner_(inner), delay_(delay) {}
+  Dialect dialect() const noexcept override { return inner_.dialect(); }
+  PooledConnection acquire() override { return inner_.acquire(); }  // given back to inner_
+  std::string describe() const override { return inner_.describe(); }
+  std::unique_ptr<Connection> open_dedicated() override {
+    std::this_thread::sleep_for(delay_);
+    return inner_.open_dedicated();
+  }
+  bool keeps_sessions() const noexcept override { return inner_.keeps_sessions(); }
+
+ protected:
+  void give_back(Connection*) noexcept override {}  // lends nothing of its own
+
+ private:
+  ConnectionSource& inner_;
+  milliseconds delay_;
+};
+
+TEST_P(UniqueKeyLockTest, AReleaseMadeBeforeTheListenerListensStillWakesTheWaiter) {
+  // A waiter on a fresh lock object sleeps (its polls 2 s apart) while its listener is still
+  // opening its session; the holder releases through another lock object, whose notification
+  // nobody in the waiter's lock object hears. Once the LISTEN is in place, the waiter must try
+  // again: the key was freed unheard. Otherwise it sleeps out its 2 s.
+  // MySQL has no notifications and no listener: there the waiter's next poll, 2 s after its
+  // first try, is checked instead.
+  const bool notified = backend().dialect == Dialect::kPostgreSQL;
+  auto holder_lock = make_lock();
+  auto held = holder_lock->try_acquire("k", as("holder"));
+  ASSERT_TRUE(held);
+  SlowToListen slow(*pool_, milliseconds(500));
+  UniqueKeyLockOptions options;
+  options.tables = tables_;
+  options.backoff = {milliseconds(2000), milliseconds(2000), milliseconds(2000)};
+  UniqueKeyLock waiter_lock(slow, options);
+  std::atomic<bool> got{false};
+  std::thread waiter([&] {
+    auto lease = waiter_lock.acquire("k", milliseconds(10000), as("waiter"));
+    got = lease.has_value();
+    if (lease) lease->release();
+  });
+  std::this_thread::sleep_for(milliseconds(250));  // its first try failed; not listening yet
+  const auto released_at = Clock::now();
+  EXPECT_EQ(held->release(), ReleaseOutcome::kReleased);
+  waiter.join();
+  const auto waited = std::chrono::duration_cast<milliseconds>(Clock::now() - released_at);
+  EXPECT_TRUE(got.load());
+  std::printf("[ handoff  ] %s: the key freed %s reached the waiter in %lld ms\n",
+              backend().name.c_str(), notified ? "before the LISTEN" : "(polling)",
+              static_cast<long long>(waited.count()));
+  if (notified) {
+    EXPECT_LT(waited, milliseconds(1400))
+        << "the waiter slept out its poll: the release went unheard";
+  } else {
+    EXPECT_LT(waited, milliseconds(3000)) << "the waiter did not poll";
+  }
+}
+
 // Waiters of one lock object that sleep in acquire, each on its own thread. Polling alone is
 // made slow (every backoff wait is 2 s), so a quick grant proves a hand-over or a wake-up.
 class Waiters {

@@ -53,9 +53,14 @@ void ReleaseListener::listen_once() {
   if (!conn || !conn->supports_notifications()) return;
   conn->listen(channel_);
   {
-    // Notifications sent while no session listened never come back.
+    // Notifications sent while no session listened never come back: a release made before the
+    // LISTEN (the first, which start() sends while the first waiters already sleep, or one after
+    // a lost session) freed its key unheard. Every waiter of this process tries once more now.
     std::lock_guard lock(mu_);
-    for (auto& [key, state] : keys_) state.echoes = 0;
+    for (auto& [key, state] : keys_) {
+      state.echoes = 0;
+      wake_all(state);
+    }
   }
   while (true) {
     {
@@ -100,6 +105,20 @@ void ReleaseListener::wake(KeyState& state, const std::string& head) {
     state.wake_for = head;
   }
   // A head queued elsewhere: its own process wakes it; no one here may take the key before it.
+}
+
+void ReleaseListener::wake_all(KeyState& state) {
+  for (Interest* w : state.asleep) {
+    if (w->hand_over_ == Interest::HandOver::kClaimed ||
+        w->hand_over_ == Interest::HandOver::kGranted) {
+      continue;  // being handed the key, or given it already
+    }
+    w->woken_ = true;
+    w->cv_.notify_one();
+  }
+  // And a waiter between its try and its sleep tries again at once.
+  state.wake = true;
+  state.wake_for.clear();
 }
 
 void ReleaseListener::releasing(const std::string& key) {

@@ -14,7 +14,8 @@
 // waiter of that key in this process (only one can win; waking them all would only add failed
 // tries). A release made through this lock object wakes at commit instead (releasing() /
 // released()). Waiters sleep until woken or until their backoff interval ends, so a missed or
-// late notification only degrades to polling. Internal.
+// late notification only degrades to polling. Once the LISTEN is in place (the first, and after
+// a lost session), every waiter tries again: a release made before it was not heard. Internal.
 //
 // Thread-safety: all methods may be called from many threads.
 #pragma once
@@ -157,6 +158,9 @@ class ReleaseListener {
   // A release freed `state`'s key: wakes the queue's `head` if it waits here, else (no queue)
   // the waiter asleep longest. Called with mu_ held.
   static void wake(KeyState& state, const std::string& head);
+  // Wakes every waiter of `state`'s key, and the next to go to sleep (a release may have gone
+  // unheard). Called with mu_ held.
+  static void wake_all(KeyState& state);
   std::map<std::string, KeyState, std::less<>> keys_;
   std::map<std::string, int, std::less<>> held_here_;  // live leases per key (holding())
   std::uint64_t arrivals_ = 0;
