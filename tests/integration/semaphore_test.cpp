@@ -83,11 +83,18 @@ TEST_P(SemaphoreTest, NeverMoreThanNHoldersAtOnceAndTokensNeverRepeat) {
   std::vector<std::int64_t> tokens;  // in the order of the grants
   std::map<int, int> grants;         // per thread
   std::vector<std::thread> threads;
+  // 2.5 s, and on a machine too slow to have had all the permits held by then (under the thread
+  // sanitizer, with other suites running), on until it had, for at most 15 s.
   const auto until = Clock::now() + milliseconds(2500);
+  const auto give_up = Clock::now() + milliseconds(15000);
+  const auto going = [&] {
+    const auto now = Clock::now();
+    return now < until || (max_holders.load() < kPermits && now < give_up);
+  };
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       auto sem = make(kPermits);
-      for (int i = 0; Clock::now() < until; ++i) {
+      for (int i = 0; going(); ++i) {
         try {
           const LockOptions o = as("t" + std::to_string(t));
           auto permit =
