@@ -12,6 +12,7 @@
 
 #include "backends.hpp"
 #include "dblock/cleaner.hpp"
+#include "dblock/connection_source.hpp"
 #include "dblock/lock_table.hpp"
 #include "dblock/migrator.hpp"
 #include "dblock/open.hpp"
@@ -200,6 +201,50 @@ TEST_P(FairWaitTest, ARegistrationSentAgainKeepsItsPlace) {
   EXPECT_EQ(queued("k"), 2);
 }
 
+TEST_P(FairWaitTest, ATryThatJoinsSentAgainKeepsItsPlaceAndItsPlaceNeverBlocksIt) {
+  // Where a refused try takes the waiter's place in the same statement (PostgreSQL), that
+  // statement is sent again, unchanged, after a lost reply: it must find its own place (same
+  // seq, one row), and once the key is free take it past that place, and leave the queue.
+  if (!detail::server_sql(Server::kPostgreSQL).unique_key.acquire_joins_queue ||
+      backend().dialect != Dialect::kPostgreSQL) {
+    return;  // MySQL: a refused waiter registers with enqueue (see above)
+  }
+  auto lock = make_lock();
+  auto held = lock->try_acquire("k", as("holder"));
+  ASSERT_TRUE(held);
+  auto c = pool_->acquire();
+  const detail::Statement acquire(detail::server_sql(c->server()).unique_key.acquire,
+                                  backend().dialect, tables_, false, true);
+  const Owner me = Owner::named("resender");
+  const auto send = [&] {
+    return c->execute(acquire.sql(), acquire.bind({{"key", Value("k")},
+                                                   {"lease_id", Value("lease-1")},
+                                                   {"host", Value(me.host)},
+                                                   {"process", Value(me.process)},
+                                                   {"thread", Value(me.thread)},
+                                                   {"ttl_ms", Value(std::int64_t{30000})},
+                                                   {"metadata", Value()},
+                                                   {"seq", Value()},
+                                                   {"waiter_id", Value("w-resent")},
+                                                   {"join_ttl_ms", Value(std::int64_t{30000})}}));
+  };
+  const Result first = send();
+  ASSERT_EQ(first.size(), 1u);
+  ASSERT_TRUE(first.at(0, "seq")) << "refused, and not queued";
+  EXPECT_FALSE(first.at(0, "fencing_token"));
+  const Result again = send();
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again.int64_at(0, "seq"), first.int64_at(0, "seq"));
+  EXPECT_EQ(queued("k"), 1);
+  held->release();
+  const Result got = send();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_TRUE(got.at(0, "fencing_token")) << "the waiter's own place kept it from the free key";
+  EXPECT_FALSE(got.at(0, "seq"));
+  EXPECT_EQ(holder_of("k"), me.thread);
+  EXPECT_EQ(queued("k"), 0) << "the waiter that got the key kept its place";
+}
+
 TEST_P(FairWaitTest, AWaiterOutOfTimeLeavesTheQueue) {
   auto lock = make_lock();
   auto held = lock->try_acquire("k", as("a"));
@@ -299,6 +344,94 @@ TEST_P(FairWaitTest, AReleaseHandsTheKeyToTheQueuesHeadOnly) {
     EXPECT_TRUE(behind);
   }
   EXPECT_EQ(queued("k") + queued("k2"), 0) << "a waiter handed the key kept its place";
+}
+
+// One connection whose reply to the first statement naming `table` after arm() comes back
+// `delay` late (the statement itself has run); dedicated sessions from `dedicated`.
+class DelayedReply final : public ConnectionSource {
+ public:
+  DelayedReply(ConnectionSource& dedicated, std::unique_ptr<Connection> conn, std::string table,
+               milliseconds delay)
+      : dedicated_(dedicated),
+        one_(single(std::make_unique<Delaying>(std::move(conn), *this))),
+        table_(std::move(table)),
+        delay_(delay) {}
+  void arm() { armed_ = true; }
+  Dialect dialect() const noexcept override { return one_->dialect(); }
+  PooledConnection acquire() override { return one_->acquire(); }  // given back to one_
+  std::string describe() const override { return one_->describe(); }
+  std::unique_ptr<Connection> open_dedicated() override { return dedicated_.open_dedicated(); }
+
+ protected:
+  void give_back(Connection*) noexcept override {}  // lends nothing of its own
+
+ private:
+  class Delaying final : public Connection {
+   public:
+    Delaying(std::unique_ptr<Connection> inner, DelayedReply& owner)
+        : inner_(std::move(inner)), owner_(owner) {}
+    Dialect dialect() const noexcept override { return inner_->dialect(); }
+    Result execute(std::string_view sql, std::span<const Value> params) override {
+      Result r = inner_->execute(sql, params);
+      if (sql.find(owner_.table_) != std::string_view::npos && owner_.armed_.exchange(false)) {
+        std::this_thread::sleep_for(owner_.delay_);
+      }
+      return r;
+    }
+    void begin() override { inner_->begin(); }
+    void commit() override { inner_->commit(); }
+    void rollback() noexcept override { inner_->rollback(); }
+    bool in_transaction() const noexcept override { return inner_->in_transaction(); }
+    bool broken() const noexcept override { return inner_->broken(); }
+    std::string describe() const override { return inner_->describe(); }
+
+   private:
+    std::unique_ptr<Connection> inner_;
+    DelayedReply& owner_;
+  };
+  ConnectionSource& dedicated_;
+  std::unique_ptr<ConnectionSource> one_;
+  std::string table_;
+  milliseconds delay_;
+  std::atomic<bool> armed_{false};
+};
+
+TEST_P(FairWaitTest, AReleaseNamingTheHeadBeforeItsPlaceIsBackStillWakesIt) {
+  // On PostgreSQL a waiter's first refused try takes its place in the same statement. The
+  // reply to it is held back 600 ms; meanwhile the holder (another lock object, as another
+  // process) releases, and its notification names the waiter as the queue's head. The waiter
+  // must take the key as soon as its reply is back, not sleep out its 2 s poll.
+  if (backend().dialect != Dialect::kPostgreSQL) return;  // MySQL has no wake-up: it polls
+  UniqueKeyLockOptions options;
+  options.backoff = {milliseconds(2000), milliseconds(2000), milliseconds(2000)};
+  auto holder_lock = make_lock(true, options);
+  auto held = holder_lock->try_acquire("k", as("holder"));
+  ASSERT_TRUE(held);
+  DelayedReply source(*pool_, backend().connect(),
+                      tables_.qualified(backend().dialect, "lock_waiters"), milliseconds(600));
+  options.tables = tables_;
+  options.fair = true;
+  UniqueKeyLock waiter_lock(source, options);
+  {
+    // Its listener listens from the first blocking acquire on: in place before the test.
+    auto warm = waiter_lock.acquire("warm", milliseconds(1000), as("waiter"));
+    ASSERT_TRUE(warm);
+    warm->release();
+    std::this_thread::sleep_for(milliseconds(500));
+  }
+  source.arm();
+  std::optional<Lease> lease;
+  std::thread waiter([&] { lease = waiter_lock.acquire("k", milliseconds(10000), as("waiter")); });
+  wait_until_queued("k", 1);  // placed; the reply is on its way back
+  const auto released_at = Clock::now();
+  EXPECT_EQ(held->release(), ReleaseOutcome::kReleased);
+  waiter.join();
+  const double waited = ms_since(released_at);
+  ASSERT_TRUE(lease);
+  std::printf("[ fair     ] %s: the head named before its place was back had the key in %.0f ms\n",
+              backend().name.c_str(), waited);
+  EXPECT_LT(waited, 1400.0) << "the waiter slept out its poll: the release naming it went unheard";
+  lease->release();
 }
 
 TEST_P(FairWaitTest, AWaiterTtlOutOfRangeIsRefused) {

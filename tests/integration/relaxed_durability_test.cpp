@@ -15,6 +15,8 @@
 namespace dblock::testing {
 namespace {
 
+using std::chrono::milliseconds;
+
 // Runs every statement that touches the lock table inside BEGIN ... COMMIT and records the
 // transaction's synchronous_commit as the statement left it.
 class ObservingConnection final : public Connection {
@@ -81,6 +83,48 @@ TEST_P(RelaxedDurabilityTest, PostgreSQLLockStatementsCommitAsynchronouslyAndOnl
     // The session keeps its own setting once the statement's transaction is over.
     EXPECT_EQ(conn.setting(), "on");
   }
+}
+
+TEST_P(RelaxedDurabilityTest, AFairWaitersPlaceSkipsTheFlushButItsAcquireDoesNot) {
+  // PostgreSQL: a fair waiter's first refused try takes its place in the queue in the same
+  // statement, and only such a statement commits without waiting for its WAL flush (a place
+  // lost in a server crash is taken again by the waiter's next refresh). The try that gets the
+  // key commits durably, durable lock or not: else a crash could lose a lock row the server had
+  // granted, and grant the key twice.
+  if (backend().dialect == Dialect::kMySQL) {
+    // A refused waiter registers in a statement of its own (enqueue), and no statement changes
+    // the flush (see the test above).
+    EXPECT_FALSE(detail::server_sql(Server::kMySQL).unique_key.acquire_joins_queue);
+    return;
+  }
+  auto holder_source = single(backend().connect());
+  UniqueKeyLock holder_lock(*holder_source, {.tables = tables_, .notify = false, .fair = true});
+  auto held = holder_lock.try_acquire("k", as("holder"));
+  ASSERT_TRUE(held);
+  auto owned = std::make_unique<ObservingConnection>(backend().connect(),
+                                                     tables_.qualified(backend().dialect, "locks"));
+  ObservingConnection& conn = *owned;
+  auto source = single(std::move(owned));
+  // Polls 2 s apart: in its second the waiter sends its first try, and its last at the deadline.
+  UniqueKeyLock lock(*source,
+                     {.tables = tables_,
+                      .backoff = {milliseconds(2000), milliseconds(2000), milliseconds(2000)},
+                      .notify = false,
+                      .fair = true});
+  EXPECT_FALSE(lock.acquire("k", milliseconds(1000), as("waiter")));
+  EXPECT_EQ(conn.seen, (std::vector<std::string>{"off", "on"}))
+      << "a refused first try must take the waiter's place in the same statement, unflushed";
+  EXPECT_EQ(held->release(), ReleaseOutcome::kReleased);
+  conn.seen.clear();
+  auto lease = lock.acquire("k", milliseconds(300), as("waiter"));
+  ASSERT_TRUE(lease);
+  EXPECT_EQ(conn.seen, std::vector<std::string>{"on"}) << "the key was granted unflushed";
+  conn.seen.clear();
+  auto again = lock.acquire("k", milliseconds(300), as("waiter"));  // re-entry
+  ASSERT_TRUE(again);
+  EXPECT_EQ(conn.seen, std::vector<std::string>{"on"}) << "a re-entry was committed unflushed";
+  again->release();
+  lease->release();
 }
 
 TEST_P(RelaxedDurabilityTest, LockStillExcludesAndHandsOverWithAHigherToken) {

@@ -40,8 +40,11 @@
 // on the same table does not look at the queue and may take a free key before its head. A
 // dead waiter at the head delays the key by at most waiter_ttl. Costs (bench, hot_key fair):
 // a fair try that finds the key free is one statement on PostgreSQL, two on MySQL/MariaDB (a
-// read of the queue first); a waiter adds a registration, refreshes, and on MySQL/MariaDB a
-// leave (on PostgreSQL the acquire that gets the key deletes the waiter's place). On
+// read of the queue first). On PostgreSQL a waiter's first refused try takes its place in the
+// same statement, whose commit alone does not wait for its WAL flush (a place lost in a server
+// crash is taken again, at the back, by the waiter's next refresh), and the acquire that gets
+// the key deletes the place; on MySQL/MariaDB a waiter adds a registration and a leave. Both
+// refresh the place while waiting. On
 // MySQL/MariaDB, where no release wakes a waiter, the first three waiters poll every
 // BackoffPolicy::min_sleep and the rest less often the further back they are.
 //

@@ -101,6 +101,7 @@ constexpr UniqueKeySql kUniqueKey = {
         "     THEN GREATEST(expires_at, VALUES(expires_at))"
         "   ELSE expires_at END",
     .acquire_leaves_queue = false,  // a fair waiter that got the key then sends leave
+    .acquire_joins_queue = false,   // a refused waiter then sends enqueue
     // A Statement (sql/statement.hpp): key, host, process, thread, token, release_id.
     // The release id is random per release call; a retry after a lost reply reuses it. One row
     // matched when the lease was held; LAST_INSERT_ID() = the remaining hold_count (0: the key

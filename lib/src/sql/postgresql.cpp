@@ -109,7 +109,8 @@ constexpr UniqueKeySql kUniqueKey = {
         // Fair: a free key goes to the first live waiter; the owner's re-entry needs no turn.
         "{{fair}} AND (NOT EXISTS (SELECT 1 FROM {{table:lock_waiters}} w"
         "     WHERE w.lock_key = {{param:key}} AND w.expires_at > statement_timestamp()"
-        "     AND w.seq < COALESCE({{param:seq}}::bigint, 9223372036854775807))"
+        "     AND w.seq < COALESCE({{param:seq}}::bigint, 9223372036854775807)"
+        "     AND w.waiter_id <> COALESCE({{param:waiter_id}}::text, ''))"
         "   OR EXISTS (SELECT 1 FROM {{table:locks}} m WHERE m.lock_key = {{param:key}}"
         "     AND m.expires_at > statement_timestamp() AND m.owner_host = {{param:host}}"
         "     AND m.owner_process = {{param:process}} AND m.owner_thread = "
@@ -135,8 +136,23 @@ constexpr UniqueKeySql kUniqueKey = {
         "{{fair}}), d AS (DELETE FROM {{table:lock_waiters}}"
         "   WHERE {{param:waiter_id}}::text IS NOT NULL AND waiter_id = {{param:waiter_id}}"
         "   AND EXISTS (SELECT 1 FROM a))"
-        " SELECT fencing_token, hold_count FROM a{{/fair}}",
+        // Refused, a waiter that asks to join takes its place in the same statement (as enqueue
+        // does). Only then the commit skips its WAL flush (synchronous_commit off for this
+        // transaction): a place is not worth a flush, and a place lost in a server crash is
+        // taken again by the waiter's next refresh. CASE, not AND, so that set_config runs only
+        // when no lock row was written: an acquire that got the key commits durably.
+        ", q AS (INSERT INTO {{table:lock_waiters}} AS w (waiter_id, lock_key, owner_host,"
+        " owner_process, owner_thread, registered_at, expires_at)"
+        " SELECT {{param:waiter_id}}::text, {{param:key}}::text, {{param:host}}::text,"
+        " {{param:process}}::text, {{param:thread}}::text, statement_timestamp(),"
+        " statement_timestamp() + {{param:join_ttl_ms}}::bigint * interval '1 millisecond'"
+        " WHERE CASE WHEN {{param:join_ttl_ms}}::bigint IS NULL OR EXISTS (SELECT 1 FROM a)"
+        "   THEN false ELSE set_config('synchronous_commit', 'off', true) IS NOT NULL END"
+        " ON CONFLICT (waiter_id) DO UPDATE SET expires_at = EXCLUDED.expires_at RETURNING seq)"
+        " SELECT fencing_token, hold_count, NULL::bigint AS seq FROM a"
+        " UNION ALL SELECT NULL, NULL, seq FROM q{{/fair}}",
     .acquire_leaves_queue = true,
+    .acquire_joins_queue = true,
     // A Statement (sql/statement.hpp): key, host, process, thread, token, channel (for NOTIFY),
     // release_id (random per release call; a retry after a lost reply reuses it).
     // Owner- and token-checked; a lease that expired is lost and changes nothing. The last

@@ -60,6 +60,7 @@ struct UniqueKeySql {
   bool results_in_rows;
   std::string_view acquire;
   bool acquire_leaves_queue;  // see fair waiting below
+  bool acquire_joins_queue;   // see fair waiting below
   std::string_view release;
   std::string_view release_rest;  // frees the holds left by acquires whose reply was lost
   // Hands a held key straight to a waiter of this process: the release of the holder's only hold
@@ -77,8 +78,12 @@ struct UniqueKeySql {
   // Fair waiting (the lock_waiters table). Rendered for a fair lock, acquire also takes seq (the
   // waiter's place, NULL when not queued) and waiter_id (NULL when not queued): a fair acquire of
   // a free key takes it only when no live waiter registered before seq (any live waiter, when
-  // NULL) is queued, unless the owner holds the key already (re-entry). Where
-  // acquire_leaves_queue, an acquire that gets the key also deletes the waiter's place.
+  // NULL) is queued, unless the owner holds the key already (re-entry); the waiter's own place
+  // (waiter_id) never counts against it. Where acquire_leaves_queue, an acquire that gets the
+  // key also deletes the waiter's place. Where acquire_joins_queue, acquire also takes
+  // join_ttl_ms: when not NULL, a refused acquire registers waiter_id as enqueue does (with that
+  // TTL) and returns one row with a NULL fencing_token and the place in column "seq"; a row
+  // that holds the key has a NULL "seq".
   // Where acquire cannot carry that check (MySQL, whose acquire is INSERT ... VALUES), fair_check
   // asks it first: one row, column "wait", 1 when the caller must keep waiting, and "ahead", how
   // many live waiters are queued before it (same parameters as acquire); empty where acquire

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <random>
@@ -110,6 +111,9 @@ struct UniqueKeyLock::Impl : std::enable_shared_from_this<UniqueKeyLock::Impl> {
         leaves_queue(detail::server_sql(dialect == Dialect::kPostgreSQL ? Server::kPostgreSQL
                                                                         : Server::kMySQL)
                          .unique_key.acquire_leaves_queue),
+        joins_queue(detail::server_sql(dialect == Dialect::kPostgreSQL ? Server::kPostgreSQL
+                                                                       : Server::kMySQL)
+                        .unique_key.acquire_joins_queue),
         channel(options.tables.name("locks")) {
     if (options.fair && (options.waiter_ttl < std::chrono::milliseconds(300) ||
                          options.waiter_ttl > std::chrono::hours(1))) {
@@ -255,6 +259,7 @@ struct UniqueKeyLock::Impl : std::enable_shared_from_this<UniqueKeyLock::Impl> {
   std::string holds_scope;
   bool rows;          // results come back in rows (else in LAST_INSERT_ID())
   bool leaves_queue;  // an acquire that gets the key deletes the waiter's place
+  bool joins_queue;   // a refused acquire can take the waiter's place (join_ttl_ms)
   std::string channel;
   // With notify, from construction on, so that every lease of this lock object is counted
   // (holding) and every release can hand over; it starts listening in listener().
@@ -478,13 +483,16 @@ Lease held(const std::shared_ptr<UniqueKeyLock::Impl>& impl, detail::LeaseInfo i
 // One try for `info` (key, lease id, owner). `seq`: the waiter's place in the key's fair queue
 // (nullopt: not queued; unused unless the lock is fair), `waiter_id` its id. `ahead` is set to
 // the number of live waiters queued before it where the queue is read first (MySQL), else left
-// alone.
+// alone. With `joined` (a fair lock whose acquire joins the queue, and a waiter not queued yet),
+// a refused try takes the waiter's place in the same statement and sets `joined` to it.
 std::optional<Lease> attempt(const std::shared_ptr<UniqueKeyLock::Impl>& impl,
                              detail::LeaseInfo info, const LockOptions& options,
                              std::optional<std::int64_t> seq,
-                             const std::string* waiter_id = nullptr,
-                             std::int64_t* ahead = nullptr) {
+                             const std::string* waiter_id = nullptr, std::int64_t* ahead = nullptr,
+                             std::optional<std::int64_t>* joined = nullptr) {
   impl->finish_pending_release(info.key, info.owner);
+  const bool named = seq || joined != nullptr;  // the statement knows the waiter's id
+  const std::int64_t place_ttl_ms = impl->options.waiter_ttl.count();
   const detail::Arg args[] = {{"key", Value(info.key)},
                               {"lease_id", Value(info.lease_id)},
                               {"host", Value(info.owner.host)},
@@ -493,7 +501,8 @@ std::optional<Lease> attempt(const std::shared_ptr<UniqueKeyLock::Impl>& impl,
                               {"ttl_ms", Value(static_cast<std::int64_t>(options.ttl.count()))},
                               {"metadata", json_param(options.metadata)},
                               {"seq", seq ? Value(*seq) : Value()},
-                              {"waiter_id", seq ? Value(*waiter_id) : Value()}};
+                              {"waiter_id", named ? Value(*waiter_id) : Value()},
+                              {"join_ttl_ms", joined ? Value(place_ttl_ms) : Value()}};
   if (impl->options.fair) {
     // Where acquire cannot check the queue itself. A read: safe to repeat.
     auto wait = impl->run(&UniqueKeyLock::Impl::Statements::fair_check, args, true);
@@ -507,6 +516,10 @@ std::optional<Lease> attempt(const std::shared_ptr<UniqueKeyLock::Impl>& impl,
   // A retry reuses the lease id.
   auto r = impl->run(&UniqueKeyLock::Impl::Statements::acquire, args, true);
   if (!r) return std::nullopt;
+  if (joined != nullptr && !r->empty() && r->at(0, "seq")) {
+    *joined = r->int64_at(0, "seq");  // refused, and queued
+    return std::nullopt;
+  }
   auto token = impl->token_from(*r);
   if (!token) return std::nullopt;
   return held(impl, std::move(info), options, {*token, sent}, false);
@@ -544,6 +557,11 @@ class QueuePlace {
   std::optional<std::int64_t> seq() const noexcept { return seq_; }
   // Registered and not yet due for a refresh.
   bool fresh() const { return seq_ && clock_.now() < refreshed_ + impl_.options.waiter_ttl / 3; }
+  // Registered at `seq` by a statement sent at `sent` (an acquire that joins the queue).
+  void placed(std::int64_t seq, detail::Clock::time_point sent) {
+    seq_ = seq;
+    refreshed_ = sent;
+  }
   // Registers, or refreshes the place.
   void join() {
     const auto sent = clock_.now();
@@ -556,8 +574,8 @@ class QueuePlace {
         {"ttl_ms", Value(static_cast<std::int64_t>(impl_.options.waiter_ttl.count()))}};
     auto r = impl_.run(&UniqueKeyLock::Impl::Statements::enqueue, args, true);
     if (!r) return;  // contended: tried again at the next refresh
-    seq_ = impl_.rows ? r->int64_at(0, "seq") : static_cast<std::int64_t>(r->last_insert_id());
-    refreshed_ = sent;
+    placed(impl_.rows ? r->int64_at(0, "seq") : static_cast<std::int64_t>(r->last_insert_id()),
+           sent);
   }
 
  private:
@@ -642,8 +660,22 @@ std::optional<Lease> UniqueKeyLock::acquire(std::string_view key, std::chrono::m
         }
         if (place.seq() && !place.fresh()) join();
         ahead = -1;
+        const bool joining = !place.seq() && (forever || timeout.count() > 0);
+        if (joining && impl_->joins_queue) {
+          // One statement tries and, refused, takes a place. The place is announced first: a
+          // release that names this waiter the head before the reply is back still wakes it.
+          if (interest) interest->queued_as(place.id(), std::numeric_limits<std::int64_t>::max());
+          const auto sent = clock.now();
+          std::optional<std::int64_t> seq;
+          auto lease = attempt(impl_, info, options, std::nullopt, &place.id(), &ahead, &seq);
+          if (seq) {
+            place.placed(*seq, sent);
+            if (interest) interest->queued_as(place.id(), *seq);
+          }
+          return lease;  // the acquire that got the key had no place to leave
+        }
         auto lease = attempt(impl_, info, options, place.seq(), &place.id(), &ahead);
-        if (!lease && !place.seq() && (forever || timeout.count() > 0)) {
+        if (!lease && joining) {
           join();  // refused: take a place, and try again at once (the key may be free by now)
           lease = attempt(impl_, info, options, place.seq(), &place.id(), &ahead);
         }
