@@ -140,6 +140,7 @@ TEST(Statement, TheLockStatementsBindFromTheirCallersArguments) {
                                             {"fair", Value(1)},
                                             {"seq", Value()},
                                             {"waiter_id", Value("w")},
+                                            {"join_ttl_ms", Value(std::int64_t{5000})},
                                             {"token", Value(std::int64_t{1})},
                                             {"version", Value(std::int64_t{2})},
                                             {"prefix", Value("k")},
