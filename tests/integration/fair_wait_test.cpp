@@ -17,6 +17,7 @@
 #include "dblock/migrator.hpp"
 #include "dblock/open.hpp"
 #include "dblock/unique_key_lock.hpp"
+#include "forwarding_connection.hpp"
 #include "sql/server_sql.hpp"
 #include "sql/statement.hpp"
 
@@ -46,6 +47,12 @@ class FairWaitTest : public ::testing::TestWithParam<Backend> {
     options.tables = tables_;
     options.fair = fair;
     return std::make_unique<UniqueKeyLock>(*pool_, std::move(options));
+  }
+  // Every backoff wait 2 s: a quick grant proves a wake-up or a hand-over, not a poll.
+  static UniqueKeyLockOptions polling_every_2s() {
+    UniqueKeyLockOptions options;
+    options.backoff = {milliseconds(2000), milliseconds(2000), milliseconds(2000)};
+    return options;
   }
   static LockOptions as(const std::string& owner) {
     LockOptions o;
@@ -259,8 +266,7 @@ TEST_P(FairWaitTest, AReleaseWakesTheQueuesHeadInItsOwnLockObject) {
   // Waiters poll only every 2 s; each in its own lock object, as in separate processes. On
   // PostgreSQL each release must wake the head at once; elsewhere they poll.
   if (backend().dialect != Dialect::kPostgreSQL) return;  // MySQL has no wake-up: it polls
-  UniqueKeyLockOptions options;
-  options.backoff = {milliseconds(2000), milliseconds(2000), milliseconds(2000)};
+  UniqueKeyLockOptions options = polling_every_2s();
   auto holder_lock = make_lock(true, options);
   auto held = holder_lock->try_acquire("k", as("holder"));
   ASSERT_TRUE(held);
@@ -291,8 +297,7 @@ TEST_P(FairWaitTest, AReleaseHandsTheKeyToTheQueuesHeadOnly) {
   // there: the row is the head's when the release returns. When the head waits in another lock
   // object (another process), the release hands nothing to the waiter behind it there: the head
   // gets the key first. Polling alone is slow here (every backoff wait is 2 s).
-  UniqueKeyLockOptions options;
-  options.backoff = {milliseconds(2000), milliseconds(2000), milliseconds(2000)};
+  UniqueKeyLockOptions options = polling_every_2s();
   auto lock = make_lock(true, options);
   auto elsewhere = make_lock(true, options);
   const auto waiter = [&](UniqueKeyLock& l, const std::string& key, const std::string& who,
@@ -366,27 +371,19 @@ class DelayedReply final : public ConnectionSource {
   void give_back(Connection*) noexcept override {}  // lends nothing of its own
 
  private:
-  class Delaying final : public Connection {
+  class Delaying final : public ForwardingConnection {
    public:
     Delaying(std::unique_ptr<Connection> inner, DelayedReply& owner)
-        : inner_(std::move(inner)), owner_(owner) {}
-    Dialect dialect() const noexcept override { return inner_->dialect(); }
+        : ForwardingConnection(std::move(inner)), owner_(owner) {}
     Result execute(std::string_view sql, std::span<const Value> params) override {
-      Result r = inner_->execute(sql, params);
+      Result r = inner().execute(sql, params);
       if (sql.find(owner_.table_) != std::string_view::npos && owner_.armed_.exchange(false)) {
         std::this_thread::sleep_for(owner_.delay_);
       }
       return r;
     }
-    void begin() override { inner_->begin(); }
-    void commit() override { inner_->commit(); }
-    void rollback() noexcept override { inner_->rollback(); }
-    bool in_transaction() const noexcept override { return inner_->in_transaction(); }
-    bool broken() const noexcept override { return inner_->broken(); }
-    std::string describe() const override { return inner_->describe(); }
 
    private:
-    std::unique_ptr<Connection> inner_;
     DelayedReply& owner_;
   };
   ConnectionSource& dedicated_;
@@ -402,8 +399,7 @@ TEST_P(FairWaitTest, AReleaseNamingTheHeadBeforeItsPlaceIsBackStillWakesIt) {
   // process) releases, and its notification names the waiter as the queue's head. The waiter
   // must take the key as soon as its reply is back, not sleep out its 2 s poll.
   if (backend().dialect != Dialect::kPostgreSQL) return;  // MySQL has no wake-up: it polls
-  UniqueKeyLockOptions options;
-  options.backoff = {milliseconds(2000), milliseconds(2000), milliseconds(2000)};
+  UniqueKeyLockOptions options = polling_every_2s();
   auto holder_lock = make_lock(true, options);
   auto held = holder_lock->try_acquire("k", as("holder"));
   ASSERT_TRUE(held);

@@ -9,6 +9,7 @@
 #include "backends.hpp"
 #include "dblock/connection_source.hpp"
 #include "dblock/unique_key_lock.hpp"
+#include "forwarding_connection.hpp"
 #include "sql/server_sql.hpp"
 #include "sql/statement.hpp"
 
@@ -19,33 +20,25 @@ using std::chrono::milliseconds;
 
 // Runs every statement that touches the lock table inside BEGIN ... COMMIT and records the
 // transaction's synchronous_commit as the statement left it.
-class ObservingConnection final : public Connection {
+class ObservingConnection final : public ForwardingConnection {
  public:
   ObservingConnection(std::unique_ptr<Connection> inner, std::string table)
-      : inner_(std::move(inner)), table_(std::move(table)) {}
+      : ForwardingConnection(std::move(inner)), table_(std::move(table)) {}
 
-  Dialect dialect() const noexcept override { return inner_->dialect(); }
   Result execute(std::string_view sql, std::span<const Value> params) override {
-    if (sql.find(table_) == std::string_view::npos) return inner_->execute(sql, params);
-    inner_->begin();
-    Result r = inner_->execute(sql, params);
+    if (sql.find(table_) == std::string_view::npos) return inner().execute(sql, params);
+    inner().begin();
+    Result r = inner().execute(sql, params);
     seen.push_back(setting());
-    inner_->commit();
+    inner().commit();
     return r;
   }
-  void begin() override { inner_->begin(); }
-  void commit() override { inner_->commit(); }
-  void rollback() noexcept override { inner_->rollback(); }
-  bool in_transaction() const noexcept override { return inner_->in_transaction(); }
-  bool broken() const noexcept override { return inner_->broken(); }
-  std::string describe() const override { return inner_->describe(); }
 
-  std::string setting() { return inner_->execute("SHOW synchronous_commit").at(0, 0).value_or(""); }
+  std::string setting() { return inner().execute("SHOW synchronous_commit").at(0, 0).value_or(""); }
 
   std::vector<std::string> seen;
 
  private:
-  std::unique_ptr<Connection> inner_;
   std::string table_;
 };
 
