@@ -1,9 +1,9 @@
 // Fair waiting for the unique-key lock (UniqueKeyLockOptions::fair), against every database x
 // driver pair: keys go to waiters in the order they came, a holder asking again queues behind
 // them, a dead waiter drops out by its TTL (and the cleaner deletes it), a registration sent
-// twice keeps one place, a waiter out of time leaves, re-entry needs no turn, and on PostgreSQL a
-// release wakes the queue's head in whichever lock object it waits. `dblock locks`
-// (queued_waiters) counts the waiters.
+// twice keeps one place, a waiter out of time leaves (and so does one whose joining reply was
+// lost), re-entry needs no turn, and on PostgreSQL a release wakes the queue's head in
+// whichever lock object it waits. `dblock locks` (queued_waiters) counts the waiters.
 #include <algorithm>
 #include <atomic>
 #include <mutex>
@@ -351,17 +351,21 @@ TEST_P(FairWaitTest, AReleaseHandsTheKeyToTheQueuesHeadOnly) {
   EXPECT_EQ(queued("k") + queued("k2"), 0) << "a waiter handed the key kept its place";
 }
 
-// One connection whose reply to the first statement naming `table` after arm() comes back
-// `delay` late (the statement itself has run); dedicated sessions from `dedicated`.
-class DelayedReply final : public ConnectionSource {
+// One connection whose replies to statements containing `match` go wrong when armed: after
+// hold_next(), the next one's reply comes back `delay` late; after lose_next(n), the next n
+// replies are lost (each statement has run, and the caller gets kConnectionLost). Dedicated
+// sessions come from `dedicated`.
+class TamperedReplies final : public ConnectionSource {
  public:
-  DelayedReply(ConnectionSource& dedicated, std::unique_ptr<Connection> conn, std::string table,
-               milliseconds delay)
+  TamperedReplies(ConnectionSource& dedicated, std::unique_ptr<Connection> conn, std::string match)
       : dedicated_(dedicated),
-        one_(single(std::make_unique<Delaying>(std::move(conn), *this))),
-        table_(std::move(table)),
-        delay_(delay) {}
-  void arm() { armed_ = true; }
+        one_(single(std::make_unique<Tampering>(std::move(conn), *this))),
+        match_(std::move(match)) {}
+  void hold_next(milliseconds delay) {
+    delay_ = delay;
+    held_ = true;
+  }
+  void lose_next(int n) { lost_ = n; }
   Dialect dialect() const noexcept override { return one_->dialect(); }
   PooledConnection acquire() override { return one_->acquire(); }  // given back to one_
   std::string describe() const override { return one_->describe(); }
@@ -371,26 +375,30 @@ class DelayedReply final : public ConnectionSource {
   void give_back(Connection*) noexcept override {}  // lends nothing of its own
 
  private:
-  class Delaying final : public ForwardingConnection {
+  class Tampering final : public ForwardingConnection {
    public:
-    Delaying(std::unique_ptr<Connection> inner, DelayedReply& owner)
+    Tampering(std::unique_ptr<Connection> inner, TamperedReplies& owner)
         : ForwardingConnection(std::move(inner)), owner_(owner) {}
     Result execute(std::string_view sql, std::span<const Value> params) override {
       Result r = inner().execute(sql, params);
-      if (sql.find(owner_.table_) != std::string_view::npos && owner_.armed_.exchange(false)) {
-        std::this_thread::sleep_for(owner_.delay_);
+      if (sql.find(owner_.match_) == std::string_view::npos) return r;
+      if (owner_.lost_ > 0) {
+        --owner_.lost_;
+        throw Error(ErrorCode::kConnectionLost, "the reply was lost (test)");
       }
+      if (owner_.held_.exchange(false)) std::this_thread::sleep_for(owner_.delay_);
       return r;
     }
 
    private:
-    DelayedReply& owner_;
+    TamperedReplies& owner_;
   };
   ConnectionSource& dedicated_;
   std::unique_ptr<ConnectionSource> one_;
-  std::string table_;
-  milliseconds delay_;
-  std::atomic<bool> armed_{false};
+  std::string match_;
+  milliseconds delay_{0};
+  std::atomic<bool> held_{false};
+  std::atomic<int> lost_{0};
 };
 
 TEST_P(FairWaitTest, AReleaseNamingTheHeadBeforeItsPlaceIsBackStillWakesIt) {
@@ -403,8 +411,8 @@ TEST_P(FairWaitTest, AReleaseNamingTheHeadBeforeItsPlaceIsBackStillWakesIt) {
   auto holder_lock = make_lock(true, options);
   auto held = holder_lock->try_acquire("k", as("holder"));
   ASSERT_TRUE(held);
-  DelayedReply source(*pool_, backend().connect(),
-                      tables_.qualified(backend().dialect, "lock_waiters"), milliseconds(600));
+  TamperedReplies source(*pool_, backend().connect(),
+                         tables_.qualified(backend().dialect, "lock_waiters"));
   options.tables = tables_;
   options.fair = true;
   UniqueKeyLock waiter_lock(source, options);
@@ -415,7 +423,7 @@ TEST_P(FairWaitTest, AReleaseNamingTheHeadBeforeItsPlaceIsBackStillWakesIt) {
     warm->release();
     std::this_thread::sleep_for(milliseconds(500));
   }
-  source.arm();
+  source.hold_next(milliseconds(600));
   std::optional<Lease> lease;
   std::thread waiter([&] { lease = waiter_lock.acquire("k", milliseconds(10000), as("waiter")); });
   wait_until_queued("k", 1);  // placed; the reply is on its way back
@@ -428,6 +436,36 @@ TEST_P(FairWaitTest, AReleaseNamingTheHeadBeforeItsPlaceIsBackStillWakesIt) {
               backend().name.c_str(), waited);
   EXPECT_LT(waited, 1400.0) << "the waiter slept out its poll: the release naming it went unheard";
   lease->release();
+}
+
+TEST_P(FairWaitTest, AWaiterWhoseJoiningReplyIsLostLeavesNoPlaceBehind) {
+  // The statement that takes a waiter's place (PostgreSQL: its refused first try; MySQL: the
+  // enqueue after it) runs, and its reply is lost, and so is the reply to the one resend. The
+  // acquire fails with kConnectionLost; the place the server committed must not stay behind to
+  // hold up the queue until its waiter TTL ends.
+  auto holder_lock = make_lock();
+  auto held = holder_lock->try_acquire("k", as("holder"));
+  ASSERT_TRUE(held);
+  TamperedReplies source(*pool_, backend().connect(),
+                         "INSERT INTO " + tables_.qualified(backend().dialect, "lock_waiters"));
+  UniqueKeyLockOptions options = polling_every_2s();
+  options.tables = tables_;
+  options.fair = true;
+  options.waiter_ttl = milliseconds(30000);
+  UniqueKeyLock waiter_lock(source, options);
+  source.lose_next(2);
+  try {
+    waiter_lock.acquire("k", milliseconds(5000), as("waiter"));
+    FAIL() << "both replies were lost, yet the acquire went on";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kConnectionLost) << e.what();
+  }
+  EXPECT_EQ(queued("k"), 0) << "the failed waiter's place was left in the queue";
+  held->release();
+  const auto start = Clock::now();
+  auto next = holder_lock->acquire("k", milliseconds(5000), as("next"));
+  EXPECT_TRUE(next) << "the key stayed out of reach";
+  EXPECT_LT(ms_since(start), 1000.0) << "a place left behind held up the queue";
 }
 
 TEST_P(FairWaitTest, AWaiterTtlOutOfRangeIsRefused) {

@@ -32,19 +32,19 @@
 // waiter refreshes it while it waits (every third of waiter_ttl at most), and a waiter that died
 // drops out when it expires (the cleaner deletes the row later); a registration sent again
 // after a lost reply finds its own place instead of queueing twice; a waiter whose time runs out
-// (or that gets the key) leaves the queue. A try (try_acquire, or acquire with no time) does not
-// queue: it takes a free key only while no live waiter is queued, and the owner's re-entry never
-// waits for a turn. On PostgreSQL a release wakes the queue's head only, in whatever process it
-// waits, and a release through the head's own lock object hands it the key (see above).
-// Fairness holds among the fair lock objects of a key: a lock object without fair = true
-// on the same table does not look at the queue and may take a free key before its head. A
-// dead waiter at the head delays the key by at most waiter_ttl. Costs (bench, hot_key fair):
-// a fair try that finds the key free is one statement on PostgreSQL, two on MySQL/MariaDB (a
-// read of the queue first). On PostgreSQL a waiter's first refused try takes its place in the
-// same statement, whose commit alone does not wait for its WAL flush (a place lost in a server
-// crash is taken again, at the back, by the waiter's next refresh), and the acquire that gets
-// the key deletes the place; on MySQL/MariaDB a waiter adds a registration and a leave. Both
-// refresh the place while waiting. On
+// (or that gets the key) leaves the queue, and so does one whose acquire ends in an error, even
+// when the error hid whether its place was taken (a lost reply). A try (try_acquire, or acquire
+// with no time) does not queue: it takes a free key only while no live waiter is queued, and the
+// owner's re-entry never waits for a turn. On PostgreSQL a release wakes the queue's head only, in
+// whatever process it waits, and a release through the head's own lock object hands it the key (see
+// above). Fairness holds among the fair lock objects of a key: a lock object without fair = true on
+// the same table does not look at the queue and may take a free key before its head. A dead waiter
+// at the head delays the key by at most waiter_ttl. Costs (bench, hot_key fair): a fair try that
+// finds the key free is one statement on PostgreSQL, two on MySQL/MariaDB (a read of the queue
+// first). On PostgreSQL a waiter's first refused try takes its place in the same statement, whose
+// commit alone does not wait for its WAL flush (a place lost in a server crash is taken again, at
+// the back, by the waiter's next refresh), and the acquire that gets the key deletes the place; on
+// MySQL/MariaDB a waiter adds a registration and a leave. Both refresh the place while waiting. On
 // MySQL/MariaDB, where no release wakes a waiter, the first three waiters poll every
 // BackoffPolicy::min_sleep and the rest less often the further back they are.
 //

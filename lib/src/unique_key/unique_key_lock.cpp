@@ -534,13 +534,15 @@ detail::LeaseInfo new_lease(std::string_view key, const LockOptions& options) {
 
 // A fair waiter's place in its key's queue, from its first refused try until it leaves (when
 // this object ends: with the key, out of time, or by an error). Registering again (a refresh,
-// or a resend after a lost reply) sends the same waiter id, so the waiter keeps one place.
+// or a resend after a lost reply) sends the same waiter id, so the waiter keeps one place. A
+// statement that may have taken the place and got no answer (its reply lost, say) leaves the
+// place in doubt: this object then sends the leave all the same when it ends.
 class QueuePlace {
  public:
   QueuePlace(UniqueKeyLock::Impl& impl, const detail::LeaseInfo& info, detail::Clock& clock)
       : impl_(impl), info_(info), clock_(clock), id_("w-" + detail::random_lease_id()) {}
   ~QueuePlace() {
-    if (!seq_) return;
+    if (!seq_ && !in_doubt_) return;
     try {
       const detail::Arg args[] = {{"waiter_id", Value(id_)}};
       impl_.run(&UniqueKeyLock::Impl::Statements::leave, args, true);
@@ -554,6 +556,15 @@ class QueuePlace {
   const std::string& id() const noexcept { return id_; }
   // The waiter got the key, and the acquire took its place away already (acquire_leaves_queue).
   void left() noexcept { seq_.reset(); }
+  // Runs `send`, a statement that may take the place (join(), or an acquire that joins): if it
+  // throws, the server may have committed the place all the same.
+  template <class Send>
+  auto taking(Send&& send) {
+    in_doubt_ = true;
+    auto answer = send();
+    in_doubt_ = false;
+    return answer;
+  }
   std::optional<std::int64_t> seq() const noexcept { return seq_; }
   // Registered and not yet due for a refresh.
   bool fresh() const { return seq_ && clock_.now() < refreshed_ + impl_.options.waiter_ttl / 3; }
@@ -572,7 +583,8 @@ class QueuePlace {
         {"process", Value(info_.owner.process)},
         {"thread", Value(info_.owner.thread)},
         {"ttl_ms", Value(static_cast<std::int64_t>(impl_.options.waiter_ttl.count()))}};
-    auto r = impl_.run(&UniqueKeyLock::Impl::Statements::enqueue, args, true);
+    auto r =
+        taking([&] { return impl_.run(&UniqueKeyLock::Impl::Statements::enqueue, args, true); });
     if (!r) return;  // contended: tried again at the next refresh
     placed(impl_.rows ? r->int64_at(0, "seq") : static_cast<std::int64_t>(r->last_insert_id()),
            sent);
@@ -584,6 +596,7 @@ class QueuePlace {
   detail::Clock& clock_;
   std::string id_;
   std::optional<std::int64_t> seq_;
+  bool in_doubt_ = false;  // a statement that may have taken the place got no answer
   detail::Clock::time_point refreshed_{};
 };
 
@@ -667,7 +680,9 @@ std::optional<Lease> UniqueKeyLock::acquire(std::string_view key, std::chrono::m
           if (interest) interest->queued_as(place.id(), std::numeric_limits<std::int64_t>::max());
           const auto sent = clock.now();
           std::optional<std::int64_t> seq;
-          auto lease = attempt(impl_, info, options, std::nullopt, &place.id(), &ahead, &seq);
+          auto lease = place.taking([&] {
+            return attempt(impl_, info, options, std::nullopt, &place.id(), &ahead, &seq);
+          });
           if (seq) {
             place.placed(*seq, sent);
             if (interest) interest->queued_as(place.id(), *seq);
