@@ -353,8 +353,8 @@ TEST_P(FairWaitTest, AReleaseHandsTheKeyToTheQueuesHeadOnly) {
 
 // One connection whose replies to statements containing `match` go wrong when armed: after
 // hold_next(), the next one's reply comes back `delay` late; after lose_next(n), the next n
-// replies are lost (each statement has run, and the caller gets kConnectionLost). Dedicated
-// sessions come from `dedicated`.
+// replies are lost (each statement has run, and the caller gets kConnectionLost). It counts the
+// statements sent that contain `match` (sent()). Dedicated sessions come from `dedicated`.
 class TamperedReplies final : public ConnectionSource {
  public:
   TamperedReplies(ConnectionSource& dedicated, std::unique_ptr<Connection> conn, std::string match)
@@ -366,6 +366,7 @@ class TamperedReplies final : public ConnectionSource {
     held_ = true;
   }
   void lose_next(int n) { lost_ = n; }
+  int sent() const { return sent_; }
   Dialect dialect() const noexcept override { return one_->dialect(); }
   PooledConnection acquire() override { return one_->acquire(); }  // given back to one_
   std::string describe() const override { return one_->describe(); }
@@ -380,8 +381,10 @@ class TamperedReplies final : public ConnectionSource {
     Tampering(std::unique_ptr<Connection> inner, TamperedReplies& owner)
         : ForwardingConnection(std::move(inner)), owner_(owner) {}
     Result execute(std::string_view sql, std::span<const Value> params) override {
+      const bool matched = sql.find(owner_.match_) != std::string_view::npos;
+      if (matched) ++owner_.sent_;
       Result r = inner().execute(sql, params);
-      if (sql.find(owner_.match_) == std::string_view::npos) return r;
+      if (!matched) return r;
       if (owner_.lost_ > 0) {
         --owner_.lost_;
         throw Error(ErrorCode::kConnectionLost, "the reply was lost (test)");
@@ -399,6 +402,7 @@ class TamperedReplies final : public ConnectionSource {
   milliseconds delay_{0};
   std::atomic<bool> held_{false};
   std::atomic<int> lost_{0};
+  std::atomic<int> sent_{0};
 };
 
 TEST_P(FairWaitTest, AReleaseNamingTheHeadBeforeItsPlaceIsBackStillWakesIt) {
@@ -435,6 +439,76 @@ TEST_P(FairWaitTest, AReleaseNamingTheHeadBeforeItsPlaceIsBackStillWakesIt) {
   std::printf("[ fair     ] %s: the head named before its place was back had the key in %.0f ms\n",
               backend().name.c_str(), waited);
   EXPECT_LT(waited, 1400.0) << "the waiter slept out its poll: the release naming it went unheard";
+  lease->release();
+}
+
+TEST_P(FairWaitTest, AFairWaiterThatHearsEveryReleasePollsAtTheSlowestPace) {
+  // On PostgreSQL, once its process listens, a fair waiter is named by the release that makes
+  // it the head: it need not poll at the backoff's quicker steps. Behind a holder in another
+  // lock object (as in another process), over 1.5 s it sends its joining try and no poll (the
+  // backoff alone would poll at 10, 20, 40 ... ms: 7 tries); a release then wakes it at once.
+  if (backend().dialect != Dialect::kPostgreSQL) return;  // MySQL has no wake-up: it polls
+  auto holder_lock = make_lock();
+  auto held = holder_lock->try_acquire("k", as("holder"));
+  ASSERT_TRUE(held);
+  TamperedReplies source(*pool_, backend().connect(),
+                         tables_.qualified(backend().dialect, "locks"));
+  UniqueKeyLockOptions options;
+  options.backoff = {milliseconds(10), milliseconds(2000), milliseconds(5)};
+  options.tables = tables_;
+  options.fair = true;
+  UniqueKeyLock waiter_lock(source, options);
+  {
+    // Its listener listens from the first blocking acquire on: in place before the test.
+    auto warm = waiter_lock.acquire("warm", milliseconds(1000), as("waiter"));
+    ASSERT_TRUE(warm);
+    warm->release();
+    std::this_thread::sleep_for(milliseconds(500));
+  }
+  const int before = source.sent();
+  std::optional<Lease> lease;
+  std::thread waiter([&] { lease = waiter_lock.acquire("k", milliseconds(10000), as("waiter")); });
+  std::this_thread::sleep_for(milliseconds(1500));
+  const int tries = source.sent() - before;
+  const auto released_at = Clock::now();
+  EXPECT_EQ(held->release(), ReleaseOutcome::kReleased);
+  waiter.join();
+  const double waited = ms_since(released_at);
+  EXPECT_LE(tries, 2) << "the waiter polled at the backoff's pace although it hears releases";
+  ASSERT_TRUE(lease);
+  EXPECT_LT(waited, 1000.0) << "the release did not wake the waiter";
+  lease->release();
+}
+
+TEST_P(FairWaitTest, AHeadThatLeavesAFreeKeyWakesTheNextWaiter) {
+  // The queue's head leaves while the key is free (here a registration whose waiter then gives
+  // up, as one whose time ran out). On PostgreSQL the leave names the next waiter, who must take
+  // the key at once, not sleep out its 2 s poll.
+  if (backend().dialect != Dialect::kPostgreSQL) return;  // MySQL has no wake-up: it polls
+  register_waiter("k", "w-first", 30000);
+  auto lock = make_lock(true, polling_every_2s());
+  {
+    auto warm = lock->acquire("warm", milliseconds(1000), as("next"));
+    ASSERT_TRUE(warm);
+    warm->release();
+    std::this_thread::sleep_for(milliseconds(500));
+  }
+  std::optional<Lease> lease;
+  std::thread waiter([&] { lease = lock->acquire("k", milliseconds(10000), as("next")); });
+  wait_until_queued("k", 2);
+  std::this_thread::sleep_for(milliseconds(100));  // asleep by now
+  auto c = pool_->acquire();
+  const detail::Statement leave(detail::server_sql(c->server()).unique_key.leave, backend().dialect,
+                                tables_);
+  const auto left_at = Clock::now();
+  c->execute(leave.sql(), leave.bind({{"waiter_id", Value("w-first")},
+                                      {"channel", Value(tables_.name("locks"))}}));
+  waiter.join();
+  const double waited = ms_since(left_at);
+  ASSERT_TRUE(lease);
+  std::printf("[ fair     ] %s: the next waiter had the key %.0f ms after the head left\n",
+              backend().name.c_str(), waited);
+  EXPECT_LT(waited, 1000.0) << "the head's leave did not wake the next waiter";
   lease->release();
 }
 

@@ -267,7 +267,22 @@ constexpr UniqueKeySql kUniqueKey = {
         " {{param:thread}}, statement_timestamp(),"
         " statement_timestamp() + {{param:ttl_ms}}::bigint * interval '1 millisecond')"
         " ON CONFLICT (waiter_id) DO UPDATE SET expires_at = EXCLUDED.expires_at RETURNING seq",
-    .leave = "DELETE FROM {{table:lock_waiters}} WHERE waiter_id = {{param:waiter_id}}",
+    // A head that leaves while the key is free (its time ran out, or an error ended its wait)
+    // passes the turn on: the next live waiter is named in a notification, as a release names
+    // the head. The DELETE is not visible to the statement's own reads, so the leaver is left
+    // out by its id.
+    .leave =
+        "WITH d AS (DELETE FROM {{table:lock_waiters}} WHERE waiter_id = {{param:waiter_id}}"
+        " RETURNING lock_key, seq),"
+        " n AS (SELECT d.lock_key, (SELECT w.waiter_id FROM {{table:lock_waiters}} w"
+        "   WHERE w.lock_key = d.lock_key AND w.expires_at > statement_timestamp()"
+        "   AND w.waiter_id <> {{param:waiter_id}} ORDER BY w.seq LIMIT 1) AS head FROM d"
+        "  WHERE NOT EXISTS (SELECT 1 FROM {{table:lock_waiters}} e WHERE e.lock_key = d.lock_key"
+        "   AND e.expires_at > statement_timestamp() AND e.seq < d.seq)"
+        "  AND NOT EXISTS (SELECT 1 FROM {{table:locks}} l WHERE l.lock_key = d.lock_key"
+        "   AND l.expires_at > statement_timestamp()))"
+        " SELECT pg_notify({{param:channel}}, n.head || chr(10) || n.lock_key)::text AS notified"
+        " FROM n WHERE n.head IS NOT NULL",
 };
 
 // The counting semaphore. Times come from statement_timestamp(), as in the unique-key lock.

@@ -93,7 +93,9 @@ struct UniqueKeySql {
   // waiter_id already queued, refreshes its expiry and keeps its place); the seq in rows
   // (column "seq") or LAST_INSERT_ID().
   std::string_view enqueue;
-  std::string_view leave;  // waiter_id: the waiter leaves the queue
+  // waiter_id, channel: the waiter leaves the queue; where releases notify (PostgreSQL), a head
+  // that leaves a free key notifies the next live waiter as a release would.
+  std::string_view leave;
 };
 
 // The counting semaphore (the semaphores and semaphore_permits tables), and the reader-writer

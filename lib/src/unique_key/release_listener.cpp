@@ -39,9 +39,11 @@ void ReleaseListener::run() {
     }
     try {
       listen_once();
+      listening_ = false;
       return;  // stopped, or notifications are not available at all
     } catch (const Error&) {
       // Lost the session: waiters keep polling meanwhile; reconnect shortly.
+      listening_ = false;
     }
     std::unique_lock lock(mu_);
     cv_.wait_for(lock, kReconnectDelay, [&] { return stop_; });
@@ -57,6 +59,7 @@ void ReleaseListener::listen_once() {
     // LISTEN (the first, which start() sends while the first waiters already sleep, or one after
     // a lost session) freed its key unheard. Every waiter of this process tries once more now.
     std::lock_guard lock(mu_);
+    listening_ = true;
     for (auto& [key, state] : keys_) {
       state.echoes = 0;
       wake_all(state);

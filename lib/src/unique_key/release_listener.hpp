@@ -113,6 +113,8 @@ class ReleaseListener {
     std::optional<Grant> take_grant();
     // A lease made through this lock object holds the key now (holding()).
     bool held_here() const;
+    // The listener's LISTEN is in place: every release that frees a key elsewhere is heard.
+    bool heard() const noexcept { return listener_.listening_.load(); }
     // This waiter's place in the key's fair queue (`seq` orders the places): from now on a
     // release that names it as the queue's head wakes this waiter and no other.
     void queued_as(const std::string& waiter_id, std::int64_t seq);
@@ -164,6 +166,7 @@ class ReleaseListener {
   std::map<std::string, KeyState, std::less<>> keys_;
   std::map<std::string, int, std::less<>> held_here_;  // live leases per key (holding())
   std::uint64_t arrivals_ = 0;
+  std::atomic<bool> listening_{false};  // between a LISTEN and the loss of its session
   bool stop_ = false;
   std::thread thread_;
 };

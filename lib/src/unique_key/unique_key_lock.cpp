@@ -544,7 +544,7 @@ class QueuePlace {
   ~QueuePlace() {
     if (!seq_ && !in_doubt_) return;
     try {
-      const detail::Arg args[] = {{"waiter_id", Value(id_)}};
+      const detail::Arg args[] = {{"waiter_id", Value(id_)}, {"channel", Value(impl_.channel)}};
       impl_.run(&UniqueKeyLock::Impl::Statements::leave, args, true);
     } catch (const Error&) {
       // The place expires by itself within waiter_ttl.
@@ -699,9 +699,12 @@ std::optional<Lease> UniqueKeyLock::acquire(std::string_view key, std::chrono::m
       },
       [&](std::chrono::milliseconds d) {
         const auto place_due = impl_->options.waiter_ttl / 3;  // the place is refreshed in time
-        if (interest && interest->held_here()) {
+        if (interest && (interest->held_here() || interest->heard())) {
           // A lease of this lock object holds the key: its release hands the key to this waiter
-          // when it heads the queue, or the head elsewhere is woken; polling slowly suffices.
+          // when it heads the queue, or the head elsewhere is woken. Or this process hears every
+          // release: each names the queue's head, and so does a head that leaves a free key.
+          // Either way polling slowly suffices (against a lease that ends by its TTL, or a head
+          // that died, which no one announces).
           d = std::min(place_due,
                        std::max(d, std::min(impl_->options.backoff.max_delay,
                                             std::chrono::floor<std::chrono::milliseconds>(
