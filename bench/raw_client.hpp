@@ -8,6 +8,7 @@
 // Thread-safety: one RawClient per thread.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -41,6 +42,11 @@ class RawClient {
   virtual RawRows query(const std::string& sql, std::span<const Value> params) = 0;
   // The server's version string.
   virtual std::string server_version() = 0;
+  // PostgreSQL: LISTENs on `channel` on this connection. Others throw std::runtime_error.
+  virtual void listen(const std::string& channel);
+  // Reads and discards the notifications this connection has received; with none yet, waits for
+  // one at most `timeout`. True when at least one came. Others throw std::runtime_error.
+  virtual bool notified(std::chrono::milliseconds timeout);
 };
 
 std::unique_ptr<RawClient> connect_raw_postgresql(const DatabaseUrl& url);

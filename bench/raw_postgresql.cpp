@@ -1,5 +1,6 @@
 // The libpq baseline client.
 #include <libpq-fe.h>
+#include <poll.h>
 
 #include <charconv>
 #include <memory>
@@ -77,6 +78,33 @@ class RawPostgreSQL final : public RawClient {
     return rows;
   }
 
+  void listen(const std::string& channel) override {
+    char* quoted_channel = PQescapeIdentifier(conn_, channel.c_str(), channel.size());
+    if (quoted_channel == nullptr) throw std::runtime_error("raw libpq: cannot quote " + channel);
+    const std::string sql = std::string("LISTEN ") + quoted_channel;
+    PQfreemem(quoted_channel);
+    run(sql, {});
+  }
+
+  bool notified(std::chrono::milliseconds timeout) override {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      if (PQconsumeInput(conn_) == 0) {
+        throw std::runtime_error(std::string("raw libpq: ") + PQerrorMessage(conn_));
+      }
+      bool any = false;
+      while (PGnotify* n = PQnotifies(conn_)) {
+        any = true;
+        PQfreemem(n);
+      }
+      const auto left =
+          std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (any || left.count() <= 0) return any;
+      pollfd p{PQsocket(conn_), POLLIN, 0};
+      ::poll(&p, 1, static_cast<int>(left.count()));
+    }
+  }
+
   std::string server_version() override {
     PGresult* res = PQexec(conn_, "SELECT version()");
     std::string v = PQntuples(res) > 0 ? PQgetvalue(res, 0, 0) : "";
@@ -112,6 +140,14 @@ class RawPostgreSQL final : public RawClient {
 };
 
 }  // namespace
+
+void RawClient::listen(const std::string&) {
+  throw std::runtime_error("this raw client has no notifications");
+}
+
+bool RawClient::notified(std::chrono::milliseconds) {
+  throw std::runtime_error("this raw client has no notifications");
+}
 
 std::unique_ptr<RawClient> connect_raw_postgresql(const DatabaseUrl& url) {
   return std::make_unique<RawPostgreSQL>(url);

@@ -178,7 +178,8 @@ void print_table(std::ostream& out, const std::vector<Headline>& headlines,
     if (section.contains("hot_key")) {
       print_hot_key(out,
                     db + ": hot key, blocking acquire (handoff = release start to the next grant "
-                         "to a waiting client; apart: a lock object per client; +1ms: 1 ms of work "
+                         "to a waiting client; apart: a lock object per client, or for raw a "
+                         "libpq session per client that listens itself; +1ms: 1 ms of work "
                          "between holds)",
                     section["hot_key"]["points"]);
     }

@@ -5,7 +5,9 @@
 // wake-ups (a release through the waiters' own lock object hands the key over) and with polling
 // only; on MySQL with the hand-over and with polling only. Each also with fair waiting (the
 // queue's head handed the key by a release through its lock object, or woken by notification on
-// PostgreSQL; waiters of other lock objects poll at the backoff's quickest pace on MySQL).
+// PostgreSQL; waiters of other lock objects poll at the backoff's quickest pace on MySQL). On
+// PostgreSQL, with a lock object per client, next to the floor of a raw session per client
+// (measure_raw_notify).
 #include "../hot_key.hpp"
 
 #include <algorithm>
@@ -17,6 +19,8 @@
 #include "../bench.hpp"
 #include "../counting_source.hpp"
 #include "../load.hpp"
+#include "../raw_client.hpp"
+#include "dblock/backoff.hpp"
 #include "dblock/unique_key_lock.hpp"
 
 namespace dblock::bench {
@@ -136,24 +140,92 @@ nlohmann::json HotKeyResult::to_json(const std::string& mode, int clients) {
 
 namespace {
 
+// The floor for waiters in separate processes on PostgreSQL: each client, a thread with one raw
+// libpq session that LISTENs on the lock table's channel itself, sends dblock's own acquire and
+// release statements (lock_sql.hpp; the release NOTIFYs) and, refused, waits on that session
+// for a notification, at most as long as dblock's default backoff would sleep. No listener
+// thread, no wake-up hop between threads, no lock object. Statements counted as in
+// measure_hot_key (the LISTEN excluded).
+HotKeyResult measure_raw_notify(BenchContext& ctx, const TableNames& tables, int clients,
+                                HotKeyShape shape) {
+  const LockSql sql(ctx.dialect(), tables);
+  const std::string key = random_key("hot:");
+  constexpr std::int64_t kTtlMs = 30000;
+  std::atomic<std::uint64_t> statements{0}, acquisitions{0};
+  GrantLog log(clients);
+  const auto duration = shape.duration.count() > 0 ? shape.duration : ctx.settings().duration;
+  LoadResult load = run_load(clients, duration, [&](int i) -> Operation {
+    auto client = std::shared_ptr<RawClient>(connect_raw(ctx.target().url));
+    client->listen(sql.channel);
+    auto owner = std::make_shared<Owner>(Owner::named("raw-notify-" + std::to_string(i)));
+    return [&, i, client, owner] {
+      const auto asked = std::chrono::steady_clock::now();
+      const auto deadline = asked + std::chrono::seconds(10);
+      const std::string lease_id = random_key("l-");
+      Backoff backoff;
+      client->notified(std::chrono::milliseconds(0));  // those of earlier releases are stale
+      for (;;) {
+        statements.fetch_add(1);
+        const RawResult r =
+            client->execute(sql.acquire.sql(), sql.acquire_params(key, lease_id, *owner, kTtlMs));
+        if (r.has_row) {
+          log.granted(i, asked);
+          acquisitions.fetch_add(1);
+          auto releasing = log.releasing();
+          statements.fetch_add(1);
+          client->execute(sql.release.sql(),
+                          sql.release_params(key, *owner, r.first, random_key("r-")));
+          log.released(i, releasing);
+          if (shape.between_holds.count() > 0) std::this_thread::sleep_for(shape.between_holds);
+          return true;
+        }
+        const auto left = std::chrono::floor<std::chrono::milliseconds>(
+            deadline - std::chrono::steady_clock::now());
+        if (left.count() <= 0) return false;
+        client->notified(backoff.next(left));
+      }
+    };
+  });
+  HotKeyResult out = log.summarize(std::move(load));
+  out.statements_per_acquisition = static_cast<double>(statements) /
+                                   static_cast<double>(std::max<std::uint64_t>(acquisitions, 1));
+  return out;
+}
+
 struct Mode {
   std::string name;
   bool notify;
   bool lock_per_client;
   bool fair = false;
-  std::string label() const { return lock_per_client ? name + ", lock per client" : name; }
+  bool raw = false;  // measure_raw_notify: a raw session per client, no lock object
+  std::string label() const {
+    if (raw) return name + ", session per client";
+    return lock_per_client ? name + ", lock per client" : name;
+  }
 };
 
 // One row of headlines: the handoff p50 of every mode at one client count. On PostgreSQL a
-// notified handoff has a target: under 1.5 ms and under polling's in the same conditions.
+// notified handoff has a target: under 1.5 ms and under polling's in the same conditions. Where
+// the raw floor ran, each lock-per-client mode also gets raw p50 / its p50 (1 or more: as fast
+// as a raw session per client sending the same statements).
 void handoff_headlines(BenchContext& ctx, const std::vector<std::pair<Mode, double>>& p50s,
                        const std::string& conditions) {
-  double polling = 0;
+  double polling = 0, raw = 0;
   for (const auto& [mode, p50] : p50s) {
     if (!mode.notify && !mode.fair) polling = p50;
+    if (mode.raw) raw = p50;
   }
   for (const auto& [mode, p50] : p50s) {
-    const bool target = mode.notify && ctx.postgresql();
+    if (raw <= 0 || mode.raw || !mode.lock_per_client) continue;
+    ctx.headline({.label = "hot key handoff p50 raw/dblock, " + mode.label() + ", " + conditions,
+                  .value = raw / std::max(p50, 1e-9),
+                  .unit = "x",
+                  .target = "",
+                  .met = -1,
+                  .ratio = true});
+  }
+  for (const auto& [mode, p50] : p50s) {
+    const bool target = mode.notify && !mode.raw && ctx.postgresql();
     ctx.headline({.label = "hot key handoff p50, " + mode.label() + ", " + conditions,
                   .value = p50,
                   .unit = "ms",
@@ -199,7 +271,8 @@ void run(BenchContext& ctx) {
              {"notify", true, true},
              polling,
              {"fair notify", true, false, true},
-             {"fair notify", true, true, true}};
+             {"fair notify", true, true, true},
+             {"raw notify", true, true, false, true}};
   }
   // Each client count with clients asking again at once; then the first count with 1 ms of work
   // between holds, so that the holder does not race its waiters and every grant is a handoff.
@@ -227,10 +300,13 @@ void run(BenchContext& ctx) {
       // clients (4x the usual at 64).
       HotKeyShape shape{between_holds, mode.lock_per_client};
       if (mode.fair) shape.duration = ctx.settings().duration * std::max(1, clients / 16);
-      HotKeyResult r = measure_hot_key(ctx, tables.names(), clients,
-                                       {.notify = mode.notify, .fair = mode.fair}, shape);
+      HotKeyResult r = mode.raw
+                           ? measure_raw_notify(ctx, tables.names(), clients, shape)
+                           : measure_hot_key(ctx, tables.names(), clients,
+                                             {.notify = mode.notify, .fair = mode.fair}, shape);
       nlohmann::json j = r.to_json(mode.name, clients);
       j["lock_per_client"] = mode.lock_per_client;
+      j["raw"] = mode.raw;
       j["fair"] = mode.fair;
       j["between_holds_ms"] = static_cast<double>(between_holds.count()) / 1000.0;
       p50s.emplace_back(mode, j["handoff"]["p50_ms"].get<double>());
