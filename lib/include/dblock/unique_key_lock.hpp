@@ -37,16 +37,19 @@
 // with no time) does not queue: it takes a free key only while no live waiter is queued, and the
 // owner's re-entry never waits for a turn. On PostgreSQL a release wakes the queue's head only, in
 // whatever process it waits, and a release through the head's own lock object hands it the key (see
-// above). Fairness holds among the fair lock objects of a key: a lock object without fair = true on
-// the same table does not look at the queue and may take a free key before its head. A dead waiter
-// at the head delays the key by at most waiter_ttl. Costs (bench, hot_key fair): a fair try that
-// finds the key free is one statement on PostgreSQL, two on MySQL/MariaDB (a read of the queue
-// first). On PostgreSQL a waiter's first refused try takes its place in the same statement, whose
-// commit alone does not wait for its WAL flush (a place lost in a server crash is taken again, at
-// the back, by the waiter's next refresh), and the acquire that gets the key deletes the place; on
-// MySQL/MariaDB a waiter adds a registration and a leave. Both refresh the place while waiting. On
-// MySQL/MariaDB, where no release wakes a waiter, the first three waiters poll every
-// BackoffPolicy::min_sleep and the rest less often the further back they are.
+// above); a head that leaves while the key is free wakes the next waiter; and while the lock
+// object's LISTEN is in place a waiter polls only every BackoffPolicy::max_delay (against a lease
+// that ends by its TTL or a head that died, which nobody announces). Fairness holds among the fair
+// lock objects of a key: a lock object without fair = true on the same table does not look at the
+// queue and may take a free key before its head. A dead waiter at the head delays the key by at
+// most waiter_ttl. Costs (bench, hot_key fair): a fair try that finds the key free is one statement
+// on PostgreSQL, two on MySQL/MariaDB (a read of the queue first). On PostgreSQL a waiter's first
+// refused try takes its place in the same statement, whose commit alone does not wait for its WAL
+// flush (a place lost in a server crash is taken again, at the back, by the waiter's next refresh),
+// and the acquire that gets the key deletes the place; on MySQL/MariaDB a waiter adds a
+// registration and a leave. Both refresh the place while waiting. On MySQL/MariaDB, where no
+// release wakes a waiter, the first three waiters poll every BackoffPolicy::min_sleep and the rest
+// less often the further back they are.
 //
 // Deadlocks and serialization failures during an acquire storm (InnoDB takes next-key locks on
 // duplicate-key inserts) are retried a few times and then reported as "not acquired", never
