@@ -59,6 +59,14 @@ class FairWaitTest : public ::testing::TestWithParam<Backend> {
     o.owner = Owner::named(owner);
     return o;
   }
+  // Starts `lock`'s release listener (it listens from the first blocking acquire on) and gives
+  // its LISTEN time to be in place, so that a test's releases are heard.
+  static void start_listening(UniqueKeyLock& lock, const std::string& owner) {
+    auto warm = lock.acquire("warm", milliseconds(1000), as(owner));
+    ASSERT_TRUE(warm);
+    warm->release();
+    std::this_thread::sleep_for(milliseconds(500));
+  }
   // Registrations of `key`, live or not.
   int queued(const std::string& key) {
     auto c = pool_->acquire();
@@ -420,13 +428,7 @@ TEST_P(FairWaitTest, AReleaseNamingTheHeadBeforeItsPlaceIsBackStillWakesIt) {
   options.tables = tables_;
   options.fair = true;
   UniqueKeyLock waiter_lock(source, options);
-  {
-    // Its listener listens from the first blocking acquire on: in place before the test.
-    auto warm = waiter_lock.acquire("warm", milliseconds(1000), as("waiter"));
-    ASSERT_TRUE(warm);
-    warm->release();
-    std::this_thread::sleep_for(milliseconds(500));
-  }
+  ASSERT_NO_FATAL_FAILURE(start_listening(waiter_lock, "waiter"));
   source.hold_next(milliseconds(600));
   std::optional<Lease> lease;
   std::thread waiter([&] { lease = waiter_lock.acquire("k", milliseconds(10000), as("waiter")); });
@@ -458,13 +460,7 @@ TEST_P(FairWaitTest, AFairWaiterThatHearsEveryReleasePollsAtTheSlowestPace) {
   options.tables = tables_;
   options.fair = true;
   UniqueKeyLock waiter_lock(source, options);
-  {
-    // Its listener listens from the first blocking acquire on: in place before the test.
-    auto warm = waiter_lock.acquire("warm", milliseconds(1000), as("waiter"));
-    ASSERT_TRUE(warm);
-    warm->release();
-    std::this_thread::sleep_for(milliseconds(500));
-  }
+  ASSERT_NO_FATAL_FAILURE(start_listening(waiter_lock, "waiter"));
   const int before = source.sent();
   std::optional<Lease> lease;
   std::thread waiter([&] { lease = waiter_lock.acquire("k", milliseconds(10000), as("waiter")); });
@@ -487,12 +483,7 @@ TEST_P(FairWaitTest, AHeadThatLeavesAFreeKeyWakesTheNextWaiter) {
   if (backend().dialect != Dialect::kPostgreSQL) return;  // MySQL has no wake-up: it polls
   register_waiter("k", "w-first", 30000);
   auto lock = make_lock(true, polling_every_2s());
-  {
-    auto warm = lock->acquire("warm", milliseconds(1000), as("next"));
-    ASSERT_TRUE(warm);
-    warm->release();
-    std::this_thread::sleep_for(milliseconds(500));
-  }
+  ASSERT_NO_FATAL_FAILURE(start_listening(*lock, "next"));
   std::optional<Lease> lease;
   std::thread waiter([&] { lease = lock->acquire("k", milliseconds(10000), as("next")); });
   wait_until_queued("k", 2);
