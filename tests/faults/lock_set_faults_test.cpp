@@ -291,21 +291,25 @@ TEST_P(LockSetFaultTest, ASetCutOffMidHoldIsLostBeforeItsKeysGoElsewhereAndWithL
   check_histories();  // no taker's hold starts before the set's lease on its key ran out
 }
 
-// Sets over overlapping keys in opposite orders ({a,b}, {b,a}, {c,b,a}, {c,b}), one thread
-// each, for 2 s while every session of their pool is killed every 200 ms. Killed sessions may
-// fail an acquire or a release (counted); but every thread gets its set again and again, no wait
-// outlasts its timeout, no wait runs out while no set at all is granted (two sets holding what
-// the other waits for would stall every set here: each holds b), no set comes back with a key
-// already lost on the way, and the history holds no key twice at once. A set found lost just
-// after acquire_all returned is a lie only if no kill could have landed after acquire_all's own
-// last look: none was under way when the test looked, and the last one had ended over
-// kLateKillMs before acquire_all returned (time for a killed session's close to reach the
-// client, and for the thread to be descheduled between that look and the return); sets lost to
-// a later kill are counted apart, as lost_at_return. LockSetTest's
+// Sets over overlapping keys in opposite orders ({a,b}, {b,a}, {c,b,a}, {c,b}), one thread each,
+// for 2 s (and on, up to 10 s, until each thread has had its set) while every session of their
+// pool is killed every 200 ms. Killed sessions may fail an acquire or a release (counted); but
+// every thread gets its set, no wait outlasts its timeout, no wait runs out while no set at all
+// is granted (two sets holding what the other waits for would stall every set here: each holds
+// b), no set comes back with a key already lost on the way, and the history holds no key twice
+// at once. A set found lost just after acquire_all returned is a lie only if no kill could have
+// landed after acquire_all's own last look: none was under way when the test looked, and the
+// last one had ended over kLateKillMs before acquire_all returned (time for a killed session's
+// close to reach the client, and for the thread to be descheduled between that look and the
+// return); sets lost to a later kill are counted apart, as lost_at_return. LockSetTest's
 // AKeyLostBeforeTheLastIsTakenGivesTheSetBackAndAWaitAsksAgain checks that look exactly.
 TEST_P(LockSetFaultTest,
        OverlappingSetsInOppositeOrdersUnderSessionKillsNeitherDeadlockNorOverlap) {
   constexpr int kRunMs = 2000, kKillEveryMs = 200, kTtlMs = 1000, kWaitMs = 2000, kSlackMs = 1000;
+  // The run goes on past kRunMs, up to kLongestRunMs, until every thread has had its set once:
+  // a strategy that is not fair may pass one waiter over for a whole wait (the others come back
+  // every 20 to 40 ms), and that waiter needs more than one wait to show that it is not stuck.
+  constexpr int kLongestRunMs = 10'000;
   // Work between sets, 20 to 40 ms (threads out of step), so that a polling waiter finds a gap.
   constexpr int kPauseMs = 20;
   constexpr std::int64_t kLateKillMs = 10;
@@ -326,7 +330,8 @@ TEST_P(LockSetFaultTest,
     std::map<ErrorCode, int> codes;
   };
   std::vector<Tally> tallies(sets.size());
-  std::atomic<int> granted{0};  // sets granted, over every thread
+  std::atomic<int> granted{0};         // sets granted, over every thread
+  std::atomic<std::size_t> served{0};  // threads granted their set at least once
   std::atomic<bool> stop{false};
   // When the killer last began and last finished a round of kills (monotonic µs).
   std::atomic<std::int64_t> kill_began{-1}, kill_ended{-1};
@@ -376,7 +381,7 @@ TEST_P(LockSetFaultTest,
           }
           continue;
         }
-        ++tally.grants;
+        if (++tally.grants == 1) ++served;
         std::vector<std::pair<std::string, std::int64_t>> held;
         for (const Lease& lease : set->leases()) {
           held.emplace_back(lease.key(), lease.fencing_token());
@@ -400,8 +405,12 @@ TEST_P(LockSetFaultTest,
     });
   }
   int kills = 0;
-  const std::int64_t end = monotonic_us() + kRunMs * 1000;
-  while (monotonic_us() < end) {
+  const std::int64_t started = monotonic_us();
+  const auto running = [&] {
+    const std::int64_t ran = monotonic_us() - started;
+    return ran < kRunMs * 1000 || (served.load() < sets.size() && ran < kLongestRunMs * 1000);
+  };
+  while (running()) {
     std::this_thread::sleep_for(milliseconds(kKillEveryMs));
     kill_began = monotonic_us();
     kills += tagged.kill_sessions(*conn_);
