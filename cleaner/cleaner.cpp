@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -66,15 +67,15 @@ std::uint64_t delete_batch(Connection& conn, const detail::Statement& statement,
   }
 }
 
-// One batch of a table whose rows are unused only while another table has none of their key
-// (CleanedTable::lock_sql), in a transaction at READ COMMITTED: lock the candidates, then delete
-// each that a read made after the lock still finds unused. Retried as delete_batch is.
 // What one batch did.
 struct Batch {
   std::uint64_t deleted = 0;
   bool drained = false;  // fewer rows were left than the batch could take
 };
 
+// One batch of a table whose rows are unused only while another table has none of their key
+// (CleanedTable::lock_sql), in a transaction at READ COMMITTED: lock the candidates, then delete
+// those a read made after the locks still finds unused. Retried as delete_batch is.
 Batch delete_locked_batch(Connection& conn, const detail::Statement& lock_statement,
                           const detail::Statement& delete_statement,
                           std::chrono::milliseconds grace, std::uint64_t limit) {
@@ -86,10 +87,14 @@ Batch delete_locked_batch(Connection& conn, const detail::Statement& lock_statem
       try {
         const Result locked = conn.execute(lock_statement.sql(), lock_params);
         std::uint64_t deleted = 0;
-        for (std::size_t i = 0; i < locked.size(); ++i) {
-          const detail::Arg key[] = {{"key", Value(locked.at(i, "lock_key").value_or(""))}};
-          deleted +=
-              conn.execute(delete_statement.sql(), delete_statement.bind(key)).affected_rows();
+        if (!locked.empty()) {
+          nlohmann::json keys = nlohmann::json::array();
+          for (std::size_t i = 0; i < locked.size(); ++i) {
+            keys.push_back(locked.at(i, "lock_key").value_or(""));
+          }
+          const detail::Arg args[] = {{"keys", Value(keys.dump())}};
+          deleted =
+              conn.execute(delete_statement.sql(), delete_statement.bind(args)).affected_rows();
         }
         conn.commit();
         // A row locked and then found in use (a permit committed just before the lock) is left.

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <random>
 #include <set>
 #include <thread>
 
@@ -358,6 +359,46 @@ TEST_P(SemaphoreTest, TheCleanerDeletesExpiredPermitsAndLocksListsHeldOnes) {
   EXPECT_TRUE(make(5)->try_acquire("k", as("new")));
 }
 
+// The same hole, step by step: a permit's insert, not yet committed (an acquire mid-statement),
+// while the cleaner runs with no grace on a key whose permit rows it just emptied. The cleaner's
+// read cannot see the permit yet; it must still leave the limit, so that once the permit is
+// committed no Semaphore with another limit can take the key.
+TEST_P(SemaphoreTest, TheCleanerLeavesTheLimitOfAPermitBeingTaken) {
+  auto sem = make(2);
+  ASSERT_TRUE(sem->try_acquire("k", as("first")));  // stores the limit, then frees the permit
+  CleanOptions o;
+  o.grace = milliseconds(0);
+  clean(*pool_->acquire(), tables_, o);  // the expired permit row (and the limit) go
+  sem->set_limit("k");
+  ASSERT_EQ(rows("k"), 0);
+
+  // The acquire's own statement, in a transaction held open.
+  auto taking = backend().connect();
+  const detail::SemaphoreSql& sql = detail::server_sql(taking->server()).semaphore;
+  const Owner a = Owner::named("a");
+  const std::vector<detail::Arg> args = {
+      {"key", Value("k")},      {"permits", Value(2)},         {"lease_id", Value("l-taking")},
+      {"host", Value(a.host)},  {"process", Value(a.process)}, {"thread", Value(a.thread)},
+      {"ttl_ms", Value(30000)}, {"metadata", Value()},         {"first", Value(0)},
+      {"last", Value(1)},       {"blocked_by", Value(-1)},     {"slot", Value(0)}};
+  const detail::Statement take(sql.acquire.empty() ? sql.acquire_slot : sql.acquire,
+                               backend().dialect, tables_);
+  taking->begin();
+  taking->execute(take.sql(), take.bind(args));
+  std::thread cleaner([&] { clean(*backend().connect(), tables_, o); });
+  // MySQL's cleaner may wait for the insert's row lock: commit after a while whatever it does.
+  std::this_thread::sleep_for(milliseconds(1000));
+  taking->commit();
+  cleaner.join();
+  EXPECT_EQ(live("k"), 1);
+  try {
+    make(4)->try_acquire("k", as("other-service"));
+    ADD_FAILURE() << "the limit was deleted under a permit being taken, and another was stored";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kFailedPrecondition) << e.what();
+  }
+}
+
 TEST_P(SemaphoreTest, TheCleanerKeepsTheLimitOfAKeyWithPermits) {
   auto sem = make(2);
   auto held = sem->try_acquire("k", as("a"));
@@ -387,12 +428,16 @@ TEST_P(SemaphoreTest, TheCleanerNeverDeletesALimitUnderAPermitBeingTaken) {
   std::atomic<bool> stop{false};
   const auto taker = [&](int limit) {
     auto sem = make(limit);
+    std::mt19937 rng(std::random_device{}());
     while (!stop) {
       try {
+        // Now and then no permit row is left for a while (the cleaner deletes expired ones):
+        // the moments a limit may be deleted, and a permit taken as it goes.
+        std::this_thread::sleep_for(milliseconds(std::uniform_int_distribution<int>(0, 40)(rng)));
         auto permit = sem->try_acquire("shared", as("n" + std::to_string(limit)));
         if (!permit) continue;
         const auto from = Clock::now();
-        std::this_thread::sleep_for(milliseconds(1));
+        std::this_thread::sleep_for(milliseconds(20));  // long enough for the other kind to come
         const auto to = Clock::now();
         permit->release();
         std::lock_guard lock(mu);
@@ -415,11 +460,11 @@ TEST_P(SemaphoreTest, TheCleanerNeverDeletesALimitUnderAPermitBeingTaken) {
       }
     }
   };
-  // Two of each: the window on PostgreSQL (a cleaner's snapshot taken just before a permit
-  // commits) is narrow.
+  // MariaDB shows the hole within seconds; on PostgreSQL its window (a statement's snapshot
+  // taken just before a permit commits) is too narrow for this to meet it reliably, and
+  // TheCleanerLeavesTheLimitOfAPermitBeingTaken takes its steps one by one.
   std::thread cleaners[] = {std::thread(cleaner), std::thread(cleaner)};
-  std::thread takers[] = {std::thread(taker, 2), std::thread(taker, 2), std::thread(taker, 4),
-                          std::thread(taker, 4)};
+  std::thread takers[] = {std::thread(taker, 2), std::thread(taker, 4)};
   // 3 s (1.5 s under the sanitizers, which set DBLOCK_TEST_QUICK).
   std::this_thread::sleep_for(milliseconds(std::getenv("DBLOCK_TEST_QUICK") ? 1500 : 3000));
   stop = true;
@@ -435,7 +480,7 @@ TEST_P(SemaphoreTest, TheCleanerNeverDeletesALimitUnderAPermitBeingTaken) {
   EXPECT_EQ(overlaps, 0u) << "a Semaphore(2) and a Semaphore(4) held permits of one key at once";
   std::printf("[ semaphore] %s: %zu holds under limit 2, %zu under limit 4, overlaps %zu\n",
               backend().name.c_str(), holds[2].size(), holds[4].size(), overlaps);
-  EXPECT_GT(holds[2].size() + holds[4].size(), 10u) << "too few holds to test anything";
+  EXPECT_GT(holds[2].size() + holds[4].size(), 5u) << "too few holds to test anything";
 }
 
 // LockOptions::min_hold for a permit: given back early, it stays taken (listed with hold count 0)

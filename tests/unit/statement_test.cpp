@@ -113,12 +113,13 @@ TEST(Statement, TheCleanerStatementsBindTheGraceInMilliseconds) {
     ASSERT_EQ(sql.tables.size(), 6u);
     std::vector<std::string_view> templates;
     for (const CleanedTable& table : sql.tables) {
-      // With a lock_sql, the delete goes per key locked (bound from "key", checked below).
+      // With a lock_sql, the delete takes the keys locked (bound from "keys", checked below).
       templates.push_back(table.lock_sql.empty() ? table.delete_sql : table.lock_sql);
       templates.push_back(table.count_sql);
       if (!table.lock_sql.empty()) {
-        Statement per_key(table.delete_sql, d, TableNames());
-        EXPECT_EQ(texts(per_key.bind({{"key", Value("k")}})).front(), "k") << per_key.sql();
+        Statement locked(table.delete_sql, d, TableNames());
+        EXPECT_EQ(texts(locked.bind({{"keys", Value(R"(["k"])")}})).front(), R"(["k"])")
+            << locked.sql();
       }
     }
     for (std::string_view templ : templates) {

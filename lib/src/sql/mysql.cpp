@@ -371,9 +371,10 @@ constexpr CleanedTable kCleanedTables[] = {
     // shows no permit row of its key (lock_sql). An acquire waiting for the lock then finds no
     // limit and stores it again.
     {"semaphores",
-     "DELETE FROM {{table:semaphores}} WHERE lock_key = {{param:key}}"
-     " AND NOT EXISTS (SELECT 1 FROM {{table:semaphore_permits}} p WHERE p.lock_key = "
-     "{{param:key}})",
+     "DELETE FROM {{table:semaphores}} WHERE lock_key IN (SELECT j.k FROM JSON_TABLE("
+     "{{param:keys}}, '$[*]' COLUMNS (k VARCHAR(255) PATH '$')) AS j)"
+     " AND NOT EXISTS (SELECT 1 FROM {{table:semaphore_permits}} p"
+     "   WHERE p.lock_key = {{table:semaphores}}.lock_key)",
      "SELECT COUNT(*) AS n FROM (SELECT 1 FROM {{table:semaphores}} s"
      " WHERE changed_at <= UTC_TIMESTAMP(6) - INTERVAL {{param:grace_ms}} * 1000 MICROSECOND"
      " AND NOT EXISTS (SELECT 1 FROM {{table:semaphore_permits}} p WHERE p.lock_key = s.lock_key)"

@@ -482,7 +482,8 @@ constexpr CleanedTable kCleanedTables[] = {
     // if a snapshot taken after that lock still shows no permit row of its key (lock_sql). An
     // acquire waiting for the lock then finds no limit and stores it again.
     {"semaphores",
-     "DELETE FROM {{table:semaphores}} s WHERE s.lock_key = {{param:key}}"
+     "DELETE FROM {{table:semaphores}} s"
+     " WHERE s.lock_key IN (SELECT jsonb_array_elements_text({{param:keys}}::jsonb))"
      " AND NOT EXISTS (SELECT 1 FROM {{table:semaphore_permits}} p WHERE p.lock_key = s.lock_key)",
      "SELECT count(*) AS n FROM (SELECT 1 FROM {{table:semaphores}} s"
      " WHERE changed_at <= (SELECT clock_timestamp() - {{param:grace_ms}}::bigint * interval '1 "

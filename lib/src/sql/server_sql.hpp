@@ -142,8 +142,8 @@ struct CleanedTable {
   // from a snapshot taken before a permit committed by an acquire that held the row just before.
   // When set, a batch is one transaction at READ COMMITTED: lock_sql (grace_ms, limit) locks up
   // to `limit` such rows, skipping rows others have locked, and returns their keys (column
-  // "lock_key"); then delete_sql runs once per key (parameter key), on a snapshot taken after the
-  // locks, and deletes the row only if it is still unused.
+  // "lock_key"); then delete_sql (parameter keys: the keys as a JSON array of strings) deletes,
+  // on a snapshot taken after the locks, those still unused.
   std::string_view lock_sql = {};
 };
 
