@@ -21,7 +21,7 @@ std::string host_name() {
 
 }  // namespace
 
-// The only process-wide mutable state in dblock: who this process is. Redrawn after fork().
+// Who this process is: redrawn after fork(), from the kernel's random source.
 // Every acquire asks, so each thread keeps a copy for its process id and takes the mutex only
 // when the id changed (its first call, or its first call in a child after fork()): a mutex on
 // every call, held across getpid(), made threads queue on it. The id is read on every call, not

@@ -12,8 +12,9 @@
 // Thread-safety: a Lock may be used from many threads at once. A Lease is used by one thread at
 // a time (it may move between threads); the background renewer touches it safely.
 //
-// fork(): fork before taking locks. A child inherits neither the parent's leases nor its
-// renewer thread; it gets a process identity of its own.
+// fork(): a lease belongs to the process that acquired it. A forked child has an identity of its
+// own, its copies of the parent's leases report lost() and send nothing when released or
+// destroyed, and it uses connections of its own (docs/concepts.md, "Processes and fork()").
 #pragma once
 
 #include <chrono>
