@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "backends.hpp"
+#include "dblock/json.hpp"
 #include "dblock/lock_table.hpp"
 #include "dblock/migrator.hpp"
 #include "dblock/open.hpp"
@@ -116,7 +117,7 @@ TEST_P(LookAlikeOwnersTest, UpgradeKeepsRowsAndMakesOwnersByteExact) {
 
   auto lock = make_lock();
   LockOptions w = as("w");
-  w.metadata = {{"job", "nightly"}, {"n", 3}};
+  w.metadata = metadata_text({{"job", "nightly"}, {"n", 3}});
   auto held = lock->try_acquire("k", w);
   ASSERT_TRUE(held);
   auto again = lock->try_acquire("k", as("w"));  // hold_count 2
