@@ -416,6 +416,11 @@ std::vector<BadInputCase> connection_cases() {
        .act = open_with([](DatabaseUrl& u) { u.driver = "odbc"; }),
        .code = Code::kInvalidArgument,
        .expect = "driver 'odbc' is not available"},
+      {.name = "UrlUnknownParameter",
+       .input = "?colour=blue (no driver knows it)",
+       .act = open_with([](DatabaseUrl& u) { u.params.emplace_back("colour", "blue"); }),
+       .code = Code::kInvalidArgument,
+       .expect = "\"colour\""},
       {.name = "PoolOfSizeZero",
        .input = "open_pool with max_size 0",
        .act =
