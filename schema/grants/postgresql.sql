@@ -10,12 +10,12 @@
 --                      `doctor`
 --   dblock_cleaner     `dblock clean`
 --
--- Create the roles first (CREATE ROLE dblock_app LOGIN PASSWORD '...'), then, as the schema's
--- owner or a superuser, in the database that holds the tables:
---   1. the dblock_migrator line, then `dblock migrate up` as dblock_migrator;
---   2. the other lines, as dblock_migrator (the tables' owner) or a superuser:
+-- Create the roles first (CREATE ROLE dblock_app LOGIN PASSWORD '...'), then, in the database
+-- that holds the tables:
+--   1. as the schema's owner or a superuser, the dblock_migrator line; then `dblock migrate up`
+--      logged in as dblock_migrator, which owns what it creates;
+--   2. as a superuser (or the owner of the schema and the tables), the whole file:
 --        psql -d app -v ON_ERROR_STOP=1 -f schema/grants/postgresql.sql
---      (the dblock_migrator line again is harmless).
 -- Run step 2 again after an upgrade whose migrations add tables.
 
 -- dblock_migrator: creates the tables, indexes and sequence in the schema. To use another
