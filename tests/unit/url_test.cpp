@@ -152,7 +152,7 @@ TEST(Url, ASocketDirectoryIsAPostgresqlHost) {
 }
 
 TEST(Url, RefusesHostListsLibpqWouldReadOtherwise) {
-  expect_invalid("mysql://u:hunter2@h1:3306,h2:3307/db", "a MySQL URL names one host");
+  expect_invalid("mysql://u:hunter2@h1:3306,h2:3307/db", "a mysql:// URL names one host");
   expect_invalid("postgresql://u:hunter2@h1:1,h2:x/db", "the port 'x' is not a number");
   expect_invalid("postgresql://u:hunter2@h1,h2:/db", "empty port");
   expect_invalid("postgresql://u:hunter2@::1,h2/db", "must be in brackets");
