@@ -41,7 +41,8 @@ std::vector<Value> LockSql::release_params(const std::string& key, const Owner& 
                        {"thread", Value(owner.thread)},
                        {"token", Value(token)},
                        {"channel", Value(channel)},
-                       {"release_id", Value(release_id)}});
+                       {"release_id", Value(release_id)},
+                       {"min_hold_ms", Value(0)}});
 }
 
 TransactionSql::TransactionSql(Dialect d, const TableNames& tables)
@@ -111,7 +112,8 @@ std::vector<Value> PermitSql::release_params(const std::string& key, const Owner
                        {"host", Value(owner.host)},
                        {"process", Value(owner.process)},
                        {"thread", Value(owner.thread)},
-                       {"release_id", Value(release_id)}});
+                       {"release_id", Value(release_id)},
+                       {"min_hold_ms", Value(0)}});
 }
 
 std::vector<Value> PermitSql::live_in_params(const std::string& key, std::int64_t first,

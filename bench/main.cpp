@@ -1,5 +1,6 @@
 // dblock-bench: measures dblock against raw client loops on PostgreSQL and MySQL/MariaDB and
-// prints a table (ratios first); --json writes every figure, --svg the chart. Databases come from
+// prints a table (ratios first); --json writes every figure, --svg the chart, --markdown the
+// results section of docs/benchmarks.md. Databases come from
 // --pg-url / --mysql-url or DBLOCK_BENCH_PG_URL / DBLOCK_BENCH_MYSQL_URL (scripts/bench.sh starts
 // throwaway servers and sets them). Scenarios live in scenarios/, one file each.
 #include <sys/utsname.h>
@@ -7,14 +8,19 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <regex>
+#include <sstream>
 #include <thread>
 
 #include "bench.hpp"
 #include "dblock/error.hpp"
+#include "markdown.hpp"
 #include "raw_client.hpp"
 #include "report.hpp"
 
@@ -69,6 +75,33 @@ nlohmann::json server_settings(const Target& target) {
   return out;
 }
 
+// Now, in UTC: "2026-11-26 10:12 UTC".
+std::string utc_now() {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M UTC", &tm);
+  return buf;
+}
+
+// Replaces the results section of the Markdown page `path` (docs/benchmarks.md) with this run's,
+// through a temporary file in the same directory, so a failed write leaves the page as it was.
+void write_markdown(const std::string& path, const std::string& results) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot read " + path + " (--markdown)");
+  std::ostringstream page;
+  page << in.rdbuf();
+  std::string updated = replace_results(page.str(), results);
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << updated;
+    if (!out) throw std::runtime_error("cannot write " + tmp);
+  }
+  std::filesystem::rename(tmp, path);
+}
+
 std::optional<std::string> env(const char* name) {
   const char* v = std::getenv(name);
   if (v == nullptr || *v == '\0') return std::nullopt;
@@ -79,13 +112,19 @@ int run(int argc, char** argv) {
   CLI::App app{"dblock-bench: dblock against raw client loops on PostgreSQL and MySQL/MariaDB"};
   std::string pg_url = env("DBLOCK_BENCH_PG_URL").value_or("");
   std::string mysql_url = env("DBLOCK_BENCH_MYSQL_URL").value_or("");
-  std::string json_path, svg_path, only;
+  std::string json_path, svg_path, markdown_path, command, only;
   Settings settings;
   long duration_ms = 0;
   app.add_option("--pg-url", pg_url, "PostgreSQL URL (default $DBLOCK_BENCH_PG_URL)");
   app.add_option("--mysql-url", mysql_url, "MySQL/MariaDB URL (default $DBLOCK_BENCH_MYSQL_URL)");
   app.add_option("--json", json_path, "write every figure, the machine and settings here");
   app.add_option("--svg", svg_path, "write the chart (SVG) here");
+  app.add_option("--markdown", markdown_path,
+                 "replace the results section of this Markdown page (docs/benchmarks.md) with "
+                 "this run's");
+  app.add_option("--command", command,
+                 "how the run was started, as the Markdown results say (default: this "
+                 "program's arguments)");
   app.add_flag("--quick", settings.quick,
                "short run: fewer rounds and points, 100k rows instead of 10M (not for reports)");
   app.add_option("--only", only, "run only the scenarios whose name matches this regex");
@@ -103,6 +142,20 @@ int run(int argc, char** argv) {
   std::int64_t cleaner_rows = 0;
   app.add_option("--cleaner-rows", cleaner_rows, "expired rows for the cleaner (default 200000)");
   CLI11_PARSE(app, argc, argv);
+  if (command.empty()) {
+    command = "dblock-bench";
+    for (int i = 1; i < argc; ++i) command += std::string(" ") + argv[i];
+  }
+  if (!markdown_path.empty()) {
+    // A page without its results section fails now, not after a run of ten minutes.
+    std::ifstream in(markdown_path);
+    std::ostringstream page;
+    page << in.rdbuf();
+    if (!in) throw std::runtime_error("cannot read " + markdown_path + " (--markdown)");
+    replace_results(page.str(), "");
+  }
+  // The command goes into a page people read: a URL's password never does.
+  command = std::regex_replace(command, std::regex(R"((://[^:/@\s]*:)[^@\s]*@)"), "$1***@");
 
   if (settings.quick) {
     settings.duration = std::chrono::milliseconds(500);
@@ -128,6 +181,7 @@ int run(int argc, char** argv) {
   }
 
   nlohmann::json document;
+  document["started_at"] = utc_now();
   document["machine"] = machine();
   document["versions"] = {{"dblock", DBLOCK_BENCH_VERSION},
                           {"build_type", DBLOCK_BENCH_BUILD_TYPE},
@@ -172,6 +226,10 @@ int run(int argc, char** argv) {
   if (!svg_path.empty()) {
     std::ofstream(svg_path) << render_chart(document);
     std::cout << "chart: " << svg_path << "\n";
+  }
+  if (!markdown_path.empty()) {
+    write_markdown(markdown_path, markdown_results(headlines, document, command));
+    std::cout << "results section: " << markdown_path << "\n";
   }
   return 0;
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -51,6 +52,48 @@ std::uint64_t delete_batch(Connection& conn, const detail::Statement& statement,
         const std::uint64_t n = conn.execute(statement.sql(), params).affected_rows();
         conn.commit();
         return n;
+      } catch (...) {
+        conn.rollback();
+        throw;
+      }
+    } catch (const Error& e) {
+      const bool transient = e.code() == ErrorCode::kDeadlock ||
+                             e.code() == ErrorCode::kLockWaitTimeout ||
+                             e.code() == ErrorCode::kSerializationFailure;
+      if (!transient || attempt >= kBatchAttempts) throw;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10 * attempt));
+    }
+  }
+}
+
+// One batch of a table whose rows are unused only while another table has none of their key
+// (CleanedTable::lock_sql), in a transaction at READ COMMITTED: lock the candidates, then delete
+// each that a read made after the lock still finds unused. Retried as delete_batch is.
+// What one batch did.
+struct Batch {
+  std::uint64_t deleted = 0;
+  bool drained = false;  // fewer rows were left than the batch could take
+};
+
+Batch delete_locked_batch(Connection& conn, const detail::Statement& lock_statement,
+                          const detail::Statement& delete_statement,
+                          std::chrono::milliseconds grace, std::uint64_t limit) {
+  const std::vector<Value> lock_params = lock_statement.bind(
+      {{"grace_ms", Value(grace.count())}, {"limit", Value(static_cast<long long>(limit))}});
+  for (int attempt = 1;; ++attempt) {
+    try {
+      detail::begin_at(conn, detail::Isolation::kReadCommitted);
+      try {
+        const Result locked = conn.execute(lock_statement.sql(), lock_params);
+        std::uint64_t deleted = 0;
+        for (std::size_t i = 0; i < locked.size(); ++i) {
+          const detail::Arg key[] = {{"key", Value(locked.at(i, "lock_key").value_or(""))}};
+          deleted +=
+              conn.execute(delete_statement.sql(), delete_statement.bind(key)).affected_rows();
+        }
+        conn.commit();
+        // A row locked and then found in use (a permit committed just before the lock) is left.
+        return {deleted, locked.size() < limit};
       } catch (...) {
         conn.rollback();
         throw;
@@ -117,6 +160,8 @@ CleanResult clean(Connection& conn, const TableNames& tables, const CleanOptions
       continue;
     }
     const detail::Statement delete_statement(table.delete_sql, dialect, tables);
+    std::optional<detail::Statement> lock_statement;
+    if (!table.lock_sql.empty()) lock_statement.emplace(table.lock_sql, dialect, tables);
     for (;;) {
       if (result.batches > 0 && options.pause.count() > 0 && !pause_for(options.pause, options)) {
         result.complete = false;
@@ -128,13 +173,18 @@ CleanResult clean(Connection& conn, const TableNames& tables, const CleanOptions
         break;
       }
       const std::uint64_t limit = std::min(options.batch_size, budget - result.deleted);
-      const std::uint64_t n =
-          delete_batch(conn, delete_statement, options.grace, limit, read_committed);
+      Batch batch;
+      if (lock_statement) {
+        batch = delete_locked_batch(conn, *lock_statement, delete_statement, options.grace, limit);
+      } else {
+        batch.deleted = delete_batch(conn, delete_statement, options.grace, limit, read_committed);
+        batch.drained = batch.deleted < limit;
+      }
       ++result.batches;
-      count += n;
-      result.deleted += n;
+      count += batch.deleted;
+      result.deleted += batch.deleted;
       if (options.on_batch) options.on_batch(CleanProgress{result.deleted, result.batches});
-      if (n < limit) break;  // drained: fewer rows were left than the batch could take
+      if (batch.drained) break;
     }
     if (!result.complete) break;
   }

@@ -14,47 +14,89 @@ struct Unit {
   std::int64_t ms;
 };
 
-// Longest suffix first, so "ms" is not read as "m" followed by garbage.
-constexpr Unit kUnits[] = {{"ms", 1}, {"h", 3'600'000}, {"m", 60'000}, {"s", 1'000}};
+// Longest suffix first where one starts another ("ms" and "min" before "m").
+constexpr Unit kUnits[] = {{"ms", 1},     {"min", 60'000},  {"s", 1'000},
+                           {"m", 60'000}, {"h", 3'600'000}, {"d", 86'400'000}};
+constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
 
 [[noreturn]] void reject(std::string_view text, std::string_view why) {
   throw Error(ErrorCode::kInvalidArgument,
               "invalid duration '" + std::string(text) + "' (" + std::string(why) +
-                  "): use a whole number with ms, s, m or h, e.g. 500ms, 30s, 5m, 1h, or 0");
+                  "): use a number with a unit (ms, s, m or min, h, d), e.g. 500ms, 30s, 5m, "
+                  "1h, 1.5s, 2min, 1m30s, 1d, or 0");
+}
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+// Reads digits at `at` into `value` (throwing when too large); returns how many there were.
+std::size_t read_digits(std::string_view text, std::size_t at, std::int64_t& value,
+                        std::string_view whole) {
+  std::size_t n = 0;
+  for (; at + n < text.size() && is_digit(text[at + n]); ++n) {
+    const int d = text[at + n] - '0';
+    if (value > (kMax - d) / 10) reject(whole, "too large");
+    value = value * 10 + d;
+  }
+  return n;
 }
 
 }  // namespace
 
 std::chrono::milliseconds parse_duration(std::string_view text) {
   if (text.empty()) reject(text, "empty");
-  std::size_t digits = 0;
-  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
-  if (digits == 0) {
+  if (text == "0") return std::chrono::milliseconds(0);
+  if (!is_digit(text[0])) {
     reject(text, text[0] == '-' ? "negative" : "it must start with a digit");
   }
-  std::string_view suffix = text.substr(digits);
-  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
-  std::int64_t value = 0;
-  for (char c : text.substr(0, digits)) {
-    if (value > (kMax - (c - '0')) / 10) reject(text, "too large");
-    value = value * 10 + (c - '0');
+  std::int64_t total = 0;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    std::int64_t whole = 0;
+    const std::size_t digits = read_digits(text, at, whole, text);
+    if (digits == 0) reject(text, "each part must start with a digit");
+    at += digits;
+    // The fraction: at most 9 digits, kept as fraction / scale.
+    std::int64_t fraction = 0, scale = 1;
+    if (at < text.size() && text[at] == '.') {
+      ++at;
+      std::size_t n = 0;
+      for (; at + n < text.size() && is_digit(text[at + n]); ++n) {
+        if (n >= 9) reject(text, "too many decimals");
+        fraction = fraction * 10 + (text[at + n] - '0');
+        scale *= 10;
+      }
+      if (n == 0) reject(text, "a decimal point needs digits after it");
+      at += n;
+    }
+    std::size_t letters = 0;
+    while (at + letters < text.size() && !is_digit(text[at + letters]) &&
+           text[at + letters] != '.') {
+      ++letters;
+    }
+    const std::string_view suffix = text.substr(at, letters);
+    if (suffix.empty()) reject(text, "no unit");
+    const Unit* unit = nullptr;
+    for (const Unit& u : kUnits) {
+      if (suffix == u.suffix) unit = &u;
+    }
+    if (unit == nullptr) reject(text, "unknown unit '" + std::string(suffix) + "'");
+    at += letters;
+    if (whole > kMax / unit->ms) reject(text, "too large");
+    std::int64_t part = whole * unit->ms;
+    // fraction < scale <= 1e9 and unit->ms <= 8.64e7: the product fits in 64 bits.
+    const std::int64_t fraction_ms_scaled = fraction * unit->ms;
+    if (fraction_ms_scaled % scale != 0) reject(text, "finer than a millisecond");
+    const std::int64_t fraction_ms = fraction_ms_scaled / scale;
+    if (part > kMax - fraction_ms || total > kMax - (part + fraction_ms)) reject(text, "too large");
+    total += part + fraction_ms;
   }
-  if (suffix.empty()) {
-    if (value == 0) return std::chrono::milliseconds(0);
-    reject(text, "no unit");
-  }
-  for (const Unit& unit : kUnits) {
-    if (suffix != unit.suffix) continue;
-    if (value > kMax / unit.ms) reject(text, "too large");
-    return std::chrono::milliseconds(value * unit.ms);
-  }
-  reject(text, "unknown unit '" + std::string(suffix) + "'");
+  return std::chrono::milliseconds(total);
 }
 
 std::string format_duration(std::chrono::milliseconds duration) {
   std::int64_t ms = duration.count();
   if (ms == 0) return "0";
-  for (const Unit& unit : {kUnits[1], kUnits[2], kUnits[3]}) {
+  for (const Unit& unit : {Unit{"h", 3'600'000}, Unit{"m", 60'000}, Unit{"s", 1'000}}) {
     if (ms % unit.ms == 0) return std::to_string(ms / unit.ms) + std::string(unit.suffix);
   }
   return std::to_string(ms) + "ms";

@@ -77,12 +77,19 @@ std::string owner_of(const LockRow& r) {
   return r.owner_host + "/" + r.owner_process + "/" + r.owner_thread;
 }
 
+// "finished": released before its min_hold ran out, so taken by no one until it expires.
+std::string state_of(const LockRow& r) {
+  if (r.expired) return "expired";
+  if (r.expires_at == "never") return "claimed";
+  return r.hold_count == 0 ? "finished" : "held";
+}
+
 void print_locks(const std::vector<LockRow>& rows,
                  const std::map<std::string, std::int64_t>& waiters) {
   std::vector<std::array<std::string, 8>> lines{
       {"KEY", "OWNER", "HOLDS", "TOKEN", "ACQUIRED (UTC)", "EXPIRES (UTC)", "STATE", "WAITERS"}};
   for (const auto& r : rows) {
-    std::string state = r.expired ? "expired" : r.expires_at == "never" ? "claimed" : "held";
+    std::string state = state_of(r);
     lines.push_back({r.key, owner_of(r), std::to_string(r.hold_count),
                      std::to_string(r.fencing_token), to_seconds(r.acquired_at),
                      to_seconds(r.expires_at), std::move(state),
@@ -99,7 +106,7 @@ void print_permits(const std::vector<PermitRow>& rows) {
     const LockRow& r = p.lock;
     lines.push_back({r.key, std::to_string(p.slot + 1) + "/" + std::to_string(p.permits),
                      owner_of(r), std::to_string(r.fencing_token), to_seconds(r.acquired_at),
-                     to_seconds(r.expires_at), r.expired ? "expired" : "held"});
+                     to_seconds(r.expires_at), state_of(r)});
   }
   print_columns(lines);
 }

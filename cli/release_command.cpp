@@ -24,6 +24,9 @@ Without --force, only a lease that has expired is released, and only when the ow
 given match its holder. With --force, a live lease is released too; owner options, when given,
 must still match.
 
+A semaphore's permit (a key `dblock locks` lists under SEMAPHORE) is freed the same way; name it
+with --permit N (N as in PERMIT N/LIMIT) when more than one is held.
+
 Prints one line on stdout naming the key, its holder (host/process/thread), its lease id and
 fencing token. Exit status: 0 released; 1 not held, or held by another owner; 75 live and not
 --force, or changed while releasing (look again); 64 bad option, 69 database unreachable, 77
@@ -36,6 +39,7 @@ struct ReleaseOptions {
   std::optional<std::string> owner_host;
   std::optional<std::string> owner_process;
   std::optional<std::string> owner_thread;
+  std::optional<int> permit;  // 1-based, as `dblock locks` shows it
 };
 
 std::string holder_of(const LockRow& row) {
@@ -54,6 +58,52 @@ bool owner_matches(const ReleaseOptions& opts, const LockRow& row) {
          (!opts.owner_thread || *opts.owner_thread == row.owner_thread);
 }
 
+// The permits of semaphore `opts.key` held now (or expired and not cleaned), narrowed to
+// --permit and the owner options, and freed as release() frees a lock.
+int release_permit(const ReleaseOptions& opts, Connection& conn, const TableNames& tables) {
+  std::vector<PermitRow> found;
+  bool any = false;
+  for (auto& p : list_permits(conn, tables, opts.key)) {
+    if (p.lock.key != opts.key) continue;
+    any = true;
+    if (opts.permit && p.slot + 1 != *opts.permit) continue;
+    if (!owner_matches(opts, p.lock)) continue;
+    found.push_back(std::move(p));
+  }
+  if (found.empty()) {
+    std::cerr << "dblock: " << (any ? "no permit of semaphore " : "lock ") << opts.key
+              << (any ? " matches the --permit and owner options given" : " is not held")
+              << "; nothing released\n";
+    return kExitFailure;
+  }
+  if (found.size() > 1) {
+    std::cerr << "dblock: semaphore " << opts.key << " has " << found.size()
+              << " permits held; name one with --permit N (as `dblock locks` shows PERMIT "
+                 "N/LIMIT); nothing released\n";
+    return kExitUsage;
+  }
+  const PermitRow& p = found.front();
+  const std::string what = "permit " + std::to_string(p.slot + 1) + "/" +
+                           std::to_string(p.permits) + " of semaphore " + opts.key;
+  if (p.lock.expired) {
+    std::printf("%s held by %s is free already; nothing to release\n", what.c_str(),
+                holder_of(p.lock).c_str());
+    return kExitOk;
+  }
+  if (!opts.force) {
+    std::cerr << "dblock: " << what << " is held by " << holder_of(p.lock)
+              << "; nothing released: pass --force to take it from its holder now\n";
+    return kExitTempFail;
+  }
+  if (!release_permit_row(conn, tables, p)) {
+    std::cerr << "dblock: " << what << " changed while releasing it; nothing released: "
+              << "look again with `dblock locks --key-prefix " << opts.key << "`\n";
+    return kExitTempFail;
+  }
+  std::printf("released %s held by %s (forced)\n", what.c_str(), holder_of(p.lock).c_str());
+  return kExitOk;
+}
+
 int release(const ReleaseOptions& opts) {
   const bool owner_given = opts.owner_host || opts.owner_process || opts.owner_thread;
   if (!opts.force && !owner_given) {
@@ -65,13 +115,12 @@ int release(const ReleaseOptions& opts) {
   auto conn = opts.db.connect();
   const TableNames tables = opts.db.table_names();
   std::optional<LockRow> row;
-  for (auto& r : list_locks(*conn, tables, opts.key)) {
-    if (r.key == opts.key) row = std::move(r);
+  if (!opts.permit) {
+    for (auto& r : list_locks(*conn, tables, opts.key)) {
+      if (r.key == opts.key) row = std::move(r);
+    }
   }
-  if (!row) {
-    std::cerr << "dblock: lock " << opts.key << " is not held; nothing released\n";
-    return kExitFailure;
-  }
+  if (!row) return release_permit(opts, *conn, tables);  // a semaphore's permit, if any
   if (owner_given && !owner_matches(opts, *row)) {
     std::cerr << "dblock: lock " << opts.key << " is held by " << holder_of(*row)
               << ", not by the owner given; nothing released\n";
@@ -109,6 +158,10 @@ void add_release_command(CLI::App& app, int* exit_code) {
       ->type_name("PROCESS");
   sub->add_option("--owner-thread", opts->owner_thread, "Free it only if held by this thread")
       ->type_name("THREAD");
+  sub->add_option("--permit", opts->permit,
+                  "For a semaphore: the permit to free, N as `dblock locks` shows PERMIT N/LIMIT")
+      ->type_name("N")
+      ->check(CLI::PositiveNumber);
   opts->db.add_to(*sub);
   sub->footer(kReleaseFooter);
   sub->callback([opts, exit_code] { *exit_code = run_guarded([&] { return release(*opts); }); });

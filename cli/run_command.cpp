@@ -64,10 +64,17 @@ later. Renewals go out every third of (ttl - stop-margin). --kill-after < --stop
 When CMD exits but leaves processes running, they get SIGTERM, then SIGKILL after --kill-after,
 and the lock is released only once they are gone: nothing runs unprotected.
 
+A job several hosts run from cron: start times differ between hosts (clocks, cron's own delay),
+so a job shorter than that difference would run once per host. --min-hold keeps the lock taken
+until that long after it was acquired, by the database clock, however soon CMD ends: set it
+below the schedule's period and above the hosts' spread (e.g. 1m for a job every 5 minutes).
+`dblock locks` shows such a lock as "finished" until then. A dblock that dies frees the lock at
+--ttl as always.
+
 Exit status:
   CMD's own: its exit code, or 128+N when signal N killed it.
   75   the lock is held elsewhere (still, after --wait): CMD was not run; one line on stderr,
-       nothing else, so cron stays quiet.
+       or nothing with -q/--quiet-busy, so that cron, which mails any output, stays quiet.
   75   the lease was lost while CMD ran: CMD's processes were stopped as above.
   126  CMD is not executable; 127: CMD was not found (the lock is released; CMD never ran).
   64 bad option, 69 database unreachable, 77 access denied, 78 tables missing.
@@ -78,7 +85,8 @@ passed on to CMD's processes. While dblock is still waiting for the lock, these 
 CMD starts with every signal at its default action and none blocked. It is not in the
 terminal's foreground group: an interactive CMD cannot read the terminal.
 
-Durations: a whole number with ms, s, m or h (500ms, 30s, 5m, 1h), or 0.)";
+Durations: a number with a unit, ms, s, m (or min), h or d, decimals and several parts allowed
+(500ms, 1.5s, 30s, 2min, 1m30s, 1h, 1d), or 0.)";
 
 struct RunOptions {
   DatabaseOptions db;
@@ -88,6 +96,8 @@ struct RunOptions {
   std::optional<std::string> stop_margin;
   std::optional<std::string> kill_after;
   std::optional<std::string> owner;
+  std::string min_hold = "0";
+  bool quiet_busy = false;
   bool no_cgroup = false;
   std::vector<std::string> command;
 };
@@ -289,12 +299,14 @@ bool release(Lease& lease, const RunOptions& opts, milliseconds ttl) {
 int run(const RunOptions& opts) {
   const Timeline t = timeline_of(opts);
   const auto wait = parse_duration_option(opts.wait, "--wait");
+  const auto min_hold = parse_duration_option(opts.min_hold, "--min-hold");
   const std::string& cmd = opts.command.front();
 
   SignalInbox inbox;  // before any thread starts, so every thread inherits the mask
   Wakeup wakeup;
   LockOptions options;
   options.ttl = t.ttl;
+  options.min_hold = min_hold;
   if (opts.owner) options.owner = Owner::named(*opts.owner);
   options.metadata = nlohmann::json::object({{"command", cmd}})
                          .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -307,6 +319,7 @@ int run(const RunOptions& opts) {
   Clock::time_point sent = Clock::now();
   std::optional<Lease> lease = acquire(lock, opts, wait, options, inbox, wakeup);
   if (!lease) {
+    if (opts.quiet_busy) return kExitTempFail;
     std::cerr << "dblock: lock " << opts.key << " is held by someone else"
               << (wait.count() > 0 ? " (waited " + format_duration(wait) + ")" : "")
               << "; not running " << cmd << '\n';
@@ -390,6 +403,14 @@ void add_run_command(CLI::App& app, int* exit_code) {
   sub->add_option("--owner", opts->owner,
                   "A name for this holder, shown by `dblock locks` (default: the thread id)")
       ->type_name("NAME");
+  sub->add_option("--min-hold", opts->min_hold,
+                  "Keep the lock taken at least this long after it was acquired, however soon CMD "
+                  "ends, so a short cron job fired a little later on another host does not run "
+                  "again; 0: release when CMD ends")
+      ->type_name("DURATION")
+      ->capture_default_str();
+  sub->add_flag("-q,--quiet-busy", opts->quiet_busy,
+                "When the lock is held elsewhere, exit 75 without a word (cron mails any output)");
   sub->add_flag("--no-cgroup", opts->no_cgroup,
                 "Do not give CMD a cgroup of its own even where possible: its processes are "
                 "then found by process group and as orphans re-parented to dblock");

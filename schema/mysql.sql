@@ -14,6 +14,7 @@ CREATE TABLE IF NOT EXISTS dblock_locks (
     acquired_at   DATETIME(6)  NOT NULL,
     expires_at    DATETIME(6)  NOT NULL,
     metadata      JSON         NULL,
+    previous_lease_id VARBINARY(256) NULL,  -- the lease or release id of the tenure before
     PRIMARY KEY (lock_key),
     KEY expires_at_idx (expires_at)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
@@ -81,6 +82,7 @@ CREATE TABLE IF NOT EXISTS dblock_semaphore_permits (
     acquired_at   DATETIME(6)     NOT NULL,
     expires_at    DATETIME(6)     NOT NULL,
     metadata      JSON            NULL,
+    previous_lease_id VARBINARY(256) NULL,
     PRIMARY KEY (lock_key, slot),
     KEY expires_at_idx (expires_at)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;

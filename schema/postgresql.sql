@@ -13,7 +13,8 @@ CREATE TABLE IF NOT EXISTS dblock_locks (
     fencing_token bigint       NOT NULL,
     acquired_at   timestamptz  NOT NULL,
     expires_at    timestamptz  NOT NULL,
-    metadata      jsonb
+    metadata      jsonb,
+    previous_lease_id varchar(64)  -- the lease or release id of the tenure before
 );
 CREATE INDEX IF NOT EXISTS dblock_locks_expires_at_idx ON dblock_locks (expires_at);
 
@@ -80,6 +81,7 @@ CREATE TABLE IF NOT EXISTS dblock_semaphore_permits (
     acquired_at   timestamptz  NOT NULL,
     expires_at    timestamptz  NOT NULL,
     metadata      jsonb,
+    previous_lease_id varchar(64),
     PRIMARY KEY (lock_key, slot)
 );
 CREATE INDEX IF NOT EXISTS dblock_semaphore_permits_expires_at_idx

@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # Build dblock-bench (Release) and run it against throwaway PostgreSQL and MariaDB servers:
-# prints the table (ratios first), writes every figure as JSON and the chart as SVG.
+# prints the table (ratios first), writes every figure as JSON, the chart as SVG, and the results
+# section of docs/benchmarks.md.
 #
 # Usage: scripts/bench.sh [dblock-bench options, e.g. --quick, --only hot_key]
 #
 # Environment:
 #   BENCH_BUILD_DIR      build directory (default: build-bench, relative to the repo)
-#   BENCH_OUT_DIR        where bench.json and bench.svg go (default: the build directory)
+#   BENCH_OUT_DIR        where bench.json, bench.svg and (for a partial run) benchmarks.md go
+#                        (default: the build directory)
+#   BENCH_MARKDOWN       the page whose results section this run rewrites (default:
+#                        docs/benchmarks.md for a full run; for a --quick or --only run, a copy
+#                        of it in BENCH_OUT_DIR, so a partial run never replaces the page's figures)
 #   DBLOCK_BENCH_PG_URL, DBLOCK_BENCH_MYSQL_URL
 #                        when both are set, these servers are measured and none is started
 #   DBLOCK_BENCH_DB_DIR  state directory for the servers started here
@@ -35,6 +40,7 @@ heading "configure (Release, $build_dir)"
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DDBLOCK_WERROR=ON -DDBLOCK_BUILD_BENCH=ON \
   -DDBLOCK_BUILD_TESTS=OFF -DDBLOCK_BUILD_EXAMPLES=OFF -DDBLOCK_BUILD_CLI=OFF \
   -DDBLOCK_WITH_SOCI=OFF -DDBLOCK_WITH_LIBPQXX=ON -DDBLOCK_WITH_MYSQL=ON -DDBLOCK_INSTALL=OFF \
+  -DDBLOCK_BUILD_DOCS=OFF \
   >/dev/null
 
 heading "build"
@@ -75,5 +81,16 @@ fi
 
 heading "run"
 mkdir -p -- "$out_dir"
-"$build_dir/bench/dblock-bench" --json "$out_dir/bench.json" --svg "$out_dir/bench.svg" "$@"
+markdown=${BENCH_MARKDOWN:-}
+if [[ -z "$markdown" ]]; then
+  markdown=docs/benchmarks.md
+  for arg in "$@"; do
+    case "$arg" in
+      --quick | --only | --only=*) markdown="$out_dir/benchmarks.md" ;;
+    esac
+  done
+  if [[ "$markdown" != docs/benchmarks.md ]]; then cp -- docs/benchmarks.md "$markdown"; fi
+fi
+"$build_dir/bench/dblock-bench" --json "$out_dir/bench.json" --svg "$out_dir/bench.svg" \
+  --markdown "$markdown" --command "scripts/bench.sh$( (($#)) && printf ' %q' "$@")" "$@"
 heading "done"

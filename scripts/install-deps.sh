@@ -39,6 +39,11 @@ packages=(
   # libFuzzer and the sanitizer runtimes for clang (scripts/test.sh --fuzz)
   clang-14
   libclang-rt-14-dev
+  # The documentation (ctest -L docs): the site with mkdocs and its snippet includes, the API
+  # reference with Doxygen.
+  mkdocs
+  python3-pymdownx
+  doxygen
 )
 
 # Collect the packages that are not fully installed.

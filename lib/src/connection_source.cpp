@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <utility>
+#include <vector>
 
 #include "dblock/error.hpp"
 
@@ -99,6 +100,7 @@ PooledConnection Pool::acquire() {
   // at every acquire cost a busy pool about a tenth of its throughput (the bench's session lock
   // at 8 connections). A pointer kept only to compare, from whichever pool.
   thread_local const Connection* last = nullptr;
+  std::vector<std::unique_ptr<Connection>> closing;  // closed after the mutex (declared first)
   std::unique_lock lock(mu_);
   auto deadline = std::chrono::steady_clock::now() + options_.acquire_timeout;
   for (;;) {
@@ -106,6 +108,13 @@ PooledConnection Pool::acquire() {
       auto it = std::find_if(idle_.begin(), idle_.end(),
                              [](const std::unique_ptr<Connection>& c) { return c.get() == last; });
       if (it == idle_.end()) it = idle_.end() - 1;
+      if ((*it)->broken()) {
+        // Broke while idle, or opened by the parent of this forked process (whose socket it
+        // shares): dropped, never lent.
+        closing.push_back(std::move(*it));
+        idle_.erase(it);
+        continue;
+      }
       lent_.push_back(std::move(*it));
       idle_.erase(it);
       last = lent_.back().get();

@@ -21,7 +21,8 @@ ErrorCode code_from_sqlstate(std::string_view s) noexcept {
     return ErrorCode::kLockNotAvailable;  // lock_not_available (NOWAIT, lock_timeout)
   if (s == "40P01") return ErrorCode::kDeadlock;
   if (s == "40001") return ErrorCode::kSerializationFailure;
-  if (s == "42P01" || s == "3F000") return ErrorCode::kUndefinedTable;  // table, schema
+  // Table, schema, column (a table older than this version of dblock).
+  if (s == "42P01" || s == "3F000" || s == "42703") return ErrorCode::kUndefinedTable;
   if (s == "28P01" || s == "28000" || s == "42501") return ErrorCode::kAccessDenied;
   if (s == "3D000") return ErrorCode::kConnectFailed;  // database does not exist
   if (s.starts_with("08") || s == "57P01" || s == "57P02" || s == "57P03") {
@@ -46,6 +47,7 @@ ErrorCode code_from_mysql_errno(unsigned int e) noexcept {
     case 1213:  // ER_LOCK_DEADLOCK
       return ErrorCode::kDeadlock;
     case 1146:  // ER_NO_SUCH_TABLE
+    case 1054:  // ER_BAD_FIELD_ERROR: a table older than this version of dblock
     case 1049:  // ER_BAD_DB_ERROR
       return e == 1049 ? ErrorCode::kConnectFailed : ErrorCode::kUndefinedTable;
     case 1045:  // ER_ACCESS_DENIED_ERROR
@@ -101,7 +103,7 @@ std::string collapse_whitespace(std::string_view text) {
 std::string_view advice(ErrorCode code) {
   switch (code) {
     case ErrorCode::kUndefinedTable:
-      return "run `dblock migrate up` to create dblock's tables";
+      return "run `dblock migrate up` to create dblock's tables or bring them up to this version";
     case ErrorCode::kAccessDenied:
       return "check the user name and password (in the URL, DBLOCK_PASSWORD or "
              "DBLOCK_PASSWORD_FILE) and the user's privileges";

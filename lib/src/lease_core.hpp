@@ -10,7 +10,14 @@
 //
 // Times are read on the lease's Clock: Clock::system() (CLOCK_BOOTTIME, which counts a suspend as
 // the database's clock does) unless a test gives it a simulated one.
+//
+// fork(): a lease belongs to the process that acquired it. In a forked child, the child's copy
+// reports lost(), and release(), abandon() and renew() do nothing to the database (nor to the
+// lease's mutexes, which a thread of the parent may have held when it forked): the hold is the
+// parent's, and a child leaving through the parent's scope must not give it back.
 #pragma once
+
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -43,7 +50,10 @@ class LeaseCore {
   const LeaseInfo& info() const noexcept { return info_; }
   // True once dblock found the lease gone (mark_lost) or its transaction's connection broke.
   // The renewer reads this flag.
-  bool lost() const noexcept { return lost_.load() || connection_lost(); }
+  // In a forked child (foreign()), always: the hold is the parent's.
+  bool lost() const noexcept { return lost_.load() || foreign() || connection_lost(); }
+  // True in a process other than the one that acquired the lease (a forked child).
+  bool foreign() const noexcept { return ::getpid() != pid_; }
   // True once a whole TTL has passed since the latest successful acquire or renew was sent:
   // the database has expired the lease by then, whatever became of the statements after it
   // (a renewal stuck on a connection that no longer answers cannot say so itself).
@@ -108,6 +118,7 @@ class LeaseCore {
 
  private:
   LeaseInfo info_;
+  const pid_t pid_;  // the process that acquired the lease
   std::function<void(const std::string&)> on_lost_;
   Clock& clock_;
   // Waits for a renewal in flight, cutting it off if it does not end soon.

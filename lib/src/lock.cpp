@@ -29,6 +29,7 @@ namespace detail {
 
 LeaseCore::LeaseCore(LeaseInfo info, std::function<void(const std::string&)> on_lost, Clock& clock)
     : info_(std::move(info)),
+      pid_(::getpid()),
       on_lost_(std::move(on_lost)),
       clock_(clock),
       ttl_ms_(info_.ttl.count()),
@@ -67,6 +68,10 @@ void LeaseCore::stop_renewal() noexcept {
 }
 
 ReleaseOutcome LeaseCore::release() {
+  if (foreign()) {  // a forked child's copy: the hold is the parent's (see lease_core.hpp)
+    released_ = true;
+    return ReleaseOutcome::kNotHeld;
+  }
   std::lock_guard lock(release_mu_);
   if (released_) return ReleaseOutcome::kNotHeld;
   released_ = true;  // even if the statement fails: the lease then ends by its TTL
@@ -85,6 +90,10 @@ void LeaseCore::release_quietly() noexcept {
 }
 
 void LeaseCore::abandon() noexcept {
+  if (foreign()) {  // a forked child's copy: nothing is sent, no mutex of the parent's is taken
+    released_ = true;
+    return;
+  }
   std::lock_guard lock(release_mu_);
   if (released_) return;
   released_ = true;
@@ -117,6 +126,7 @@ void pause_before_retry(Backoff& backoff) {
 }
 
 bool LeaseCore::renew(std::chrono::milliseconds ttl) {
+  if (foreign()) return false;  // a forked child's copy: the hold is the parent's
   {
     std::unique_lock lock(renewing_mu_);
     renewal_done_.wait(lock, [&] { return !renewing_; });

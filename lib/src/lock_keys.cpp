@@ -6,6 +6,7 @@
 
 #include "dblock/error.hpp"
 #include "dblock/lock.hpp"
+#include "random.hpp"
 
 namespace dblock {
 
@@ -74,23 +75,13 @@ bool is_write_contention(ErrorCode code) noexcept {
 }
 
 void pause_after_contention(int attempt) {
-  thread_local std::mt19937 rng{std::random_device{}()};
   std::uniform_int_distribution<int> pick(0, 2 << std::min(attempt, 4));
-  std::this_thread::sleep_for(std::chrono::milliseconds(pick(rng)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(pick(jitter_generator())));
 }
 
-std::string random_lease_id() {
-  thread_local std::mt19937_64 rng{(static_cast<std::uint64_t>(std::random_device{}()) << 32) ^
-                                   std::random_device{}()};
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(32);
-  for (int half = 0; half < 2; ++half) {
-    auto v = rng();
-    for (int i = 0; i < 16; ++i, v >>= 4) out += kHex[v & 15];
-  }
-  return out;
-}
+// From the kernel on every call: a generator's state would be copied by fork(), and a child's
+// ids would repeat its parent's and its siblings' (two holders of one permit, one lease id).
+std::string random_lease_id() { return random_hex(32); }
 
 void validate_ttl(std::chrono::milliseconds ttl, std::string_view what) {
   constexpr auto kMax = std::chrono::hours(24 * 365);
@@ -99,6 +90,22 @@ void validate_ttl(std::chrono::milliseconds ttl, std::string_view what) {
                                                  " must be from 1 ms to 365 days; got " +
                                                  std::to_string(ttl.count()) + " ms");
   }
+}
+
+void validate_min_hold(std::chrono::milliseconds min_hold) {
+  if (min_hold < std::chrono::milliseconds(0) || min_hold > std::chrono::hours(24 * 365)) {
+    throw Error(ErrorCode::kInvalidArgument, "min_hold must be from 0 to 365 days; got " +
+                                                 std::to_string(min_hold.count()) + " ms");
+  }
+}
+
+void refuse_min_hold(std::chrono::milliseconds min_hold, std::string_view strategy) {
+  if (min_hold.count() == 0) return;
+  throw Error(ErrorCode::kInvalidArgument,
+              std::string(strategy) +
+                  " keep no lease row that could stay taken after a release, so min_hold "
+                  "cannot apply; use a UniqueKeyLock (or a Semaphore) for jobs that must hold a "
+                  "key for a least time");
 }
 
 bool is_forever_wait(std::chrono::milliseconds timeout) {

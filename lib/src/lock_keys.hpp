@@ -18,6 +18,11 @@ std::string random_lease_id();
 
 // Throws Error(kInvalidArgument) naming `what` unless 1 ms <= ttl <= 365 days.
 void validate_ttl(std::chrono::milliseconds ttl, std::string_view what);
+// Throws Error(kInvalidArgument) unless 0 <= min_hold <= 365 days.
+void validate_min_hold(std::chrono::milliseconds min_hold);
+// Throws Error(kInvalidArgument) when a min_hold is set for `strategy`, which keeps no lease row
+// that could stay taken after a release (row locks, optimistic, session locks).
+void refuse_min_hold(std::chrono::milliseconds min_hold, std::string_view strategy);
 
 // True for the errors a lock's autocommit write may meet when others write the same rows at once
 // (deadlock, serialization failure, lock wait timeout, lock not available): worth a few retries.

@@ -75,4 +75,15 @@ bool release_lock_row(Connection& conn, const TableNames& tables, const LockRow&
   return d == Dialect::kPostgreSQL ? r.size() == 1 : r.affected_rows() == 1;
 }
 
+bool release_permit_row(Connection& conn, const TableNames& tables, const PermitRow& permit) {
+  const detail::Statement release(detail::server_sql(conn.server()).operators.release_permit,
+                                  conn.dialect(), tables);
+  const LockRow& row = permit.lock;
+  Result r = conn.execute(release.sql(), release.bind({{"key", Value(row.key)},
+                                                       {"slot", Value(permit.slot)},
+                                                       {"lease_id", Value(row.lease_id)},
+                                                       {"token", Value(row.fencing_token)}}));
+  return r.affected_rows() == 1;
+}
+
 }  // namespace dblock

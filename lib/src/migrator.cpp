@@ -9,6 +9,7 @@
 #include "dblock/error.hpp"
 #include "galera.hpp"
 #include "migrations.hpp"
+#include "random.hpp"
 #include "sha256.hpp"
 #include "sql/server_sql.hpp"
 #include "sql/statement.hpp"
@@ -111,6 +112,11 @@ void Migrator::apply(const Migration& migration) {
     try {
       conn_.execute(statements[i]);
     } catch (const Error& e) {
+      // MySQL 8.0 has no ADD COLUMN IF NOT EXISTS: a column that is there already (added by a
+      // migrator that stopped before recording the migration, or by one on another Galera node)
+      // was added. 1060: ER_DUP_FIELDNAME.
+      constexpr int kDuplicateColumn = 1060;
+      if (d == Dialect::kMySQL && e.server_errno() == kDuplicateColumn) continue;
       std::string undo = migrator_sql(conn_).in_one_transaction
                              ? "nothing of this run was kept"
                              : "statements before it stay applied (MySQL DDL is not "
@@ -184,7 +190,6 @@ std::vector<MigrationState> Migrator::up() {
   // before it starts again: with five migrations, five attempts without a pause ran out once in
   // 60 rounds of two nodes migrating at once (three CI runs).
   constexpr int kAttempts = 10;
-  thread_local std::mt19937 rng{std::random_device{}()};
   for (int attempt = 1;; ++attempt) {
     try {
       return up_serialised(key);
@@ -194,7 +199,7 @@ std::vector<MigrationState> Migrator::up() {
                               e.code() == ErrorCode::kSerializationFailure;
       if (!concurrent || attempt >= kAttempts || conn_.broken()) throw;
       std::uniform_int_distribution<int> pause_ms(0, 10 << std::min(attempt, 4));
-      std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms(rng)));
+      std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms(detail::jitter_generator())));
     }
   }
 }

@@ -5,9 +5,9 @@
 #include <unistd.h>
 
 #include <mutex>
-#include <random>
 
 #include "dblock/error.hpp"
+#include "random.hpp"
 
 namespace dblock {
 
@@ -17,16 +17,6 @@ std::string host_name() {
   char buf[256] = {};
   if (::gethostname(buf, sizeof buf - 1) != 0 || buf[0] == '\0') return "unknown-host";
   return buf;
-}
-
-std::string random_hex(int digits) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::random_device rd;
-  std::mt19937_64 rng((static_cast<std::uint64_t>(rd()) << 32) ^ rd());
-  std::string out;
-  auto v = rng();
-  for (int i = 0; i < digits; ++i, v >>= 4) out += kHex[v & 15];
-  return out;
 }
 
 }  // namespace
@@ -55,7 +45,7 @@ std::string process_instance() {
     std::lock_guard lock(mu);
     if (pid != now) {
       pid = now;
-      instance = std::to_string(pid) + "-" + random_hex(16);
+      instance = std::to_string(pid) + "-" + detail::random_hex(16);
     }
     copy = instance;
     seen = now;
@@ -66,9 +56,15 @@ std::string process_instance() {
 Owner Owner::current_thread() {
   static const std::string host = host_name();
   // Linux reuses thread ids: a random part drawn once per thread keeps a later thread with the
-  // same id from re-entering an earlier thread's lock.
-  thread_local const std::string thread =
-      "tid:" + std::to_string(::syscall(SYS_gettid)) + "-" + random_hex(8);
+  // same id from re-entering an earlier thread's lock. Drawn again in a forked child, whose
+  // thread has an id of its own.
+  thread_local pid_t drawn_in = 0;
+  thread_local std::string thread;
+  const pid_t pid = ::getpid();
+  if (drawn_in != pid) {
+    thread = "tid:" + std::to_string(::syscall(SYS_gettid)) + "-" + detail::random_hex(8);
+    drawn_in = pid;
+  }
   return Owner{host, process_instance(), thread};
 }
 

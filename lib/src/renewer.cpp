@@ -1,8 +1,10 @@
 #include "renewer.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "dblock/error.hpp"
+#include "per_process.hpp"
 
 namespace dblock::detail {
 
@@ -12,16 +14,37 @@ std::chrono::milliseconds interval(const LeaseCore& lease) {
 }
 }  // namespace
 
+namespace {
+// The renewer of each process. A forked child makes its own: its parent's (copied with mutexes
+// its threads may have held, and threads that do not exist in the child) is never used, stopped
+// or destroyed there.
+PerProcess<Renewer>& renewers() {
+  static PerProcess<Renewer> each;
+  return each;
+}
+
+// At exit, the renewer of the exiting process stops its threads (before the statics its leases
+// may use go away); a child's exit leaves its parent's alone.
+void stop_at_exit() {
+  if (Renewer* renewer = renewers().find()) renewer->stop();
+}
+}  // namespace
+
 Renewer& Renewer::instance() {
-  static Renewer renewer(Clock::system());  // stopped and joined by its destructor at exit
+  if (Renewer* renewer = renewers().find()) return *renewer;
+  Renewer& renewer = renewers().get(Clock::system());
+  std::call_once(renewer.exit_hook_, [] { std::atexit(stop_at_exit); });
   return renewer;
 }
 
 Renewer::Renewer(Clock& clock) : clock_(clock) {}
 
-Renewer::~Renewer() {
+Renewer::~Renewer() { stop(); }
+
+void Renewer::stop() {
   {
     std::lock_guard lock(mu_);
+    if (stop_ && !thread_.joinable() && !watchdog_.joinable() && workers_.empty()) return;
     stop_ = true;
   }
   cv_.notify_all();
@@ -32,6 +55,7 @@ Renewer::~Renewer() {
   for (auto& w : workers_) {
     if (w.joinable()) w.join();
   }
+  workers_.clear();
 }
 
 void Renewer::watch(const std::shared_ptr<LeaseCore>& lease, BootClock::time_point sent) {

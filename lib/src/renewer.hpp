@@ -13,7 +13,8 @@
 // suspend as the database's clock does) for instance(), a simulated clock in the unit tests.
 // Internal.
 //
-// Released leases drop out at the next tick; the threads stop at process exit.
+// Released leases drop out at the next tick; the threads stop at the exit of the process that
+// started them (never at a forked child's: see instance()).
 //
 // Thread-safety: every member may be called from any thread.
 #pragma once
@@ -37,13 +38,17 @@ class Renewer {
  public:
   static constexpr std::size_t kMaxWorkers = 16;
 
-  // The process's renewer, on Clock::system().
+  // The calling process's renewer, on Clock::system(); a forked child gets one of its own (its
+  // parent's is never used, stopped or destroyed there). Stopped at the process's exit.
   static Renewer& instance();
   // A renewer of its own on `clock` (tests); the leases it watches must run on the same clock.
   explicit Renewer(Clock& clock);
   ~Renewer();
   Renewer(const Renewer&) = delete;
   Renewer& operator=(const Renewer&) = delete;
+
+  // Stops and joins the threads; leases watched are renewed no more. Idempotent.
+  void stop();
 
   // Starts renewing `lease` every ttl / 3. `sent` is when the acquiring statement was sent: the
   // lease is valid for a TTL from then at most.
@@ -94,6 +99,7 @@ class Renewer {
   std::deque<std::shared_ptr<LeaseCore>> queue_;
   std::vector<std::thread> workers_;
   std::size_t idle_workers_ = 0;
+  std::once_flag exit_hook_;  // instance(): the stop at exit is registered once
 };
 
 }  // namespace dblock::detail

@@ -7,6 +7,8 @@
 #include <regex>
 
 #include "cli_fixture.hpp"
+#include "dblock/open.hpp"
+#include "dblock/semaphore.hpp"
 
 namespace dblock::testing {
 namespace {
@@ -115,6 +117,41 @@ TEST_P(CliReleaseTest, LocksKeyPrefixTakesThePrefixLiterally) {
   EXPECT_EQ(table.out.find(keys[0]), std::string::npos) << table.out;
   std::ofstream(file("stop")).close();
   for (auto& h : holders) EXPECT_EQ(h->wait().exit_code, 0);
+}
+
+// Issue: `dblock release --force` on a semaphore key said "not held" while `dblock locks` listed
+// the permit: a stuck permit could not be freed from the command line.
+TEST_P(CliReleaseTest, AStuckPermitIsFreedByNamingIt) {
+  auto pool = open_pool(backend().url(), {.max_size = 2});
+  SemaphoreOptions options;
+  options.tables = TableNames(prefix_);
+  Semaphore sem(*pool, 2, options);
+  LockOptions stuck;
+  stuck.auto_renew = false;
+  stuck.ttl = 60s;
+  auto first = sem.try_acquire(key_, stuck);
+  auto second = sem.try_acquire(key_, stuck);
+  ASSERT_TRUE(first && second);
+  EXPECT_FALSE(sem.try_acquire(key_, stuck));
+
+  // Two held: the permit must be named; without --force a live one is refused.
+  expect_one_line_error(run(release({"--force"})), 64, "--permit N", "");
+  const std::string slot = std::to_string(first->fencing_token() % 1024 + 1);
+  expect_one_line_error(run(release({"--permit", slot, "--owner-host", first->owner().host})), 75,
+                        "pass --force", "");
+  const ProcessResult forced = run(release({"--force", "--permit", slot}));
+  EXPECT_EQ(forced.exit_code, 0) << forced.err;
+  EXPECT_NE(forced.out.find("released permit " + slot + "/2 of semaphore " + key_),
+            std::string::npos)
+      << forced.out;
+  EXPECT_NE(forced.out.find(first->lease_id()), std::string::npos) << forced.out;
+  // The slot is free again; the holder finds its permit gone; the other permit is untouched.
+  auto next = sem.try_acquire(key_, stuck);
+  ASSERT_TRUE(next);
+  EXPECT_GT(next->fencing_token(), first->fencing_token());
+  EXPECT_EQ(first->release(), ReleaseOutcome::kNotHeld);
+  EXPECT_EQ(second->release(), ReleaseOutcome::kReleased);
+  EXPECT_EQ(next->release(), ReleaseOutcome::kReleased);
 }
 
 INSTANTIATE_TEST_SUITE_P(Pairs, CliReleaseTest, ::testing::ValuesIn(all_backends()), BackendName());

@@ -282,6 +282,52 @@ TEST_P(CliRunTest, AStopTimelineThatCannotBeKeptIsRefused) {
   }
 }
 
+// Issue: host A ran `dblock run --key nightly-report -- <a 0.3 s job>` and host B fired the same
+// line 0.5 s later (cron start times differ that much); both ran. Here each schedule slot starts
+// A's run, and B's only once A's has finished (the worst case for the promise), a few hundred ms
+// later. Without --min-hold both run (the scenario reproduces); with it exactly one run happens
+// per slot, B exits 75 without a word (-q), `dblock locks` shows the key as finished, and the
+// next slot runs again.
+TEST_P(CliRunTest, ACronJobOnTwoSkewedHostsRunsOncePerSlot) {
+  const std::string log = file("runs.log");
+  const auto lines = [&] {
+    std::ifstream in(log);
+    int n = 0;
+    for (std::string line; std::getline(in, line);) ++n;
+    return n;
+  };
+  const std::string job = "sleep 0.1; echo ran >> '" + log + "'";
+  // Without a minimum hold: both hosts run the short job.
+  EXPECT_EQ(run(run_sh(job)).exit_code, 0);
+  EXPECT_EQ(run(run_sh(job)).exit_code, 0);
+  ASSERT_EQ(lines(), 2) << "the scenario did not reproduce: the test would test nothing";
+  std::filesystem::remove(log);
+
+  constexpr auto kSlot = 2500ms;
+  const std::vector<std::string> cron = {"--min-hold", "1.5s", "-q"};
+  for (int slot = 0; slot < 3; ++slot) {
+    const auto started = std::chrono::steady_clock::now();
+    const ProcessResult a = run(run_sh(job, cron));
+    EXPECT_EQ(a.exit_code, 0) << "slot " << slot << ": " << a.err;
+    if (slot == 0) {
+      const ProcessResult locks = run(cli("locks", {}));
+      EXPECT_NE(locks.out.find("finished"), std::string::npos) << locks.out;
+    }
+    std::this_thread::sleep_for(300ms);  // host B's cron fires a little later
+    const ProcessResult b = run(run_sh(job, cron));
+    EXPECT_EQ(b.exit_code, 75) << "slot " << slot << ": the job ran twice";
+    EXPECT_EQ(b.out + b.err, "") << "-q must keep cron quiet";
+    EXPECT_EQ(lines(), slot + 1) << "slot " << slot;
+    std::this_thread::sleep_until(started + kSlot);
+  }
+}
+
+TEST_P(CliRunTest, ANegativeMinHoldIsRefused) {
+  const ProcessResult r = run(run_sh("true", {"--min-hold", "-1s"}));
+  EXPECT_EQ(r.exit_code, 64) << r.err;
+  EXPECT_NE(r.err.find("--min-hold"), std::string::npos) << r.err;
+}
+
 INSTANTIATE_TEST_SUITE_P(Pairs, CliRunTest, ::testing::ValuesIn(all_backends()), BackendName());
 
 }  // namespace

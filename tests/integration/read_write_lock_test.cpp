@@ -10,6 +10,7 @@
 #include "backends.hpp"
 #include "dblock/migrator.hpp"
 #include "dblock/open.hpp"
+#include "dblock/semaphore.hpp"
 
 namespace dblock::testing {
 namespace {
@@ -210,6 +211,23 @@ TEST_P(ReadWriteLockTest, AnotherMaxReadersOrOneOutOfRangeIsRefused) {
       EXPECT_NE(std::string(e.what()).find("max_readers from 1 to 999"), std::string::npos)
           << e.what();
     }
+  }
+}
+
+// Issue: a ReadWriteLock on a key a Semaphore(1) uses said "stored with 0 readers".
+TEST_P(ReadWriteLockTest, OnASemaphoresKeyItSaysWhoseKeyItIs) {
+  SemaphoreOptions so;
+  so.tables = tables_;
+  Semaphore one(*pool_, 1, so);
+  ASSERT_TRUE(one.try_acquire("shared-key", as("s")));  // stores the limit 1
+  try {
+    make()->reader().try_acquire("shared-key", as("r"));
+    ADD_FAILURE() << "a reader was let onto a semaphore's key";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kFailedPrecondition);
+    const std::string said = e.what();
+    EXPECT_NE(said.find("used by a Semaphore of 1 permit"), std::string::npos) << said;
+    EXPECT_EQ(said.find("0 readers"), std::string::npos) << said;
   }
 }
 

@@ -774,6 +774,53 @@ TEST_P(UniqueKeyLockTest, WaitingFallsBackToPollingWithoutADedicatedSession) {
   EXPECT_LT(Clock::now() - started, milliseconds(2000));
 }
 
+// LockOptions::min_hold: a release before it has passed leaves the key taken by no one until
+// acquisition + min_hold on the database clock: not by another owner, not by the releasing
+// owner's re-entry, not by a waiter handed the key; listed as finished (hold count 0); then free.
+TEST_P(UniqueKeyLockTest, AReleaseBeforeTheMinimumHoldLeavesTheKeyTakenUntilThen) {
+  UniqueKeyLockOptions notify;
+  notify.notify = true;
+  auto lock = make_lock(notify);
+  LockOptions kept = as("job");
+  kept.min_hold = milliseconds(1500);
+  const auto acquired = std::chrono::steady_clock::now();
+  auto lease = lock->try_acquire("cron", kept);
+  ASSERT_TRUE(lease);
+  const std::int64_t token = lease->fencing_token();
+  std::optional<Lease> waited;
+  std::thread waiter([&] { waited = lock->acquire("cron", milliseconds(10000), as("waiter")); });
+  std::this_thread::sleep_for(milliseconds(200));  // the waiter sleeps in the lock object
+  EXPECT_EQ(lease->release(), ReleaseOutcome::kReleased);
+  EXPECT_FALSE(lock->try_acquire("cron", as("other")));
+  EXPECT_FALSE(lock->try_acquire("cron", kept)) << "the releasing owner re-entered a finished key";
+  const auto r = row("cron");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->hold_count, 0);
+  EXPECT_FALSE(r->expired);
+  waiter.join();
+  ASSERT_TRUE(waited) << "the key never came free after its minimum hold";
+  EXPECT_GE(std::chrono::steady_clock::now() - acquired, milliseconds(1500))
+      << "the waiter got the key before the minimum hold had passed";
+  EXPECT_GT(waited->fencing_token(), token);
+  EXPECT_EQ(waited->release(), ReleaseOutcome::kReleased);
+}
+
+TEST_P(UniqueKeyLockTest, AMinimumHoldOutOfRangeIsRefused) {
+  auto lock = make_lock();
+  for (auto bad : {milliseconds(-1), milliseconds(std::chrono::hours(24 * 366))}) {
+    LockOptions o = as("a");
+    o.min_hold = bad;
+    try {
+      lock->try_acquire("k", o);
+      ADD_FAILURE() << "min_hold " << bad.count() << " ms was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("min_hold"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_TRUE(row("k") == std::nullopt);
+}
+
 INSTANTIATE_TEST_SUITE_P(Pairs, UniqueKeyLockTest, ::testing::ValuesIn(all_backends()),
                          BackendName());
 

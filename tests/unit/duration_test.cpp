@@ -20,8 +20,10 @@ TEST(Duration, ParsesEachUnit) {
 }
 
 TEST(Duration, RejectsAnythingElseNamingTheValueAndTheForms) {
-  for (const char* bad : {"", "5x", "5", "-1s", "+1s", "1.5s", " 5s", "5s ", "5 s", "s", "5S",
-                          "5sec", "1h30m", "ms", "5mss", "0x10s"}) {
+  for (const char* bad :
+       {"",      "5x",    "5",    "-1s",    "+1s",           " 5s",   "5s ", "5 s",
+        "s",     "5S",    "5sec", "ms",     "5mss",          "0x10s", "1.s", ".5s",
+        "1.5ms", "1..5s", "1m30", "1m-30s", "1.0000000001s", "00"}) {
     try {
       parse_duration(bad);
       ADD_FAILURE() << "accepted '" << bad << "'";
@@ -33,6 +35,19 @@ TEST(Duration, RejectsAnythingElseNamingTheValueAndTheForms) {
       EXPECT_EQ(message.find('\n'), std::string::npos) << message;
     }
   }
+}
+
+// Issue: cron users write 1m30s, 1.5s, 2min and 1d.
+TEST(Duration, AcceptsTheFormsPeopleWrite) {
+  EXPECT_EQ(parse_duration("1.5s"), milliseconds(1'500));
+  EXPECT_EQ(parse_duration("0.25s"), milliseconds(250));
+  EXPECT_EQ(parse_duration("2min"), milliseconds(120'000));
+  EXPECT_EQ(parse_duration("1m30s"), milliseconds(90'000));
+  EXPECT_EQ(parse_duration("1h30m"), milliseconds(5'400'000));
+  EXPECT_EQ(parse_duration("1d"), milliseconds(86'400'000));
+  EXPECT_EQ(parse_duration("1.5d"), milliseconds(129'600'000));
+  EXPECT_EQ(parse_duration("1s500ms"), milliseconds(1'500));
+  EXPECT_EQ(parse_duration("0.001s"), milliseconds(1));
 }
 
 TEST(Duration, SaysWhyForNegativeAndOverflowingValues) {

@@ -99,7 +99,8 @@ TEST(Statement, TheReleaseStatementsBindFromOneArgumentList) {
                               {"thread", Value("t")},
                               {"token", Value(std::int64_t{1})},
                               {"channel", Value("c")},
-                              {"release_id", Value("r")}}));
+                              {"release_id", Value("r")},
+                              {"min_hold_ms", Value(std::int64_t{0})}}));
     }
   }
 }
@@ -112,8 +113,13 @@ TEST(Statement, TheCleanerStatementsBindTheGraceInMilliseconds) {
     ASSERT_EQ(sql.tables.size(), 6u);
     std::vector<std::string_view> templates;
     for (const CleanedTable& table : sql.tables) {
-      templates.push_back(table.delete_sql);
+      // With a lock_sql, the delete goes per key locked (bound from "key", checked below).
+      templates.push_back(table.lock_sql.empty() ? table.delete_sql : table.lock_sql);
       templates.push_back(table.count_sql);
+      if (!table.lock_sql.empty()) {
+        Statement per_key(table.delete_sql, d, TableNames());
+        EXPECT_EQ(texts(per_key.bind({{"key", Value("k")}})).front(), "k") << per_key.sql();
+      }
     }
     for (std::string_view templ : templates) {
       Statement s(templ, d, TableNames());
@@ -145,7 +151,8 @@ TEST(Statement, TheLockStatementsBindFromTheirCallersArguments) {
                                             {"version", Value(std::int64_t{2})},
                                             {"prefix", Value("k")},
                                             {"channel", Value("ch")},
-                                            {"timeout", Value("300ms")}};
+                                            {"timeout", Value("300ms")},
+                                            {"slot", Value(2)}};
   for (Server server : kServers) {
     const Dialect d = dialect_of(server);
     const ServerSql& sql = server_sql(server);
@@ -153,8 +160,9 @@ TEST(Statement, TheLockStatementsBindFromTheirCallersArguments) {
          {sql.unique_key.acquire, sql.unique_key.renew, sql.unique_key.claim,
           sql.unique_key.fair_check, sql.unique_key.enqueue, sql.unique_key.leave,
           sql.versions.read, sql.versions.create, sql.versions.cas, sql.operators.list_prefix,
-          sql.operators.release, sql.row_lock.exists, sql.row_lock.create, sql.row_lock.set_timeout,
-          sql.row_lock.try_lock, sql.row_lock.stamp}) {
+          sql.operators.release, sql.operators.release_permit, sql.row_lock.exists,
+          sql.row_lock.create, sql.row_lock.set_timeout, sql.row_lock.try_lock,
+          sql.row_lock.stamp}) {
       if (templ.empty()) continue;  // a step this dialect does not have
       for (bool fair : {false, true}) {
         Statement s(templ, d, TableNames(), false, fair);

@@ -41,6 +41,14 @@ struct LockOptions {
   // How long the lease lasts without renewal, measured on the database clock.
   // 1 ms to 365 days.
   std::chrono::milliseconds ttl = std::chrono::seconds(30);
+  // The least time the key stays taken, from the acquisition, on the database clock: a release
+  // sooner leaves the key taken, by no one (nobody can re-enter or renew it), until then. For a
+  // job run on a schedule by several hosts whose clocks or cron start times differ: a job that
+  // finishes in 0.3 s is not run again by a host that fires 0.5 s later (ShedLock calls this
+  // lockAtLeastFor). 0 (default): a release frees the key at once. A holder that dies frees the
+  // key at its TTL as always. 0 to 365 days; unique-key locks (lock sets of them) and semaphore
+  // permits only: the other strategies refuse it (Error kInvalidArgument).
+  std::chrono::milliseconds min_hold{0};
   // Who holds it. Default: the calling thread (Owner::current_thread()).
   std::optional<Owner> owner{};
   // Stored with the lock row and shown by `dblock locks`: one JSON value as text, such as

@@ -30,7 +30,8 @@ struct LockRow {
 };
 
 // Every row that is held, or expired and not yet cleaned (released rows are left out), ordered
-// by key.
+// by key. A row released before its LockOptions::min_hold ran out is listed too, with hold_count
+// 0, until it expires: the key stays taken by no one until then.
 std::vector<LockRow> list_locks(Connection& conn, const TableNames& tables = TableNames());
 
 // The rows list_locks returns whose key starts with `key_prefix` (compared byte for byte; no
@@ -51,8 +52,9 @@ struct PermitRow {
   std::int64_t permits = 0;  // the key's stored limit
 };
 
-// Every permit held, or expired and not yet cleaned (released ones are left out), ordered by
-// key and slot. Needs the semaphore tables (migration 6).
+// Every permit held, or expired and not yet cleaned (released ones are left out, but for those
+// kept taken by a min_hold, listed with hold_count 0 until they expire), ordered by key and slot.
+// Needs the semaphore tables (migration 6).
 std::vector<PermitRow> list_permits(Connection& conn, const TableNames& tables = TableNames());
 
 // The permits list_permits returns whose key starts with `key_prefix` (byte for byte, as
@@ -67,5 +69,12 @@ std::vector<PermitRow> list_permits(Connection& conn, const TableNames& tables,
 // new lease, taken over): nothing was done; read it again. The holder finds its lease lost at
 // its next renewal or release.
 bool release_lock_row(Connection& conn, const TableNames& tables, const LockRow& row);
+
+// An operator's release of one semaphore permit: frees `permit` as its holder's release would
+// (the slot is free at once; the fencing token stays, so the next holder's is higher), but only
+// while it still carries the lease id and token a list_permits call read, and only while it is
+// live (expired permits are free already). Returns false when nothing was freed. The holder
+// finds its permit lost at its next renewal or release.
+bool release_permit_row(Connection& conn, const TableNames& tables, const PermitRow& permit);
 
 }  // namespace dblock

@@ -35,9 +35,12 @@
 // table); an acquire through a Semaphore with another N throws Error(kFailedPrecondition) before
 // taking anything, so two services configured differently cannot both believe their limit.
 // set_limit(key) stores this Semaphore's N instead: permits held in slots past a lower limit stay
-// held until they are given back, and no new one is granted there. The cleaner deletes a key's
-// limit once the key has had no permit row (held, or freed within the grace) for the grace
-// period; the next acquire stores its own.
+// held until they are given back, and no new one is granted there. So after a limit is lowered,
+// more permits than the new limit may be live (up to the old one: the free slots below the new
+// limit are granted as usual) until the holders past it give theirs back or lose them. The cleaner
+// deletes a key's limit once the key has had no permit row (held, or freed within the grace) for
+// the grace period, and never while a permit of the key is live or being taken, whatever the grace;
+// the next acquire stores its own.
 //
 // Waiting (acquire with a timeout) polls with exponential backoff and full jitter
 // (backoff.hpp); there is no notification and no queue: waiters are not served in order.
@@ -82,7 +85,8 @@ class Semaphore final : public Lock {
                                const LockOptions& options = {}) override;
   using Lock::acquire;
 
-  // Stores permits() as `key`'s limit, whatever was stored before.
+  // Stores permits() as `key`'s limit, whatever was stored before. Lowering it does not end
+  // permits already held past the new limit (see above).
   void set_limit(std::string_view key);
 
   struct Impl;

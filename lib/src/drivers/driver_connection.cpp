@@ -3,6 +3,9 @@
 // Thread-safety: one thread at a time per connection; the error builders are pure functions.
 #include "drivers/driver_connection.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <utility>
 
 #include "driver_support.hpp"
@@ -40,9 +43,32 @@ Error notification_wait_error(std::string_view native, bool still_open, std::str
 }
 
 DriverConnection::DriverConnection(std::string where, std::string secret)
-    : where_(std::move(where)), secret_(std::move(secret)) {}
+    : where_(std::move(where)), secret_(std::move(secret)), opened_in_(::getpid()) {}
+
+bool DriverConnection::opened_elsewhere() const noexcept { return ::getpid() != opened_in_; }
+
+void DriverConnection::disown_if_inherited() noexcept {
+  if (!opened_elsewhere()) return;
+  const int fd = native_socket();
+  if (fd < 0) return;
+  // The descriptor now names /dev/null in this process only: what the client library sends on
+  // closing (a terminate message, statement closes) goes nowhere, and the parent's session, on
+  // its own descriptor, is untouched. Closing the socket here would not do: libpq and
+  // libmysqlclient would close the number again, perhaps after it was reused.
+  const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null < 0) return;
+  ::dup2(null, fd);
+  ::close(null);
+}
 
 Result DriverConnection::execute(std::string_view sql, std::span<const Value> params) {
+  if (opened_elsewhere()) {
+    throw driver_error(ErrorCode::kConnectionLost, where_,
+                       "this connection was opened by process " + std::to_string(opened_in_) +
+                           " before it forked; a process uses only the connections it opened "
+                           "itself (a pool opens new ones in a child)",
+                       {});
+  }
   if (broken()) {
     mark_lost();
     throw lost_error(where_);
@@ -101,7 +127,9 @@ void DriverConnection::rollback() noexcept {
 
 bool DriverConnection::in_transaction() const noexcept { return in_transaction_ && !ended_; }
 
-bool DriverConnection::broken() const noexcept { return broken_ || !native_open(); }
+bool DriverConnection::broken() const noexcept {
+  return broken_ || opened_elsewhere() || !native_open();
+}
 
 bool DriverConnection::server_ended_transaction(const Error*) noexcept { return false; }
 

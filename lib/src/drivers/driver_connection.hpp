@@ -18,9 +18,15 @@
 //    refused with transaction_ended_error() until rollback(), and in_transaction() is false.
 //  - A successful statement after which the driver reports a doubtful commit (PostgreSQL's
 //    synchronous-replication wait cancelled) throws kCommitInDoubt.
+//  - A connection belongs to the process that opened it. In a forked child it is broken(), its
+//    statements are refused (kConnectionLost), and a driver's destructor calls
+//    disown_if_inherited() first, so that closing it sends nothing on the socket the parent still
+//    uses (a pool drops such connections and opens new ones in the child).
 //
 // Thread-safety: one thread at a time (see dblock/connection.hpp).
 #pragma once
+
+#include <sys/types.h>
 
 #include <span>
 #include <string>
@@ -88,6 +94,14 @@ class DriverConnection : public Connection {
   // server's notices resets what it saw at the start of each run_statement().
   virtual bool commit_in_doubt() noexcept;
 
+  // True in a process other than the one that opened the connection (a forked child).
+  bool opened_elsewhere() const noexcept;
+  // In a forked child: points the socket's descriptor at /dev/null, in this process only, so
+  // that nothing the client library sends while closing reaches the parent's session. Drivers
+  // call it first thing in their destructors. Does nothing in the process that opened the
+  // connection.
+  void disown_if_inherited() noexcept;
+
   // For a driver's own calls outside execute(): throws `err`, first marking the connection
   // broken when `err` says it was lost.
   [[noreturn]] void fail(Error err);
@@ -102,6 +116,7 @@ class DriverConnection : public Connection {
 
   std::string where_;
   std::string secret_;
+  pid_t opened_in_;  // the process that opened the connection
   bool in_transaction_ = false;
   bool statement_failed_ = false;  // a statement failed inside the open transaction
   bool ended_ = false;             // the server ended the open transaction

@@ -8,6 +8,7 @@
 #include "lease_core.hpp"
 #include "lock_keys.hpp"
 #include "metadata.hpp"
+#include "random.hpp"
 #include "renewer.hpp"
 #include "retry_until.hpp"
 #include "semaphore/permits.hpp"
@@ -136,9 +137,9 @@ struct Semaphore::Impl {
       }
       out.free = static_cast<std::int64_t>(free.size());
       if (!mine && free.empty()) return out;
-      thread_local std::mt19937 rng{std::random_device{}()};
-      const std::int64_t slot =
-          mine ? *mine : free[std::uniform_int_distribution<std::size_t>(0, free.size() - 1)(rng)];
+      const std::int64_t slot = mine ? *mine
+                                     : free[std::uniform_int_distribution<std::size_t>(
+                                           0, free.size() - 1)(detail::jitter_generator())];
       std::vector<detail::Arg> args = base;
       args.push_back({"slot", Value(slot)});
       const Result a = conn.execute(st.acquire_slot.sql(), st.acquire_slot.bind(args));
@@ -189,8 +190,10 @@ namespace {
 class Permit final : public detail::LeaseCore {
  public:
   Permit(std::shared_ptr<Semaphore::Impl> impl, detail::LeaseInfo info,
-         std::function<void(const std::string&)> on_lost)
-      : LeaseCore(std::move(info), std::move(on_lost)), impl_(std::move(impl)) {}
+         std::function<void(const std::string&)> on_lost, std::chrono::milliseconds min_hold)
+      : LeaseCore(std::move(info), std::move(on_lost)),
+        impl_(std::move(impl)),
+        min_hold_ms_(min_hold.count()) {}
 
  protected:
   std::vector<detail::Arg> args() const {
@@ -208,6 +211,7 @@ class Permit final : public detail::LeaseCore {
     std::vector<detail::Arg> a = args();
     // The same id on a retry: the statement recognises the row its first attempt freed.
     a.push_back({"release_id", Value("r-" + detail::random_lease_id())});
+    a.push_back({"min_hold_ms", Value(min_hold_ms_)});
     auto matched = impl_->run([&](Connection& conn, const Statements& st) {
       return conn.execute(st.release.sql(), st.release.bind(a)).affected_rows();
     });
@@ -235,6 +239,7 @@ class Permit final : public detail::LeaseCore {
 
  private:
   std::shared_ptr<Semaphore::Impl> impl_;
+  std::int64_t min_hold_ms_;  // LockOptions::min_hold
 };
 
 std::optional<Lease> attempt(const std::shared_ptr<Semaphore::Impl>& impl, detail::LeaseInfo info,
@@ -256,6 +261,14 @@ std::optional<Lease> attempt(const std::shared_ptr<Semaphore::Impl>& impl, detai
       continue;
     }
     if (*a->limit != impl->permits) {
+      if (impl->slots.read_write && *a->limit < 2) {
+        // No reader-writer lock stores a limit under 2 (one reader and the writer's slot).
+        throw Error(ErrorCode::kFailedPrecondition,
+                    "key '" + info.key + "' is used by a Semaphore of " +
+                        std::to_string(*a->limit) +
+                        " permit, not by a ReadWriteLock: a reader-writer lock needs a key of "
+                        "its own (a ReadWriteLock with max_readers N stores N + 1 permits)");
+      }
       if (impl->slots.read_write) {
         throw Error(ErrorCode::kFailedPrecondition,
                     "reader-writer lock '" + info.key + "' is stored with " +
@@ -267,12 +280,14 @@ std::optional<Lease> attempt(const std::shared_ptr<Semaphore::Impl>& impl, detai
       throw Error(ErrorCode::kFailedPrecondition,
                   "semaphore '" + info.key + "' is stored with " + std::to_string(*a->limit) +
                       " permits, and this Semaphore has " + std::to_string(impl->permits) +
-                      ": every Semaphore on a key must have the same number of permits; to "
-                      "change the key's limit, call set_limit on a Semaphore with the new one");
+                      ": every Semaphore on a key must have the same number of permits (a "
+                      "ReadWriteLock with max_readers N on the key stores N + 1); to change the "
+                      "key's limit, call set_limit on a Semaphore with the new one");
     }
     if (a->token) {
       info.fencing_token = *a->token;
-      auto core = std::make_shared<Permit>(impl, std::move(info), options.on_lost);
+      auto core =
+          std::make_shared<Permit>(impl, std::move(info), options.on_lost, options.min_hold);
       core->note_renewed(sent, options.ttl);  // lost() counts the TTL from here
       if (options.auto_renew) detail::Renewer::instance().watch(core, sent);
       return Lease(std::move(core));
@@ -286,6 +301,7 @@ detail::LeaseInfo new_permit(std::string_view key, const LockOptions& options) {
   validate_lock_key(key);
   detail::validate_ttl(options.ttl, "the permit TTL");
   detail::validate_metadata(options.metadata);
+  detail::validate_min_hold(options.min_hold);
   return {std::string(key), 0, detail::random_lease_id(),
           options.owner ? *options.owner : Owner::current_thread(), options.ttl};
 }

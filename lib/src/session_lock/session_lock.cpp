@@ -301,6 +301,7 @@ std::optional<std::int64_t> lock_on(Connection& conn, const Statements& st, cons
 std::optional<Lease> lock_key(const std::shared_ptr<SessionLock::Impl>& impl, std::string_view key,
                               milliseconds timeout, const LockOptions& options) {
   validate_lock_key(key);
+  detail::refuse_min_hold(options.min_hold, "session locks");
   detail::LeaseInfo info{std::string(key), 0, detail::random_lease_id(),
                          options.owner ? *options.owner : Owner::current_thread(), options.ttl};
   std::string registry_key = info.owner.to_string() + '\x1f' + std::string(key);

@@ -79,25 +79,31 @@ constexpr UniqueKeySql kUniqueKey = {
         "   WHEN expires_at <= UTC_TIMESTAMP(6)"
         "     THEN LAST_INSERT_ID(GREATEST(fencing_token + 1, VALUES(fencing_token)))"
         "   WHEN owner_host = VALUES(owner_host) AND owner_process = VALUES(owner_process)"
-        "     AND owner_thread = VALUES(owner_thread) THEN LAST_INSERT_ID(fencing_token)"
+        "     AND owner_thread = VALUES(owner_thread) AND hold_count > 0"
+        "     THEN LAST_INSERT_ID(fencing_token)"
         "   ELSE fencing_token + LAST_INSERT_ID(0) END,"
         " acquired_at = IF(expires_at <= UTC_TIMESTAMP(6), VALUES(acquired_at), acquired_at),"
         " metadata = IF(expires_at <= UTC_TIMESTAMP(6), VALUES(metadata), metadata),"
+        " previous_lease_id = IF(expires_at <= UTC_TIMESTAMP(6), lease_id, previous_lease_id),"
         " hold_count = CASE WHEN expires_at <= UTC_TIMESTAMP(6) THEN 1"
         "   WHEN owner_host = VALUES(owner_host) AND owner_process = VALUES(owner_process)"
-        "     AND owner_thread = VALUES(owner_thread)"
+        "     AND owner_thread = VALUES(owner_thread) AND hold_count > 0"
         "     THEN IF(lease_id = VALUES(lease_id), hold_count, hold_count + 1)"
         "   ELSE hold_count END,"
         " lease_id = IF(expires_at <= UTC_TIMESTAMP(6) OR (owner_host = VALUES(owner_host)"
-        "   AND owner_process = VALUES(owner_process) AND owner_thread = VALUES(owner_thread)),"
+        "   AND owner_process = VALUES(owner_process) AND owner_thread = VALUES(owner_thread)"
+        "   AND hold_count > 0),"
         "   VALUES(lease_id), lease_id),"
         " owner_host = IF(expires_at <= UTC_TIMESTAMP(6), VALUES(owner_host), owner_host),"
         " owner_process = IF(expires_at <= UTC_TIMESTAMP(6), VALUES(owner_process), owner_process),"
         " owner_thread = IF(expires_at <= UTC_TIMESTAMP(6), VALUES(owner_thread), owner_thread),"
-        // Owners changed above only when the row was free, which the first WHEN catches.
+        // Owners changed above only when the row was free, which the first WHEN catches. The
+        // owner's re-entry needs a live hold (hold_count > 0: a row released and kept taken for
+        // its min_hold is no one's to re-enter); lease_id and expires_at read hold_count after
+        // its assignment above, which leaves it 0 for such a row and above 0 for a re-entry.
         " expires_at = CASE WHEN expires_at <= UTC_TIMESTAMP(6) THEN VALUES(expires_at)"
         "   WHEN owner_host = VALUES(owner_host) AND owner_process = VALUES(owner_process)"
-        "     AND owner_thread = VALUES(owner_thread)"
+        "     AND owner_thread = VALUES(owner_thread) AND hold_count > 0"
         "     THEN GREATEST(expires_at, VALUES(expires_at))"
         "   ELSE expires_at END",
     .acquire_leaves_queue = false,  // a fair waiter that got the key then sends leave
@@ -108,25 +114,31 @@ constexpr UniqueKeySql kUniqueKey = {
     // is free now). Idempotent under retry: the release id is written into lease_id, and a row
     // that already carries it was released by this very call, so the retry changes nothing and
     // reports the count left by the first attempt (a decrement applied twice would drop an outer
-    // hold). Assignments run left to right and read columns assigned after them only.
+    // hold). A row another owner took since carries the release id in previous_lease_id: the
+    // retry changes nothing there either and reports 0 (the first attempt freed the key).
+    // Assignments run left to right and read columns assigned after them only.
     .release =
         "UPDATE {{table:locks}}"
-        " SET expires_at = IF(lease_id = {{param:release_id}}, expires_at,"
-        "   IF(hold_count = 1, UTC_TIMESTAMP(6), expires_at)),"
-        " hold_count = LAST_INSERT_ID(IF(lease_id = {{param:release_id}}, hold_count,"
-        "   hold_count - 1)),"
-        " lease_id = {{param:release_id}}"
-        " WHERE lock_key = {{param:key}} AND owner_host = {{param:host}}"
+        " SET expires_at = IF(lease_id = {{param:release_id}}"
+        "   OR previous_lease_id = {{param:release_id}}, expires_at,"
+        "   IF(hold_count = 1, GREATEST(UTC_TIMESTAMP(6),"
+        "     acquired_at + INTERVAL {{param:min_hold_ms}} * 1000 MICROSECOND), expires_at)),"
+        " hold_count = IF(previous_lease_id = {{param:release_id}}, hold_count + LAST_INSERT_ID(0),"
+        "   LAST_INSERT_ID(IF(lease_id = {{param:release_id}}, hold_count, hold_count - 1))),"
+        " lease_id = IF(previous_lease_id = {{param:release_id}}, lease_id, {{param:release_id}})"
+        " WHERE lock_key = {{param:key}} AND ((owner_host = {{param:host}}"
         " AND owner_process = {{param:process}} AND owner_thread = {{param:thread}}"
         " AND fencing_token = {{param:token}} AND (lease_id = {{param:release_id}}"
-        "   OR (hold_count > 0 AND expires_at > UTC_TIMESTAMP(6)))",
+        "   OR (hold_count > 0 AND expires_at > UTC_TIMESTAMP(6))))"
+        "   OR previous_lease_id = {{param:release_id}})",
     // Parameters as release. Run right after a release
     // that left holds behind although this process holds no other lease of the owner on the
     // key: those holds belong to acquires whose reply never came (the caller got an error and
     // no lease), and would otherwise keep the key for as long as the owner keeps re-entering it.
     // Frees the row only if it still carries the release id that release just wrote.
     .release_rest =
-        "UPDATE {{table:locks}} SET hold_count = 0, expires_at = UTC_TIMESTAMP(6)"
+        "UPDATE {{table:locks}} SET hold_count = 0, expires_at = GREATEST(UTC_TIMESTAMP(6),"
+        "   acquired_at + INTERVAL {{param:min_hold_ms}} * 1000 MICROSECOND)"
         " WHERE lock_key = {{param:key}} AND owner_host = {{param:host}}"
         " AND owner_process = {{param:process}} AND owner_thread = {{param:thread}}"
         " AND fencing_token = {{param:token}} AND lease_id = {{param:release_id}}"
@@ -198,7 +210,7 @@ constexpr UniqueKeySql kUniqueKey = {
         "SELECT q.ahead, (q.ahead > 0 AND NOT EXISTS (SELECT 1 FROM {{table:locks}} m"
         "   WHERE m.lock_key = {{param:key}} AND m.expires_at > UTC_TIMESTAMP(6)"
         "   AND m.owner_host = {{param:host}} AND m.owner_process = {{param:process}}"
-        "   AND m.owner_thread = {{param:thread}})) AS wait"
+        "   AND m.owner_thread = {{param:thread}} AND m.hold_count > 0)) AS wait"
         " FROM (SELECT COUNT(*) AS ahead FROM (SELECT 1 FROM {{table:lock_waiters}} w"
         "   WHERE w.lock_key = {{param:key}} AND w.expires_at > UTC_TIMESTAMP(6)"
         "   AND w.seq < COALESCE({{param:seq}}, 9223372036854775807) LIMIT 100) a) q",
@@ -230,17 +242,23 @@ constexpr SemaphoreSql kSemaphore = {
         " FROM {{table:semaphore_permits}}"
         " WHERE lock_key = {{param:key}} AND expires_at > UTC_TIMESTAMP(6)",
     // LAST_INSERT_ID() = the token when the slot was free (or this lease id's own: a retry of
-    // an attempt that took it), 0 when another lease holds it. Assignments run left to right
-    // and read only columns assigned after them; expires_at, which decides "free", is last.
+    // an attempt that took it), 0 when another lease holds it, or when the key's limit is no
+    // longer the caller's (changed, or deleted by the cleaner since `slots` read it). The row
+    // comes from the key's limit row, read with a shared lock held until the permit is
+    // committed: the cleaner cannot delete a limit while a permit of its key is being taken (see
+    // kCleanedTables). Assignments run left to right and read only columns assigned after them;
+    // expires_at, which decides "free", is last.
     .acquire_slot =
         "INSERT INTO {{table:semaphore_permits}} (lock_key, slot, lease_id, owner_host,"
         " owner_process, owner_thread, fencing_token, acquired_at, expires_at, metadata)"
-        " VALUES ({{param:key}}, {{param:slot}}, {{param:lease_id}}, {{param:host}},"
+        " SELECT {{param:key}}, {{param:slot}}, {{param:lease_id}}, {{param:host}},"
         " {{param:process}}, {{param:thread}},"
         " LAST_INSERT_ID(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))"
         "   * 1024 + {{param:slot}}),"
         " UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) + INTERVAL {{param:ttl_ms}} * 1000 MICROSECOND,"
-        " {{param:metadata}})"
+        " {{param:metadata}}"
+        " FROM {{table:semaphores}} s WHERE s.lock_key = {{param:key}}"
+        " AND s.permits = {{param:permits}} LOCK IN SHARE MODE"
         " ON DUPLICATE KEY UPDATE"
         " fencing_token = CASE WHEN lease_id = VALUES(lease_id) THEN LAST_INSERT_ID(fencing_token)"
         "   WHEN expires_at <= UTC_TIMESTAMP(6)"
@@ -252,6 +270,8 @@ constexpr SemaphoreSql kSemaphore = {
         " owner_host = IF(expires_at <= UTC_TIMESTAMP(6), VALUES(owner_host), owner_host),"
         " owner_process = IF(expires_at <= UTC_TIMESTAMP(6), VALUES(owner_process), owner_process),"
         " owner_thread = IF(expires_at <= UTC_TIMESTAMP(6), VALUES(owner_thread), owner_thread),"
+        " previous_lease_id = IF(expires_at <= UTC_TIMESTAMP(6) AND lease_id <> VALUES(lease_id),"
+        "   lease_id, previous_lease_id),"
         " lease_id = IF(expires_at <= UTC_TIMESTAMP(6), VALUES(lease_id), lease_id),"
         " expires_at = CASE WHEN expires_at <= UTC_TIMESTAMP(6) THEN VALUES(expires_at)"
         "   WHEN lease_id = VALUES(lease_id) THEN GREATEST(expires_at, VALUES(expires_at))"
@@ -265,14 +285,20 @@ constexpr SemaphoreSql kSemaphore = {
         " VALUES ({{param:key}}, {{param:permits}}, UTC_TIMESTAMP(6))"
         " ON DUPLICATE KEY UPDATE permits = VALUES(permits), changed_at = VALUES(changed_at)",
     // The release id is written into lease_id: a retry after a lost reply finds the row its
-    // first attempt freed (and changes nothing) instead of reporting the permit not held.
+    // first attempt freed (and changes nothing) instead of reporting the permit not held; or,
+    // when another lease took the slot since, finds it in previous_lease_id (and changes nothing
+    // either). CLIENT_FOUND_ROWS: one row matched either way.
     .release =
         "UPDATE {{table:semaphore_permits}}"
-        " SET expires_at = IF(lease_id = {{param:release_id}}, expires_at, UTC_TIMESTAMP(6)),"
-        " lease_id = {{param:release_id}}"
-        " WHERE" DBLOCK_PERMIT_OWNER
+        " SET expires_at = IF(lease_id = {{param:release_id}}"
+        "   OR previous_lease_id = {{param:release_id}}, expires_at, GREATEST(UTC_TIMESTAMP(6),"
+        "     acquired_at + INTERVAL {{param:min_hold_ms}} * 1000 MICROSECOND)),"
+        " lease_id = IF(previous_lease_id = {{param:release_id}}, lease_id, {{param:release_id}})"
+        " WHERE (" DBLOCK_PERMIT_OWNER
         " AND (lease_id = {{param:release_id}}"
-        "   OR (lease_id = {{param:lease_id}} AND expires_at > UTC_TIMESTAMP(6)))",
+        "   OR (lease_id = {{param:lease_id}} AND expires_at > UTC_TIMESTAMP(6))))"
+        " OR (lock_key = {{param:key}} AND slot = {{param:slot}}"
+        "   AND previous_lease_id = {{param:release_id}})",
     // CLIENT_FOUND_ROWS: one row matched also when expires_at stays as it was.
     .renew =
         "UPDATE {{table:semaphore_permits}} SET expires_at = GREATEST(expires_at,"
@@ -338,18 +364,24 @@ constexpr CleanedTable kCleanedTables[] = {
      " WHERE expires_at <= UTC_TIMESTAMP(6) - INTERVAL {{param:grace_ms}} * 1000 MICROSECOND "
      "LIMIT {{param:limit}}) s"},
     // The limits of semaphore keys left without any permit row (the permits were cleaned above),
-    // unchanged for longer than the grace. An acquire that raced the delete stores the limit
-    // again.
+    // unchanged for longer than the grace. Never while a permit of the key is live, whatever the
+    // grace: an acquire share-locks the limit row until its permit is committed (acquire_slot),
+    // so the candidates are locked first (skipping the rows acquires hold) and each is deleted
+    // only if a read made after that lock (READ COMMITTED: a fresh snapshot per statement) still
+    // shows no permit row of its key (lock_sql). An acquire waiting for the lock then finds no
+    // limit and stores it again.
     {"semaphores",
-     "DELETE FROM {{table:semaphores}}"
-     " WHERE changed_at <= UTC_TIMESTAMP(6) - INTERVAL {{param:grace_ms}} * 1000 MICROSECOND"
-     " AND NOT EXISTS (SELECT 1 FROM {{table:semaphore_permits}} p"
-     "   WHERE p.lock_key = {{table:semaphores}}.lock_key)"
-     " ORDER BY changed_at LIMIT {{param:limit}}",
+     "DELETE FROM {{table:semaphores}} WHERE lock_key = {{param:key}}"
+     " AND NOT EXISTS (SELECT 1 FROM {{table:semaphore_permits}} p WHERE p.lock_key = "
+     "{{param:key}})",
      "SELECT COUNT(*) AS n FROM (SELECT 1 FROM {{table:semaphores}} s"
      " WHERE changed_at <= UTC_TIMESTAMP(6) - INTERVAL {{param:grace_ms}} * 1000 MICROSECOND"
      " AND NOT EXISTS (SELECT 1 FROM {{table:semaphore_permits}} p WHERE p.lock_key = s.lock_key)"
-     " LIMIT {{param:limit}}) c"},
+     " LIMIT {{param:limit}}) c",
+     "SELECT s.lock_key FROM {{table:semaphores}} s"
+     " WHERE s.changed_at <= UTC_TIMESTAMP(6) - INTERVAL {{param:grace_ms}} * 1000 MICROSECOND"
+     " AND NOT EXISTS (SELECT 1 FROM {{table:semaphore_permits}} p WHERE p.lock_key = s.lock_key)"
+     " ORDER BY s.changed_at LIMIT {{param:limit}} FOR UPDATE SKIP LOCKED"},
 };
 
 constexpr CleanerSql kCleaner = {
@@ -464,7 +496,8 @@ constexpr OperatorSql kOperators = {
         " IF(expires_at >= '9999-12-31', 'never',"
         "   DATE_FORMAT(expires_at, '%Y-%m-%dT%H:%i:%s.%fZ')) AS expires_at,"
         " IF(expires_at <= UTC_TIMESTAMP(6), 1, 0) AS expired, CAST(metadata AS CHAR) AS metadata"
-        " FROM {{table:locks}} WHERE hold_count > 0 ORDER BY lock_key",
+        " FROM {{table:locks}} WHERE (hold_count > 0 OR expires_at > UTC_TIMESTAMP(6))"
+        " ORDER BY lock_key",
     // A Statement: prefix. list for the keys that start with it,
     // byte for byte (lock_key is VARBINARY, so LEFT counts bytes); % and _ are plain bytes.
     .list_prefix =
@@ -474,33 +507,46 @@ constexpr OperatorSql kOperators = {
         "   DATE_FORMAT(expires_at, '%Y-%m-%dT%H:%i:%s.%fZ')) AS expires_at,"
         " IF(expires_at <= UTC_TIMESTAMP(6), 1, 0) AS expired, CAST(metadata AS CHAR) AS metadata"
         " FROM {{table:locks}}"
-        " WHERE hold_count > 0 AND LEFT(lock_key, LENGTH(CAST({{param:prefix}} AS BINARY)))"
+        " WHERE (hold_count > 0 OR expires_at > UTC_TIMESTAMP(6))"
+        " AND LEFT(lock_key, LENGTH(CAST({{param:prefix}} AS BINARY)))"
         "   = CAST({{param:prefix}} AS BINARY)"
         " ORDER BY lock_key",
     // A Statement: key, lease_id, token (as an operator read them). An operator's release
-    // (`dblock release`): frees the row as the last release does (hold_count 0, expires_at now),
-    // but only while it still carries the lease the operator was shown. The fencing token
-    // stays, so the next holder's is higher; the old holder's renewals and release then match
-    // nothing (the lease is lost). One affected row when it freed the row.
+    // (`dblock release`): frees the row as the last release does (hold_count 0, expires_at now;
+    // also a row a release left taken for its min_hold), but only while it still carries the
+    // lease the operator was shown. The fencing token stays, so the next holder's is higher;
+    // the old holder's renewals and release then match nothing (the lease is lost). One
+    // affected row when it freed the row.
     .release =
         "UPDATE {{table:locks}} SET hold_count = 0, expires_at = UTC_TIMESTAMP(6)"
         " WHERE lock_key = {{param:key}} AND lease_id = {{param:lease_id}}"
-        " AND fencing_token = {{param:token}} AND hold_count > 0",
+        " AND fencing_token = {{param:token}}"
+        " AND (hold_count > 0 OR expires_at > UTC_TIMESTAMP(6))",
     .waiters =
         "SELECT lock_key AS `key`, COUNT(*) AS n FROM {{table:lock_waiters}}"
         " WHERE expires_at > UTC_TIMESTAMP(6) GROUP BY lock_key",
     .permits =
         "SELECT p.lock_key AS `key`, p.slot, s.permits, p.lease_id, p.owner_host, p.owner_process,"
-        " p.owner_thread, 1 AS hold_count, p.fencing_token,"
+        " p.owner_thread, CASE WHEN p.lease_id LIKE 'r-%' THEN 0 ELSE 1 END AS hold_count,"
+        " p.fencing_token,"
         " DATE_FORMAT(p.acquired_at, '%Y-%m-%dT%H:%i:%s.%fZ') AS acquired_at,"
         " DATE_FORMAT(p.expires_at, '%Y-%m-%dT%H:%i:%s.%fZ') AS expires_at,"
         " IF(p.expires_at <= UTC_TIMESTAMP(6), 1, 0) AS expired,"
         " CAST(p.metadata AS CHAR) AS metadata"
         " FROM {{table:semaphore_permits}} p"
         " LEFT JOIN {{table:semaphores}} s ON s.lock_key = p.lock_key"
-        " WHERE p.lease_id NOT LIKE 'r-%' AND LEFT(p.lock_key, LENGTH(CAST({{param:prefix}} AS"
+        " WHERE (p.lease_id NOT LIKE 'r-%' OR p.expires_at > UTC_TIMESTAMP(6)) AND "
+        "LEFT(p.lock_key, LENGTH(CAST({{param:prefix}} AS"
         "   BINARY))) = CAST({{param:prefix}} AS BINARY)"
         " ORDER BY p.lock_key, p.slot",
+    // CLIENT_FOUND_ROWS: one row matched when freed.
+    .release_permit =
+        "UPDATE {{table:semaphore_permits}} SET"
+        " lease_id = IF(lease_id LIKE 'r-%', lease_id, CONCAT('r-', lease_id)),"
+        " expires_at = UTC_TIMESTAMP(6)"
+        " WHERE lock_key = {{param:key}} AND slot = {{param:slot}}"
+        " AND lease_id = {{param:lease_id}} AND fencing_token = {{param:token}}"
+        " AND expires_at > UTC_TIMESTAMP(6)",
 };
 
 constexpr DoctorSql kDoctor = {

@@ -105,7 +105,8 @@ constexpr UniqueKeySql kUniqueKey = {
         " WHERE {{relaxed:set_config('synchronous_commit', 'off', true) IS NOT NULL AND}}"
         " NOT EXISTS (SELECT 1 FROM {{table:locks}} b WHERE b.lock_key = {{param:key}}"
         "   AND b.expires_at > statement_timestamp() AND NOT (b.owner_host = {{param:host}}"
-        "   AND b.owner_process = {{param:process}} AND b.owner_thread = {{param:thread}}))"
+        "   AND b.owner_process = {{param:process}} AND b.owner_thread = {{param:thread}}"
+        "   AND b.hold_count > 0))"
         // Fair: a free key goes to the first live waiter; the owner's re-entry needs no turn.
         "{{fair}} AND (NOT EXISTS (SELECT 1 FROM {{table:lock_waiters}} w"
         "     WHERE w.lock_key = {{param:key}} AND w.expires_at > statement_timestamp()"
@@ -113,8 +114,8 @@ constexpr UniqueKeySql kUniqueKey = {
         "     AND w.waiter_id <> COALESCE({{param:waiter_id}}::text, ''))"
         "   OR EXISTS (SELECT 1 FROM {{table:locks}} m WHERE m.lock_key = {{param:key}}"
         "     AND m.expires_at > statement_timestamp() AND m.owner_host = {{param:host}}"
-        "     AND m.owner_process = {{param:process}} AND m.owner_thread = "
-        "{{param:thread}})){{/fair}}"
+        "     AND m.owner_process = {{param:process}} AND m.owner_thread = {{param:thread}}"
+        "     AND m.hold_count > 0)){{/fair}}"
         " ON CONFLICT (lock_key) DO UPDATE SET"
         " hold_count = CASE WHEN l.expires_at <= statement_timestamp() THEN 1"
         "   WHEN l.lease_id = EXCLUDED.lease_id THEN l.hold_count ELSE l.hold_count + 1 END,"
@@ -126,11 +127,13 @@ constexpr UniqueKeySql kUniqueKey = {
         "   ELSE l.metadata END,"
         " expires_at = GREATEST(CASE WHEN l.expires_at <= statement_timestamp() THEN NULL"
         "   ELSE l.expires_at END, EXCLUDED.expires_at),"
+        " previous_lease_id = CASE WHEN l.expires_at <= statement_timestamp() THEN l.lease_id"
+        "   ELSE l.previous_lease_id END,"
         " lease_id = EXCLUDED.lease_id, owner_host = EXCLUDED.owner_host,"
         " owner_process = EXCLUDED.owner_process, owner_thread = EXCLUDED.owner_thread"
         " WHERE l.expires_at <= statement_timestamp()"
         "   OR (l.owner_host = EXCLUDED.owner_host AND l.owner_process = EXCLUDED.owner_process"
-        "       AND l.owner_thread = EXCLUDED.owner_thread)"
+        "       AND l.owner_thread = EXCLUDED.owner_thread AND l.hold_count > 0)"
         " RETURNING fencing_token, hold_count"
         // A fair waiter that got the key leaves the queue in the same statement.
         "{{fair}}), d AS (DELETE FROM {{table:lock_waiters}}"
@@ -161,22 +164,32 @@ constexpr UniqueKeySql kUniqueKey = {
     // lease was not held.
     // Idempotent under retry: the release id is written into lease_id, and a row that already
     // carries it was released by this very call, so the retry changes nothing and reports the
-    // count left by the first attempt (a decrement applied twice would drop an outer hold).
+    // count left by the first attempt (a decrement applied twice would drop an outer hold). A
+    // row another owner took since carries the release id in previous_lease_id (migration 0007):
+    // the retry changes nothing there either, and reports the key freed (hold_count 0, no
+    // notification: the key is held again).
     .release =
         "WITH r AS (UPDATE {{table:locks}} SET"
-        " hold_count = CASE WHEN lease_id = {{param:release_id}} THEN hold_count"
-        "   ELSE hold_count - 1 END,"
+        " hold_count = CASE WHEN lease_id = {{param:release_id}}"
+        "   OR previous_lease_id = {{param:release_id}} THEN hold_count ELSE hold_count - 1 END,"
         " expires_at = CASE WHEN lease_id <> {{param:release_id}} AND hold_count = 1"
-        "   THEN statement_timestamp() ELSE expires_at END,"
-        " lease_id = {{param:release_id}}"
+        "   AND previous_lease_id IS DISTINCT FROM {{param:release_id}}"
+        "   THEN GREATEST(statement_timestamp(),"
+        "     acquired_at + {{param:min_hold_ms}}::bigint * interval '1 millisecond')"
+        "   ELSE expires_at END,"
+        " lease_id = CASE WHEN previous_lease_id = {{param:release_id}} THEN lease_id"
+        "   ELSE {{param:release_id}} END"
         " WHERE {{relaxed:set_config('synchronous_commit', 'off', true) IS NOT NULL AND}}"
-        " lock_key = {{param:key}} AND owner_host = {{param:host}}"
+        " lock_key = {{param:key}} AND ((owner_host = {{param:host}}"
         " AND owner_process = {{param:process}} AND owner_thread = {{param:thread}}"
         " AND fencing_token = {{param:token}} AND (lease_id = {{param:release_id}}"
-        "   OR (hold_count > 0 AND expires_at > statement_timestamp()))"
-        " RETURNING lock_key, hold_count){{fair}}, " DBLOCK_QUEUE_HEAD
+        "   OR (hold_count > 0 AND expires_at > statement_timestamp())))"
+        "   OR previous_lease_id = {{param:release_id}})"
+        " RETURNING lock_key, expires_at, CASE WHEN previous_lease_id = {{param:release_id}}"
+        "   THEN -1 ELSE hold_count END AS hold_count){{fair}}, " DBLOCK_QUEUE_HEAD
         "{{/fair}}"
-        " SELECT r.hold_count, {{fair}}h.head, {{/fair}}CASE WHEN r.hold_count = 0 THEN"
+        " SELECT GREATEST(r.hold_count, 0) AS hold_count, {{fair}}h.head, {{/fair}}"
+        " CASE WHEN r.hold_count = 0 AND r.expires_at <= statement_timestamp() THEN"
         "   pg_notify({{param:channel}}, {{fair}}h.head || {{/fair}}chr(10) || r.lock_key)::text"
         " END AS notified FROM r{{fair}}, h{{/fair}}",
     // Parameters as release. Run right after a release that left holds behind although this
@@ -185,16 +198,19 @@ constexpr UniqueKeySql kUniqueKey = {
     // for as long as the owner keeps re-entering it. Frees the row only if it still carries the
     // release id that release just wrote (nothing happened to it since), and NOTIFYs waiters.
     .release_rest =
-        "WITH r AS (UPDATE {{table:locks}} SET hold_count = 0, expires_at = statement_timestamp()"
+        "WITH r AS (UPDATE {{table:locks}} SET hold_count = 0, expires_at = GREATEST("
+        " statement_timestamp(), acquired_at + {{param:min_hold_ms}}::bigint * interval '1 "
+        "millisecond')"
         " WHERE {{relaxed:set_config('synchronous_commit', 'off', true) IS NOT NULL AND}}"
         " lock_key = {{param:key}} AND owner_host = {{param:host}}"
         " AND owner_process = {{param:process}} AND owner_thread = {{param:thread}}"
         " AND fencing_token = {{param:token}} AND lease_id = {{param:release_id}}"
         " AND hold_count > 0 AND expires_at > statement_timestamp()"
-        " RETURNING lock_key){{fair}}, " DBLOCK_QUEUE_HEAD
+        " RETURNING lock_key, expires_at){{fair}}, " DBLOCK_QUEUE_HEAD
         "{{/fair}}"
         " SELECT pg_notify({{param:channel}}, {{fair}}h.head || {{/fair}}chr(10) || r.lock_key)"
-        "::text AS notified FROM r{{fair}}, h{{/fair}}",
+        "::text AS notified FROM r{{fair}}, h{{/fair}}"
+        " WHERE r.expires_at <= statement_timestamp()",
     // A Statement: see UniqueKeySql::hand_over. The SET expressions read the row as it was, so
     // a row that already carries the waiter's lease id (this statement's own earlier attempt)
     // keeps its token and times. Fair: only to the queue's first live waiter, whose place the
@@ -300,8 +316,12 @@ constexpr SemaphoreSql kSemaphore = {
     // retry of an attempt that took it), and the upsert that takes it. Two acquires that picked
     // one slot are decided by ON CONFLICT ... WHERE: one of them finds no free row and reports
     // free > 0 with no permit. A try that finds no free slot writes nothing.
+    // The key's limit row is share-locked (FOR KEY SHARE) until the permit is committed, so the
+    // cleaner, which deletes a limit only once it has locked the row and then sees no permit
+    // row of the key (see kCleanedTables), never deletes a limit under a permit being taken.
     .acquire =
-        "WITH s AS (SELECT permits FROM {{table:semaphores}} WHERE lock_key = {{param:key}}),"
+        "WITH s AS (SELECT permits FROM {{table:semaphores}} WHERE lock_key = {{param:key}}"
+        "   FOR KEY SHARE),"
         " live AS (SELECT slot, lease_id FROM {{table:semaphore_permits}}"
         "   WHERE lock_key = {{param:key}} AND expires_at > statement_timestamp()),"
         " free AS (SELECT g.slot FROM s, generate_series({{param:first}}::integer,"
@@ -327,6 +347,8 @@ constexpr SemaphoreSql kSemaphore = {
         "     ELSE EXCLUDED.acquired_at END,"
         "   expires_at = GREATEST(CASE WHEN p.lease_id = EXCLUDED.lease_id THEN p.expires_at END,"
         "     EXCLUDED.expires_at),"
+        "   previous_lease_id = CASE WHEN p.lease_id = EXCLUDED.lease_id"
+        "     THEN p.previous_lease_id ELSE p.lease_id END,"
         "   lease_id = EXCLUDED.lease_id, owner_host = EXCLUDED.owner_host,"
         "   owner_process = EXCLUDED.owner_process, owner_thread = EXCLUDED.owner_thread,"
         "   metadata = EXCLUDED.metadata"
@@ -346,14 +368,21 @@ constexpr SemaphoreSql kSemaphore = {
         " ON CONFLICT (lock_key) DO UPDATE SET permits = EXCLUDED.permits,"
         " changed_at = EXCLUDED.changed_at",
     // The release id is written into lease_id: a retry after a lost reply finds the row its
-    // first attempt freed (and changes nothing) instead of reporting the permit not held.
+    // first attempt freed (and changes nothing) instead of reporting the permit not held; or,
+    // when another lease took the slot since, finds it in previous_lease_id (and changes nothing
+    // either).
     .release =
         "UPDATE {{table:semaphore_permits}} SET expires_at = CASE"
-        "   WHEN lease_id = {{param:release_id}} THEN expires_at ELSE statement_timestamp() END,"
-        " lease_id = {{param:release_id}}"
-        " WHERE" DBLOCK_PERMIT_OWNER
+        "   WHEN lease_id = {{param:release_id}} OR previous_lease_id = {{param:release_id}}"
+        "   THEN expires_at ELSE GREATEST(statement_timestamp(),"
+        "     acquired_at + {{param:min_hold_ms}}::bigint * interval '1 millisecond') END,"
+        " lease_id = CASE WHEN previous_lease_id = {{param:release_id}} THEN lease_id"
+        "   ELSE {{param:release_id}} END"
+        " WHERE (" DBLOCK_PERMIT_OWNER
         " AND (lease_id = {{param:release_id}}"
-        "   OR (lease_id = {{param:lease_id}} AND expires_at > statement_timestamp()))",
+        "   OR (lease_id = {{param:lease_id}} AND expires_at > statement_timestamp())))"
+        " OR (lock_key = {{param:key}} AND slot = {{param:slot}}::integer"
+        "   AND previous_lease_id = {{param:release_id}})",
     .renew =
         "UPDATE {{table:semaphore_permits}} SET expires_at = GREATEST(expires_at,"
         "   statement_timestamp() + {{param:ttl_ms}}::bigint * interval '1 millisecond')"
@@ -447,20 +476,24 @@ constexpr CleanedTable kCleanedTables[] = {
      "millisecond')"
      " LIMIT {{param:limit}}) s"},
     // The limits of semaphore keys left without any permit row (the permits were cleaned above),
-    // unchanged for longer than the grace. An acquire that raced the delete stores the limit
-    // again.
+    // unchanged for longer than the grace. Never while a permit of the key is live, whatever the
+    // grace: an acquire share-locks the limit row until its permit is committed (kSemaphore), so
+    // the candidates are locked first (skipping the rows acquires hold) and each is deleted only
+    // if a snapshot taken after that lock still shows no permit row of its key (lock_sql). An
+    // acquire waiting for the lock then finds no limit and stores it again.
     {"semaphores",
-     "DELETE FROM {{table:semaphores}} WHERE ctid = ANY(ARRAY("
-     " SELECT ctid FROM {{table:semaphores}} s"
-     " WHERE changed_at <= (SELECT clock_timestamp() - {{param:grace_ms}}::bigint * interval '1 "
-     "millisecond')"
-     " AND NOT EXISTS (SELECT 1 FROM {{table:semaphore_permits}} p WHERE p.lock_key = s.lock_key)"
-     " ORDER BY changed_at LIMIT {{param:limit}} FOR UPDATE SKIP LOCKED))",
+     "DELETE FROM {{table:semaphores}} s WHERE s.lock_key = {{param:key}}"
+     " AND NOT EXISTS (SELECT 1 FROM {{table:semaphore_permits}} p WHERE p.lock_key = s.lock_key)",
      "SELECT count(*) AS n FROM (SELECT 1 FROM {{table:semaphores}} s"
      " WHERE changed_at <= (SELECT clock_timestamp() - {{param:grace_ms}}::bigint * interval '1 "
      "millisecond')"
      " AND NOT EXISTS (SELECT 1 FROM {{table:semaphore_permits}} p WHERE p.lock_key = s.lock_key)"
-     " LIMIT {{param:limit}}) c"},
+     " LIMIT {{param:limit}}) c",
+     "SELECT s.lock_key FROM {{table:semaphores}} s"
+     " WHERE s.changed_at <= (SELECT clock_timestamp() - {{param:grace_ms}}::bigint * interval '1 "
+     "millisecond')"
+     " AND NOT EXISTS (SELECT 1 FROM {{table:semaphore_permits}} p WHERE p.lock_key = s.lock_key)"
+     " ORDER BY s.changed_at LIMIT {{param:limit}} FOR UPDATE OF s SKIP LOCKED"},
 };
 
 constexpr CleanerSql kCleaner = {
@@ -567,7 +600,8 @@ constexpr VersionSql kVersions = {
 };
 
 constexpr OperatorSql kOperators = {
-    // Rows held now or expired but not yet cleaned (free rows are left out).
+    // Rows held now, finished but kept taken for their min_hold (hold_count 0), or expired but
+    // not yet cleaned (free rows are left out).
     .list =
         "SELECT lock_key AS key, lease_id, owner_host, owner_process, owner_thread, hold_count,"
         " fencing_token,"
@@ -578,7 +612,8 @@ constexpr OperatorSql kOperators = {
         " AS expires_at,"
         " CASE WHEN expires_at <= clock_timestamp() THEN 1 ELSE 0 END AS expired,"
         " metadata::text AS metadata"
-        " FROM {{table:locks}} WHERE hold_count > 0 ORDER BY lock_key",
+        " FROM {{table:locks}} WHERE (hold_count > 0 OR expires_at > clock_timestamp()) ORDER BY "
+        "lock_key",
     // A Statement: prefix. list for the keys that start with it: left() and = compare it as a
     // value, so % and _ in a prefix are plain characters.
     .list_prefix =
@@ -591,19 +626,21 @@ constexpr OperatorSql kOperators = {
         " AS expires_at,"
         " CASE WHEN expires_at <= clock_timestamp() THEN 1 ELSE 0 END AS expired,"
         " metadata::text AS metadata"
-        " FROM {{table:locks}} WHERE hold_count > 0"
+        " FROM {{table:locks}} WHERE (hold_count > 0 OR expires_at > clock_timestamp())"
         " AND left(lock_key, length({{param:prefix}})) = {{param:prefix}}"
         " ORDER BY lock_key",
     // A Statement: key, lease_id, token (as an operator read them), channel (for NOTIFY).
     // An operator's release (`dblock release`): frees the row as the last release does
-    // (hold_count 0, expires_at now) and NOTIFYs waiters, but only while it still carries the
-    // lease the operator was shown. The fencing token stays, so the next holder's is higher;
-    // the old holder's renewals and release then match nothing (the lease is lost). One row,
-    // column "notified", when it freed the row; no row when the lease had changed meanwhile.
+    // (hold_count 0, expires_at now; also a row a release left taken for its min_hold) and
+    // NOTIFYs waiters, but only while it still carries the lease the operator was shown. The
+    // fencing token stays, so the next holder's is higher; the old holder's renewals and release
+    // then match nothing (the lease is lost). One row, column "notified", when it freed the row;
+    // no row when the lease had changed meanwhile.
     .release =
         "WITH r AS (UPDATE {{table:locks}} SET hold_count = 0, expires_at = statement_timestamp()"
         " WHERE lock_key = {{param:key}} AND lease_id = {{param:lease_id}}"
-        " AND fencing_token = {{param:token}} AND hold_count > 0"
+        " AND fencing_token = {{param:token}}"
+        " AND (hold_count > 0 OR expires_at > statement_timestamp())"
         " RETURNING lock_key)"
         " SELECT pg_notify({{param:channel}}, chr(10) || lock_key)::text AS notified FROM r",
     .waiters =
@@ -611,7 +648,8 @@ constexpr OperatorSql kOperators = {
         " WHERE expires_at > clock_timestamp() GROUP BY lock_key",
     .permits =
         "SELECT p.lock_key AS key, p.slot, s.permits, p.lease_id, p.owner_host, p.owner_process,"
-        " p.owner_thread, 1 AS hold_count, p.fencing_token,"
+        " p.owner_thread, CASE WHEN p.lease_id LIKE 'r-%' THEN 0 ELSE 1 END AS hold_count,"
+        " p.fencing_token,"
         " to_char(p.acquired_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') AS "
         "acquired_at,"
         " to_char(p.expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') AS "
@@ -620,9 +658,15 @@ constexpr OperatorSql kOperators = {
         " p.metadata::text AS metadata"
         " FROM {{table:semaphore_permits}} p"
         " LEFT JOIN {{table:semaphores}} s ON s.lock_key = p.lock_key"
-        " WHERE NOT p.lease_id LIKE 'r-%'"
+        " WHERE (NOT p.lease_id LIKE 'r-%' OR p.expires_at > clock_timestamp())"
         " AND left(p.lock_key, length({{param:prefix}})) = {{param:prefix}}"
         " ORDER BY p.lock_key, p.slot",
+    .release_permit =
+        "UPDATE {{table:semaphore_permits}} SET expires_at = statement_timestamp(),"
+        " lease_id = CASE WHEN lease_id LIKE 'r-%' THEN lease_id ELSE 'r-' || lease_id END"
+        " WHERE lock_key = {{param:key}} AND slot = {{param:slot}}::integer"
+        " AND lease_id = {{param:lease_id}} AND fencing_token = {{param:token}}::bigint"
+        " AND expires_at > statement_timestamp()",
 };
 
 constexpr DoctorSql kDoctor = {

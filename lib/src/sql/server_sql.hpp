@@ -137,6 +137,14 @@ struct CleanedTable {
   std::string_view base;        // the table's name without the prefix
   std::string_view delete_sql;  // deletes up to `limit` rows unused for longer than the grace
   std::string_view count_sql;   // column "n": how many delete_sql would take, at most `limit`
+  // For a table whose rows are unused only while another table has no row of their key (a
+  // semaphore's limit, while no permit row of the key exists): one statement would decide that
+  // from a snapshot taken before a permit committed by an acquire that held the row just before.
+  // When set, a batch is one transaction at READ COMMITTED: lock_sql (grace_ms, limit) locks up
+  // to `limit` such rows, skipping rows others have locked, and returns their keys (column
+  // "lock_key"); then delete_sql runs once per key (parameter key), on a snapshot taken after the
+  // locks, and deletes the row only if it is still unused.
+  std::string_view lock_sql = {};
 };
 
 struct CleanerSql {
@@ -203,6 +211,11 @@ struct OperatorSql {
   // limit): the semaphore permits held or expired and not yet cleaned whose key starts with the
   // prefix, ordered by key and slot.
   std::string_view permits;
+  // A Statement: key, slot, lease_id, token (as an operator read them). Frees the permit as its
+  // holder's release would (expires now; the lease id marked released, so the holder's renewal
+  // and release match nothing), only while it still carries that lease and token. One affected
+  // row when it freed the permit.
+  std::string_view release_permit;
 };
 
 // `dblock doctor` (doctor.cpp). Reads only.

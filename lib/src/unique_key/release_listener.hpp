@@ -18,7 +18,13 @@
 // a lost session), every waiter tries again: a release made before it was not heard. Internal.
 //
 // Thread-safety: all methods may be called from many threads.
+//
+// fork(): a child's copy is never used or destroyed there (the parent's thread waits on its
+// condition variables, and a destructor would wait for that thread forever): the lock object that
+// owns it leaves it alone in a process other than the one that made it (made_elsewhere()).
 #pragma once
+
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -48,6 +54,8 @@ class ReleaseListener {
   ~ReleaseListener();
   // Call once, before the first wait that should hear of releases made elsewhere.
   void start();
+  // True in a process other than the one that made this listener (a forked child).
+  bool made_elsewhere() const noexcept { return ::getpid() != made_in_; }
 
   // A key handed over: its fencing token, and when the statement that moved it was sent (the
   // lease runs from then at the latest).
@@ -168,6 +176,7 @@ class ReleaseListener {
   std::atomic<bool> listening_{false};  // between a LISTEN and the loss of its session
   bool stop_ = false;
   std::thread thread_;
+  const pid_t made_in_ = ::getpid();
 };
 
 }  // namespace dblock::detail

@@ -14,6 +14,7 @@
 #include "lease_core.hpp"
 #include "lock_keys.hpp"
 #include "metadata.hpp"
+#include "per_process.hpp"
 #include "renewer.hpp"
 #include "retry_until.hpp"
 #include "sql/by_server.hpp"
@@ -35,9 +36,10 @@ namespace {
 // for none of the current one's holds.
 class LiveHolds {
  public:
+  // This process's (a forked child counts its own: see per_process.hpp).
   static LiveHolds& instance() {
-    static LiveHolds holds;
-    return holds;
+    static detail::PerProcess<LiveHolds> each;
+    return each.get();
   }
   void add(const std::string& id) {
     std::lock_guard lock(mu_);
@@ -67,7 +69,8 @@ struct ReleaseRequest {
   std::string key;
   Owner owner;
   std::int64_t fencing_token = 0;
-  std::string release_id;  // the same id on every attempt: see the release statement
+  std::string release_id;        // the same id on every attempt: see the release statement
+  std::int64_t min_hold_ms = 0;  // LockOptions::min_hold of the lease
 };
 
 }  // namespace
@@ -123,6 +126,12 @@ struct UniqueKeyLock::Impl : std::enable_shared_from_this<UniqueKeyLock::Impl> {
                                                             dialect == Dialect::kPostgreSQL);
     }
   }
+  ~Impl() {
+    // A forked child's copy of the listener is left as it is (see release_listener.hpp).
+    if (listener_ && listener_->made_elsewhere()) (void)listener_.release();
+  }
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
 
   // Runs one lock statement. Contention (deadlock, serialization failure) is retried a few
   // times and then reported as nullopt; a lost connection is retried once when `idempotent`.
@@ -176,9 +185,15 @@ struct UniqueKeyLock::Impl : std::enable_shared_from_this<UniqueKeyLock::Impl> {
   // Wakes and hands over to this lock object's waiters (nullptr without notify). On PostgreSQL
   // its thread listens for releases made elsewhere from the first blocking acquire on.
   detail::ReleaseListener* listener() {
-    if (!listener_) return nullptr;
-    std::call_once(listening_once, [&] { listener_->start(); });
-    return listener_.get();
+    detail::ReleaseListener* l = own_listener();
+    if (l == nullptr) return nullptr;
+    std::call_once(listening_once, [&] { l->start(); });
+    return l;
+  }
+  // The listener, unless this is a forked child's copy of the lock object (whose listener is its
+  // parent's: its thread does not run here); waiters then poll, and releases wake no one here.
+  detail::ReleaseListener* own_listener() const noexcept {
+    return listener_ && !listener_->made_elsewhere() ? listener_.get() : nullptr;
   }
 
   ConnectionSource& source;
@@ -194,14 +209,15 @@ struct UniqueKeyLock::Impl : std::enable_shared_from_this<UniqueKeyLock::Impl> {
   }
 
   // The arguments of the release and release_rest statements.
-  std::array<detail::Arg, 7> release_args(const ReleaseRequest& q) const {
+  std::array<detail::Arg, 8> release_args(const ReleaseRequest& q) const {
     return {{{"key", Value(q.key)},
              {"host", Value(q.owner.host)},
              {"process", Value(q.owner.process)},
              {"thread", Value(q.owner.thread)},
              {"token", Value(q.fencing_token)},
              {"channel", Value(channel)},
-             {"release_id", Value(q.release_id)}}};
+             {"release_id", Value(q.release_id)},
+             {"min_hold_ms", Value(q.min_hold_ms)}}};
   }
 
   // `head`: the fair queue's head the release reported, when it freed the key.
@@ -279,9 +295,10 @@ class PendingReleases {
     std::weak_ptr<UniqueKeyLock::Impl> lock;
     ReleaseRequest request;
   };
+  // This process's (a forked child keeps its own: see per_process.hpp).
   static PendingReleases& instance() {
-    static PendingReleases pending;
-    return pending;
+    static detail::PerProcess<PendingReleases> each;
+    return each.get();
   }
   // Keeps `entry`, or replaces the one kept with its release id (a resend that failed again).
   void keep(const std::string& id, Entry entry) {
@@ -385,7 +402,7 @@ bool UniqueKeyLock::Impl::hand_over(const ReleaseRequest& q, detail::ReleaseList
 ReleaseOutcome UniqueKeyLock::Impl::release(const ReleaseRequest& q, bool may_hand_over) {
   const std::string id = holds_id(q.key, q.owner);
   // Waiters in this process are handed the key, or woken as soon as the release is committed.
-  detail::ReleaseListener* listener = listener_.get();
+  detail::ReleaseListener* listener = own_listener();
   bool announced = false;  // releasing() was called
   try {
     if (may_hand_over && listener && hand_over(q, *listener)) return ReleaseOutcome::kReleased;
@@ -420,10 +437,12 @@ class UniqueKeyLease final : public detail::LeaseCore {
  public:
   // `handed_over`: the lease came from a hand-over, which told the listener of it (holding).
   UniqueKeyLease(std::shared_ptr<UniqueKeyLock::Impl> impl, detail::LeaseInfo info,
-                 std::function<void(const std::string&)> on_lost, bool handed_over)
+                 std::function<void(const std::string&)> on_lost, bool handed_over,
+                 std::chrono::milliseconds min_hold)
       : LeaseCore(std::move(info), std::move(on_lost)),
+        min_hold_ms_(min_hold.count()),
         impl_(std::move(impl)),
-        listener_(impl_->listener_.get()) {
+        listener_(impl_->own_listener()) {
     if (listener_ && !handed_over) listener_->holding(this->info().key);
   }
 
@@ -440,8 +459,10 @@ class UniqueKeyLease final : public detail::LeaseCore {
         if (listener) listener->not_holding(key);
       }
     } not_holding{listener_, i.key};
-    return impl_->release({i.key, i.owner, i.fencing_token, "r-" + detail::random_lease_id()},
-                          true);
+    // A key kept taken for a least time (min_hold) goes to no waiter before then.
+    return impl_->release(
+        {i.key, i.owner, i.fencing_token, "r-" + detail::random_lease_id(), min_hold_ms_},
+        min_hold_ms_ == 0);
   }
 
   bool do_renew(std::chrono::milliseconds ttl) override {
@@ -459,6 +480,7 @@ class UniqueKeyLease final : public detail::LeaseCore {
   }
 
  private:
+  std::int64_t min_hold_ms_;
   std::shared_ptr<UniqueKeyLock::Impl> impl_;
   detail::ReleaseListener* listener_;  // told of this lease (holding); nullptr without notify
 };
@@ -471,7 +493,8 @@ Lease held(const std::shared_ptr<UniqueKeyLock::Impl>& impl, detail::LeaseInfo i
   // A hand-over counted the lease before it woke the waiter.
   if (!handed_over)
     LiveHolds::instance().add(impl->live_id(info.key, info.owner, info.fencing_token));
-  auto core = std::make_shared<UniqueKeyLease>(impl, std::move(info), options.on_lost, handed_over);
+  auto core = std::make_shared<UniqueKeyLease>(impl, std::move(info), options.on_lost, handed_over,
+                                               options.min_hold);
   core->note_renewed(grant.sent, options.ttl);  // lost() counts the TTL from here
   if (options.auto_renew) detail::Renewer::instance().watch(core, grant.sent);
   return Lease(std::move(core));
@@ -526,6 +549,7 @@ detail::LeaseInfo new_lease(std::string_view key, const LockOptions& options) {
   validate_lock_key(key);
   detail::validate_ttl(options.ttl, "the lock TTL");
   detail::validate_metadata(options.metadata);
+  detail::validate_min_hold(options.min_hold);
   return {std::string(key), 0, detail::random_lease_id(),
           options.owner ? *options.owner : Owner::current_thread(), options.ttl};
 }

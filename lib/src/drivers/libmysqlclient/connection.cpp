@@ -131,6 +131,7 @@ class MysqlConnection final : public detail::DriverConnection {
         statements_(kStatementCacheSize) {}
 
   ~MysqlConnection() override {
+    disown_if_inherited();  // a forked child sends nothing below on the parent's socket
     // A wrapped handle lives on: leave it outside any transaction this object opened.
     if (!owned_) rollback();
     statements_.clear();

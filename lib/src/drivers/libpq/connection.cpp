@@ -75,6 +75,9 @@ class LibpqConnection final : public detail::DriverConnection {
       : DriverConnection(std::move(where), std::move(secret)), conn_(std::move(conn)) {
     PQsetNoticeReceiver(conn_.get(), &LibpqConnection::on_notice, this);
   }
+  ~LibpqConnection() override { disown_if_inherited(); }  // before PQfinish
+  LibpqConnection(const LibpqConnection&) = delete;
+  LibpqConnection& operator=(const LibpqConnection&) = delete;
 
   Dialect dialect() const noexcept override { return Dialect::kPostgreSQL; }
 

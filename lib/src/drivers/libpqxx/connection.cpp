@@ -120,6 +120,7 @@ class PqxxConnection final : public detail::DriverConnection {
         sync_watch_(conn) {}
 
   ~PqxxConnection() override {
+    disown_if_inherited();  // a forked child sends nothing below on the parent's socket
     // Disconnecting first lets the receivers go without each sending its own UNLISTEN. On a
     // wrapped connection they send it (libpqxx does not reconnect a broken pqxx::connection
     // for that; the failure is swallowed).

@@ -172,6 +172,10 @@ class SociConnection final : public detail::DriverConnection {
     }
   }
 
+  ~SociConnection() override { disown_if_inherited(); }  // before the session closes
+  SociConnection(const SociConnection&) = delete;
+  SociConnection& operator=(const SociConnection&) = delete;
+
   Dialect dialect() const noexcept override { return dialect_; }
   Server server() const noexcept override {
     return dialect_ == Dialect::kPostgreSQL ? Server::kPostgreSQL : server_;

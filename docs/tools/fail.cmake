@@ -1,0 +1,2 @@
+# Fails with MESSAGE: a docs test whose tool is missing says what to install instead of skipping.
+message(FATAL_ERROR "${MESSAGE}")
