@@ -15,12 +15,20 @@ namespace {
 
 struct DoctorOptions {
   DatabaseOptions db;
+  std::string role = "app";
   bool json = false;
 };
 
+DoctorRole role_of(const std::string& name) {
+  if (name == "cleaner") return DoctorRole::kCleaner;
+  if (name == "migrator") return DoctorRole::kMigrator;
+  return DoctorRole::kApplication;
+}
+
 int doctor(const DoctorOptions& opts) {
   auto conn = opts.db.connect();
-  const std::vector<Finding> findings = check_deployment(*conn, opts.db.table_names());
+  const std::vector<Finding> findings =
+      check_deployment(*conn, opts.db.table_names(), role_of(opts.role));
   const bool failed = std::any_of(findings.begin(), findings.end(), [](const Finding& f) {
     return f.status == Finding::Status::kFailure;
   });
@@ -52,8 +60,15 @@ void add_doctor_command(CLI::App& app, int* exit_code) {
       "Check which of dblock's guarantees hold on this database: server and version, a writable "
       "primary, replication (synchronous standbys, Galera), isolation, time zone, clock, "
       "migrations, privileges. One line per check (ok, warning or failure, and what to change); "
-      "exit 1 when a guarantee does not hold");
+      "exit 1 when a guarantee does not hold. A privilege the user lacks is a failure naming the "
+      "GRANT that gives it");
   opts->db.add_to(*sub);
+  sub->add_option("--role", opts->role,
+                  "What this user is for, whose privileges to check: app (takes locks; also says "
+                  "whether it may run the cleaner), cleaner (dblock clean) or migrator (dblock "
+                  "migrate up)")
+      ->check(CLI::IsMember({"app", "cleaner", "migrator"}))
+      ->capture_default_str();
   sub->add_flag("--json", opts->json,
                 "Print a JSON array of objects: check, status (ok, warning, failure), message, "
                 "advice");

@@ -12,6 +12,7 @@
 #include <future>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <thread>
@@ -307,7 +308,8 @@ int run(const RunOptions& opts) {
   options.ttl = t.ttl;
   options.min_hold = min_hold;
   if (opts.owner) options.owner = Owner::named(*opts.owner);
-  options.metadata = nlohmann::json::object({{"command", cmd}});
+  options.metadata = nlohmann::json::object({{"command", cmd}})
+                         .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   options.auto_renew = false;  // renewed by the LeaseKeeper, which knows when it last succeeded
 
   std::unique_ptr<Pool> pool = open_pool(opts.db.resolve_url(), {.max_size = 2});

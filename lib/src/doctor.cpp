@@ -7,6 +7,7 @@
 
 #include "dblock/error.hpp"
 #include "dblock/migrator.hpp"
+#include "doctor_privileges.hpp"
 #include "galera.hpp"
 #include "sql/server_sql.hpp"
 
@@ -31,35 +32,55 @@ std::string text(const Result& r, std::string_view column) {
   return r.empty() ? std::string() : r.at(0, column).value_or("");
 }
 
+// What the server said in a driver's error, without the server's name in front (the doctor
+// talks to one) and the advice on credentials behind (a finding gives its own).
+std::string server_words(const Error& e) {
+  std::string_view what = e.what();
+  if (const auto colon = what.find(": "); colon != std::string_view::npos) {
+    what.remove_prefix(colon + 2);
+  }
+  return std::string(what.substr(0, what.find("; check the user name and password")));
+}
+
+// What the migrations check found.
+enum class Migrated { kAll, kPending, kUnreadable };
+
 class Doctor {
  public:
-  Doctor(Connection& conn, const TableNames& tables)
+  Doctor(Connection& conn, const TableNames& tables, DoctorRole role)
       : conn_(conn),
         tables_(tables),
+        role_(role),
         dialect_(conn.dialect()),
         sql_(detail::server_sql(conn_.server()).doctor),
         session_sql_(detail::server_sql(conn_.server()).session) {}
 
   std::vector<Finding> run() {
-    server();
-    const bool writable = check_writable();
+    guarded("server", [&] { server(); });
+    bool writable = false;
+    guarded("writable", [&] { writable = check_writable(); });
     if (writable) {
-      replication();
+      guarded("replication", [&] { replication(); });
     } else {
       add("replication", Status::kWarning,
           "not checked: it is judged on the primary (a standby or replica streams nothing)", "");
     }
-    isolation();
-    time_zone();
-    clock();
-    const bool migrated = migrations();
-    if (writable && migrated) {
-      privileges();
+    guarded("isolation", [&] { isolation(); });
+    guarded("time_zone", [&] { time_zone(); });
+    guarded("clock", [&] { clock(); });
+    const Migrated migrated = migrations();
+    if (writable && migrated != Migrated::kPending) {
+      // Also when the migrations table could not be read: what is missing is named here.
+      guarded("privileges", [&] {
+        detail::Privileges privileges(conn_, tables_);
+        findings_.push_back(privileges.check(role_));
+        if (role_ == DoctorRole::kApplication) findings_.push_back(privileges.cleaner_warning());
+      });
     } else {
       const std::string why = !writable ? "not checked: the server is not writable"
                                         : "not checked: dblock's tables are not all there";
       add("privileges", Status::kWarning, why, "");
-      add("cleaner", Status::kWarning, why, "");
+      if (role_ == DoctorRole::kApplication) add("cleaner", Status::kWarning, why, "");
     }
     return std::move(findings_);
   }
@@ -67,6 +88,22 @@ class Doctor {
  private:
   void add(std::string check, Status status, std::string message, std::string advice) {
     findings_.push_back({std::move(check), status, std::move(message), std::move(advice)});
+  }
+
+  // Runs `check`; a privilege the user lacks to look becomes the check's finding (a failure:
+  // the guarantee could not be checked), not an error.
+  template <typename Check>
+  void guarded(std::string_view name, Check check) {
+    try {
+      check();
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::kAccessDenied && e.code() != ErrorCode::kUndefinedTable) throw;
+      add(std::string(name), Status::kFailure, "could not check: " + server_words(e),
+          e.code() == ErrorCode::kAccessDenied
+              ? "grant this user what the check reads (schema/grants/ lists what each role "
+                "needs), or run the doctor as a user that may"
+              : "run `dblock migrate up` with the same --prefix/--schema");
+    }
   }
 
   void server() {
@@ -280,26 +317,42 @@ class Doctor {
         "");
   }
 
-  bool migrations() {
+  Migrated migrations() {
     Migrator migrator(conn_, tables_);
     std::map<MigrationState::Status, int> count;
-    for (const auto& m : migrator.status()) ++count[m.status];
+    std::string denied;  // why the migrations table could not be read
+    try {
+      for (const auto& m : migrator.status()) ++count[m.status];
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::kAccessDenied) throw;
+      denied = server_words(e);
+    }
     const int pending = count[MigrationState::Status::kPending];
     const int modified = count[MigrationState::Status::kModified];
     const int unknown = count[MigrationState::Status::kUnknown];
     const int applied = count[MigrationState::Status::kApplied];
+    // MySQL shows a user only the tables it has a privilege on: "nothing applied" may be a
+    // migrations table this user may not read.
+    if (denied.empty() && applied + modified + unknown == 0) denied = migrations_denied();
+    if (!denied.empty()) {
+      add("migrations", Status::kFailure,
+          "this user may not read " + tables_.qualified(dialect_, "schema_migrations") + ": " +
+              denied,
+          "see the privileges finding for the GRANTs it needs");
+      return Migrated::kUnreadable;
+    }
     const std::string where = "tables " + tables_.qualified(dialect_, "locks") + " and the rest";
     if (pending > 0) {
       add("migrations", Status::kFailure,
           std::to_string(pending) + " migration(s) not applied to " + where,
           "run `dblock migrate up` with the same --prefix/--schema");
-      return false;
+      return Migrated::kPending;
     }
     if (modified > 0) {
       add("migrations", Status::kFailure,
           std::to_string(modified) + " applied migration(s) differ from this dblock's",
           "run `dblock migrate status` and use the dblock version that applied them");
-      return true;
+      return Migrated::kAll;
     }
     if (unknown > 0) {
       add("migrations", Status::kWarning,
@@ -307,68 +360,30 @@ class Doctor {
               " migration(s) applied that this dblock does not know: the "
               "tables are newer than this program",
           "upgrade dblock to the version that applied them");
-      return true;
+      return Migrated::kAll;
     }
     add("migrations", Status::kOk, "all " + std::to_string(applied) + " migrations applied", "");
-    return true;
+    return Migrated::kAll;
   }
 
-  // True when `templ` runs on table `base`; false when the server refuses it for lack of a
-  // privilege. Other errors propagate.
-  bool allowed(std::string_view templ, std::string_view base) {
-    std::string sql =
-        detail::replace_all(std::string(templ), "{{target}}", tables_.qualified(dialect_, base));
-    sql = detail::replace_all(std::move(sql), "{{column}}", quote_identifier(dialect_, "lock_key"));
+  // The server's refusal to read the migrations table, or "" when it may (or the table is
+  // missing).
+  std::string migrations_denied() {
+    std::string sql = detail::replace_all(std::string(sql_.probe_select), "{{target}}",
+                                          tables_.qualified(dialect_, "schema_migrations"));
+    sql = detail::replace_all(std::move(sql), "{{column}}", quote_identifier(dialect_, "version"));
     try {
       conn_.execute(sql);
-      return true;
     } catch (const Error& e) {
-      if (e.code() == ErrorCode::kAccessDenied) return false;
-      throw;
+      if (e.code() == ErrorCode::kAccessDenied) return server_words(e);
+      if (e.code() != ErrorCode::kUndefinedTable) throw;
     }
-  }
-
-  void privileges() {
-    std::string missing, cleaner_missing;
-    auto note = [](std::string& list, std::string_view what, const std::string& table) {
-      list += (list.empty() ? "" : ", ") + std::string(what) + " on " + table;
-    };
-    for (const detail::CleanedTable& cleaned : detail::server_sql(conn_.server()).cleaner.tables) {
-      const std::string_view base = cleaned.base;
-      const std::string table = tables_.qualified(dialect_, base);
-      const bool select = allowed(sql_.probe_select, base);
-      if (!select) note(missing, "SELECT", table);
-      if (!allowed(sql_.probe_insert, base)) note(missing, "INSERT", table);
-      if (!allowed(sql_.probe_update, base)) note(missing, "UPDATE", table);
-      if (!select) note(cleaner_missing, "SELECT", table);
-      if (!allowed(sql_.probe_delete, base)) note(cleaner_missing, "DELETE", table);
-    }
-    if (!sql_.sequence_usage.empty()) {
-      const std::string sequence = tables_.qualified(dialect_, "row_lock_tokens");
-      const Result r = conn_.execute(detail::render_sql(sql_.sequence_usage, dialect_, tables_));
-      if (r.int64_at(0, "ok") != 1) note(missing, "USAGE", sequence);
-    }
-    if (missing.empty()) {
-      add("privileges", Status::kOk,
-          "this user may take, renew and release locks of every strategy", "");
-    } else {
-      add("privileges", Status::kFailure, "this user lacks " + missing,
-          "GRANT them to dblock's user (the lock statements need SELECT, INSERT and UPDATE on "
-          "dblock's tables" +
-              std::string(dialect_ == Dialect::kPostgreSQL ? ", USAGE on the sequence" : "") + ")");
-    }
-    if (cleaner_missing.empty()) {
-      add("cleaner", Status::kOk, "this user may run the cleaner (SELECT, DELETE)", "");
-    } else {
-      add("cleaner", Status::kWarning,
-          "this user cannot run the cleaner: it lacks " + cleaner_missing,
-          "run `dblock clean` as a user that has them (check it with `dblock doctor` and that "
-          "user's URL)");
-    }
+    return "";
   }
 
   Connection& conn_;
   const TableNames& tables_;
+  DoctorRole role_;
   Dialect dialect_;
   const detail::DoctorSql& sql_;
   const detail::SessionSql& session_sql_;
@@ -389,8 +404,20 @@ std::string_view to_string(Finding::Status status) noexcept {
   return "unknown";
 }
 
-std::vector<Finding> check_deployment(Connection& conn, const TableNames& tables) {
-  return Doctor(conn, tables).run();
+std::string_view to_string(DoctorRole role) noexcept {
+  switch (role) {
+    case DoctorRole::kApplication:
+      return "app";
+    case DoctorRole::kCleaner:
+      return "cleaner";
+    case DoctorRole::kMigrator:
+      return "migrator";
+  }
+  return "unknown";
+}
+
+std::vector<Finding> check_deployment(Connection& conn, const TableNames& tables, DoctorRole role) {
+  return Doctor(conn, tables, role).run();
 }
 
 }  // namespace dblock

@@ -167,7 +167,8 @@ ErrorCode libpq_connect_code(std::string_view message) noexcept {
   if (contains("invalid connection option") || contains("for connection option") ||
       contains("invalid port number") || (contains("invalid ") && contains(" value: ")) ||
       contains("missing \"=\" after") || contains("unterminated quoted string") ||
-      contains("invalid URI query parameter") || contains("percent-encod")) {
+      contains("invalid URI query parameter") || contains("percent-encod") ||
+      contains("could not match")) {
     return ErrorCode::kInvalidArgument;
   }
   // Refused, unreachable, unknown host, timeout, unknown database, too many connections,

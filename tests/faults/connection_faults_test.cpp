@@ -299,7 +299,7 @@ TEST_P(ConnectionFaultTest, LostRepliesAreRetriedAndRecognised) {
   me.auto_renew = false;  // no renewal may run into the armed cut
   // The acquire alone carries the metadata: a fair lock reads its queue first (MySQL), with
   // the key too, and that read's reply is not the one lost here.
-  me.metadata = {{"request", "acquire-lost-reply"}};
+  me.metadata = R"({"request": "acquire-lost-reply"})";
 
   proxy.cut_after_request_containing("acquire-lost-reply");
   const auto sent = monotonic_us();
@@ -315,7 +315,7 @@ TEST_P(ConnectionFaultTest, LostRepliesAreRetriedAndRecognised) {
   RecordedHolder intruder(*other, history, "intruder", key, milliseconds(30000));
   EXPECT_FALSE(intruder.acquire(milliseconds(0)));
 
-  me.metadata = nullptr;
+  me.metadata.clear();
   auto inner = lock->try_acquire(key, me);
   ASSERT_TRUE(inner);
   EXPECT_EQ(row(key)->hold_count, 2);
@@ -359,7 +359,7 @@ TEST_P(ConnectionFaultTest, AnAcquireWhoseRepliesAreAllLostLeavesNothingHeldAfte
   LockOptions me;
   me.owner = Owner::named("me");
   me.auto_renew = false;
-  me.metadata = {{"request", "acquire-orphan"}};  // in the acquire alone (see LostReplies...)
+  me.metadata = R"({"request": "acquire-orphan"})";  // in the acquire alone (see LostReplies...)
 
   proxy.cut_after_request_containing("acquire-orphan", 2);  // the attempt and its retry
   try {
@@ -373,7 +373,7 @@ TEST_P(ConnectionFaultTest, AnAcquireWhoseRepliesAreAllLostLeavesNothingHeldAfte
   ASSERT_TRUE(orphan) << "the server did not apply the acquire";
   EXPECT_EQ(orphan->hold_count, 1);
 
-  me.metadata = nullptr;
+  me.metadata.clear();
   const auto sent = monotonic_us();
   auto lease = lock->try_acquire(key, me);  // re-enters the orphaned hold
   ASSERT_TRUE(lease);

@@ -56,8 +56,8 @@ void ConnectionFaultTest::nonreentrant_acquire_reply_lost() {
   const std::string key = "lost-reply";
   LockOptions me;
   me.owner = Owner::named("me");
-  me.auto_renew = false;                              // no renewal may run into the armed cut
-  me.metadata = {{"request", "acquire-lost-reply"}};  // in the statement that takes the permit
+  me.auto_renew = false;                                 // no renewal may run into the armed cut
+  me.metadata = R"({"request": "acquire-lost-reply"})";  // in the statement that takes the permit
   use_once(*other, key);
 
   proxy.cut_after_request_containing("acquire-lost-reply");
@@ -77,7 +77,7 @@ void ConnectionFaultTest::nonreentrant_acquire_reply_lost() {
   RecordedHolder intruder(*other, history, "intruder", key, milliseconds(30000));
   EXPECT_FALSE(intruder.acquire(milliseconds(0)));
 
-  me.metadata = nullptr;
+  me.metadata.clear();
   EXPECT_FALSE(lock->try_acquire(key, me)) << "the owner got a second permit of a 1-permit key";
   EXPECT_EQ(live_rows(key), 1u);
   EXPECT_EQ(row(key)->fencing_token, token);
@@ -115,7 +115,7 @@ void ConnectionFaultTest::nonreentrant_acquire_replies_all_lost() {
   me.owner = Owner::named("me");
   me.auto_renew = false;
   me.ttl = milliseconds(kTtlMs);
-  me.metadata = {{"request", "acquire-orphan"}};
+  me.metadata = R"({"request": "acquire-orphan"})";
   use_once(*other, key);
 
   proxy.cut_after_request_containing("acquire-orphan", 2);  // the attempt and its retry
@@ -130,7 +130,7 @@ void ConnectionFaultTest::nonreentrant_acquire_replies_all_lost() {
   // TTL, counted from the first attempt's sending at the earliest: the history says so.
   history.acquired("lost-attempt", key, orphan->fencing_token, monotonic_us(), sent, kTtlMs);
 
-  me.metadata = nullptr;
+  me.metadata.clear();
   EXPECT_FALSE(lock->try_acquire(key, me)) << "the owner got a second permit of a 1-permit key";
   RecordedHolder intruder(*other, history, "intruder", key, milliseconds(30000));
   ASSERT_TRUE(intruder.acquire(milliseconds(kTtlMs + 10000))) << "the orphaned permit never ended";

@@ -3,7 +3,8 @@
 // As a raw URL:
 // - parse either returns or throws dblock::Error(kInvalidArgument) with one line of printable
 //   text;
-// - a parsed URL's redacted() form parses back to the same URL, with "***" for a password;
+// - a parsed URL's redacted() form parses back to the same URL (every host of a PostgreSQL host
+//   list, socket directories included), with "***" for a password and for libpq's sslpassword;
 // - redacted() does not depend on the password (only on whether there is one), and never
 //   contains it.
 //
@@ -17,6 +18,8 @@
 #include <iostream>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "dblock/error.hpp"
 #include "dblock/url.hpp"
@@ -39,9 +42,19 @@ void check_message(std::string_view input, const dblock::Error& e) {
   }
 }
 
+// The parameters with libpq's sslpassword (a secret redacted() hides too) as "***".
+std::vector<std::pair<std::string, std::string>> masked(const dblock::DatabaseUrl& url) {
+  auto out = url.params;
+  for (auto& [name, value] : out) {
+    if (name == "sslpassword") value = "***";
+  }
+  return out;
+}
+
 bool same_except_password(const dblock::DatabaseUrl& a, const dblock::DatabaseUrl& b) {
   return a.dialect == b.dialect && a.user == b.user && a.host == b.host && a.port == b.port &&
-         a.database == b.database && a.driver == b.driver && a.params == b.params;
+         a.more_hosts == b.more_hosts && a.database == b.database && a.driver == b.driver &&
+         a.transaction_pooler == b.transaction_pooler && masked(a) == masked(b);
 }
 
 void check_parsed(std::string_view input, const dblock::DatabaseUrl& url) {

@@ -9,6 +9,7 @@
 #include "dblock/lock_table.hpp"
 #include "dblock/migrator.hpp"
 #include "dblock/open.hpp"
+#include "dblock/semaphore.hpp"
 #include "dblock/unique_key_lock.hpp"
 
 namespace dblock::testing {
@@ -111,6 +112,20 @@ BadInputCase bad_ttl(std::string name, milliseconds ttl) {
           .expect = "must be from 1 ms to 365 days"};
 }
 
+// A row whose input is the metadata given to try_acquire.
+BadInputCase bad_metadata(std::string name, std::string text, std::string fragment) {
+  return {.name = std::move(name),
+          .input = "try_acquire with metadata " + shown(text),
+          .act =
+              [text](BadInputContext& ctx) {
+                LockOptions o = BadInputContext::as("a");
+                o.metadata = text;
+                return outcome(locks_of(ctx).try_acquire("k", o));
+              },
+          .code = Code::kInvalidArgument,
+          .expect = std::move(fragment)};
+}
+
 // Sets up a lease on "held" by owner "a".
 void hold(BadInputContext& ctx) {
   auto lease = locks_of(ctx).try_acquire("held", BadInputContext::as("a"));
@@ -182,6 +197,38 @@ std::vector<BadInputCase> lock_option_cases() {
       bad_ttl("NegativeTtl", milliseconds(-5000)),
       bad_ttl("TtlOver365Days", std::chrono::hours(24 * 366)),
       bad_ttl("HugeTtl", milliseconds::max()),
+      bad_metadata("MetadataNotJson", "job=nightly", "the lock metadata is not JSON"),
+      bad_metadata("MetadataNulInString", R"({"job":"a\u0000b"})", "\\u0000 in a string"),
+      bad_metadata("MetadataNestedTooDeep", std::string(32, '[') + std::string(32, ']'),
+                   "more than 31 deep"),
+      {.name = "MetadataNotJsonInATimedAcquire",
+       .input = "acquire('k', 100 ms) with metadata 'nightly'",
+       .act =
+           [](BadInputContext& ctx) {
+             LockOptions o = BadInputContext::as("a");
+             o.metadata = "nightly";
+             return outcome(locks_of(ctx).acquire("k", milliseconds(100), o));
+           },
+       .code = Code::kInvalidArgument,
+       .expect = "the lock metadata is not JSON"},
+      {.name = "ClaimMetadataNotJson",
+       .input = "claim('c') with metadata 'nightly'",
+       .act =
+           [](BadInputContext& ctx) {
+             return std::to_string(locks_of(ctx).claim("c", {.metadata = "nightly"}).has_value());
+           },
+       .code = Code::kInvalidArgument,
+       .expect = "the lock metadata is not JSON"},
+      {.name = "SemaphoreMetadataNotJson",
+       .input = "Semaphore::try_acquire with metadata '{'",
+       .act =
+           [](BadInputContext& ctx) {
+             LockOptions o = BadInputContext::as("a");
+             o.metadata = "{";
+             return outcome(Semaphore(ctx.pool, 3, {.tables = ctx.tables}).try_acquire("k", o));
+           },
+       .code = Code::kInvalidArgument,
+       .expect = "the lock metadata is not JSON"},
       {.name = "NegativeTimeout",
        .input = "acquire with timeout -1 ms",
        .act =
@@ -365,6 +412,11 @@ std::vector<BadInputCase> connection_cases() {
        .act = open_with([](DatabaseUrl& u) { u.driver = "odbc"; }),
        .code = Code::kInvalidArgument,
        .expect = "driver 'odbc' is not available"},
+      {.name = "UrlUnknownParameter",
+       .input = "?colour=blue (no driver knows it)",
+       .act = open_with([](DatabaseUrl& u) { u.params.emplace_back("colour", "blue"); }),
+       .code = Code::kInvalidArgument,
+       .expect = "\"colour\""},
       {.name = "PoolOfSizeZero",
        .input = "open_pool with max_size 0",
        .act =

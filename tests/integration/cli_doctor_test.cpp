@@ -109,22 +109,104 @@ TEST_P(CliDoctorTest, AUserWithoutWritePrivilegesIsAFailureNamingThem) {
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_EQ(line_of(r.out, "migrations").rfind("ok migrations:", 0), 0u) << r.out;
   const std::string privileges = line_of(r.out, "privileges");
-  EXPECT_EQ(privileges.rfind("failure privileges: this user lacks INSERT on", 0), 0u) << r.out;
-  for (const char* base :
-       {"locks", "row_locks", "versions", "lock_waiters", "semaphores", "semaphore_permits"}) {
-    EXPECT_NE(privileges.find("UPDATE on " + names.qualified(d, base)), std::string::npos)
+  EXPECT_EQ(privileges.rfind("failure privileges: this user lacks INSERT, UPDATE on", 0), 0u)
+      << r.out;
+  for (const char* base : {"locks", "row_locks", "versions", "semaphores", "semaphore_permits"}) {
+    EXPECT_NE(privileges.find("INSERT, UPDATE on " + names.qualified(d, base)), std::string::npos)
         << privileges;
   }
-  EXPECT_EQ(privileges.find("SELECT on"), std::string::npos) << privileges;
-  EXPECT_NE(privileges.find("to fix: GRANT"), std::string::npos) << privileges;
+  // Fair waiting deletes its queue places.
+  EXPECT_NE(privileges.find("INSERT, UPDATE, DELETE on " + names.qualified(d, "lock_waiters")),
+            std::string::npos)
+      << privileges;
+  EXPECT_EQ(privileges.find("SELECT"), std::string::npos) << privileges;
+  // The GRANT that gives them, with the table in its schema and the user as the server knows it.
+  const std::string schema =
+      admin
+          ->execute(d == Dialect::kPostgreSQL ? "SELECT current_schema() AS s"
+                                              : "SELECT DATABASE() AS s")
+          .at(0, "s")
+          .value_or("");
+  const std::string grantee =
+      d == Dialect::kPostgreSQL ? "\"" + user + "\"" : "'" + user + "'@'127.0.0.1'";
+  EXPECT_NE(privileges.find("to fix: GRANT INSERT, UPDATE ON " + quote_identifier(d, schema) + "." +
+                            names.qualified(d, "locks") + " TO " + grantee + ";"),
+            std::string::npos)
+      << privileges;
   if (d == Dialect::kPostgreSQL) {
-    EXPECT_NE(privileges.find("USAGE on " + names.qualified(d, "row_lock_tokens")),
+    EXPECT_NE(privileges.find("USAGE on sequence " + names.qualified(d, "row_lock_tokens")),
               std::string::npos)
         << privileges;
   }
   const std::string cleaner = line_of(r.out, "cleaner");
   EXPECT_EQ(cleaner.rfind("warning cleaner: this user cannot run the cleaner", 0), 0u) << r.out;
   EXPECT_NE(cleaner.find("DELETE on " + names.qualified(d, "locks")), std::string::npos) << cleaner;
+}
+
+// A user that may read none of dblock's tables (MySQL: one, or it could not log in to the
+// database at all): what it lacks is a finding with the GRANTs, and the exit status the
+// doctor's own (1), not the access-denied one (77).
+TEST_P(CliDoctorTest, AUserThatMayReadNothingGetsFindingsNotAnAccessError) {
+  const std::string user = unique_name("doc");
+  const std::string pw = "doctor-pw-2";
+  auto admin = backend().connect();
+  const Dialect d = backend().dialect;
+  const TableNames names(prefix_);
+  std::vector<std::string> accounts;
+  if (d == Dialect::kPostgreSQL) {
+    accounts.push_back(quote_identifier(d, user));
+    admin->execute("CREATE ROLE " + accounts[0] + " LOGIN PASSWORD '" + pw + "'");
+  } else {
+    for (const char* host : {"127.0.0.1", "localhost"}) {
+      accounts.push_back("'" + user + "'@'" + host + "'");
+      admin->execute("CREATE USER " + accounts.back() + " IDENTIFIED BY '" + pw + "'");
+      admin->execute("GRANT SELECT ON " + names.qualified(d, "versions") + " TO " +
+                     accounts.back());
+    }
+  }
+  const auto env_of = [&] { return env(with_user(url_, user, pw)); };
+  const ProcessResult r = run_process(cli("doctor", {}), env_of());
+  const ProcessResult json = run_process(cli("doctor", {"--json"}), env_of());
+  const ProcessResult cleaner = run_process(cli("doctor", {"--role", "cleaner"}), env_of());
+  if (d == Dialect::kPostgreSQL) {
+    admin->execute("DROP OWNED BY " + accounts[0]);
+    admin->execute("DROP ROLE " + accounts[0]);
+  } else {
+    for (const auto& account : accounts) admin->execute("DROP USER " + account);
+  }
+
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  const std::string migrations = line_of(r.out, "migrations");
+  EXPECT_EQ(migrations.rfind("failure migrations: this user may not read " +
+                                 names.qualified(d, "schema_migrations"),
+                             0),
+            0u)
+      << r.out;
+  const std::string privileges = line_of(r.out, "privileges");
+  EXPECT_EQ(privileges.rfind("failure privileges: this user lacks SELECT, INSERT, UPDATE on " +
+                                 names.qualified(d, "locks"),
+                             0),
+            0u)
+      << r.out;
+  EXPECT_NE(privileges.find("SELECT on " + names.qualified(d, "schema_migrations")),
+            std::string::npos)
+      << privileges;
+  EXPECT_NE(privileges.find("to fix: GRANT SELECT, INSERT, UPDATE ON "), std::string::npos)
+      << privileges;
+  EXPECT_NE(privileges.find("schema/grants/"), std::string::npos) << privileges;
+  EXPECT_EQ(json.exit_code, 1) << json.err;
+  EXPECT_EQ(nlohmann::json::parse(json.out).size(), kChecks.size()) << json.out;
+
+  // As the cleaner it would lack DELETE (PostgreSQL: UPDATE too, for FOR UPDATE SKIP LOCKED).
+  EXPECT_EQ(cleaner.exit_code, 1) << cleaner.out << cleaner.err;
+  const std::string cleaner_privileges = line_of(cleaner.out, "privileges");
+  EXPECT_EQ(cleaner_privileges.rfind(std::string("failure privileges: this user lacks SELECT, ") +
+                                         (d == Dialect::kPostgreSQL ? "UPDATE, " : "") +
+                                         "DELETE on " + names.qualified(d, "locks"),
+                                     0),
+            0u)
+      << cleaner.out;
+  EXPECT_EQ(line_of(cleaner.out, "cleaner"), "") << "the cleaner check is the privileges one";
 }
 
 INSTANTIATE_TEST_SUITE_P(Pairs, CliDoctorTest, ::testing::ValuesIn(all_backends()), BackendName());

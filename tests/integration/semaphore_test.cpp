@@ -330,7 +330,7 @@ TEST_P(SemaphoreTest, TheCleanerDeletesExpiredPermitsAndLocksListsHeldOnes) {
   auto sem = make(3);
   auto gone = sem->try_acquire("k", as("gone", milliseconds(50), false));
   LockOptions with_metadata = as("kept");
-  with_metadata.metadata = {{"job", 7}};
+  with_metadata.metadata = R"({"job": 7})";
   auto kept = sem->try_acquire("k", with_metadata);
   ASSERT_TRUE(gone && kept);
   std::this_thread::sleep_for(milliseconds(150));

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "backends.hpp"
+#include "dblock/json.hpp"
 #include "dblock/lock_table.hpp"
 #include "dblock/migrator.hpp"
 #include "dblock/open.hpp"
@@ -260,7 +261,7 @@ TEST_P(UniqueKeyLockTest, ClaimOnce) {
   auto lock = make_lock();
   ClaimOptions o;
   o.claim_id = "order-1";
-  o.metadata = {{"user", 7}};
+  o.metadata = R"({"user": 7})";
   auto claim = lock->claim("voucher:9:user:7", o);
   ASSERT_TRUE(claim);
   EXPECT_GT(claim->fencing_token, 0);
@@ -282,6 +283,43 @@ TEST_P(UniqueKeyLockTest, ClaimOnce) {
   EXPECT_EQ(r->expires_at, "never");
   EXPECT_FALSE(r->expired);
   EXPECT_NE(r->metadata.find("\"user\""), std::string::npos) << r->metadata;
+}
+
+// Metadata is JSON text: any JSON value is stored with the row and read back as the same value
+// (PostgreSQL's jsonb may respace it and reorder members); empty text stores none.
+TEST_P(UniqueKeyLockTest, MetadataHoldsAnyJsonValue) {
+  auto lock = make_lock();
+  const std::vector<std::string> values = {
+      R"({"job": "nightly", "n": 3, "tags": ["a", "b"], "nested": {"ok": true}})",
+      R"(["x", 1, null])",
+      R"("just a string, with \"quotes\" and \u00e9")",
+      "12345678901234567890",
+      "-2.5e-3",
+      "false",
+      "null",
+      std::string(30, '[') + std::string(30, ']'),
+  };
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const std::string key = "meta-" + std::to_string(i);
+    LockOptions o = as("m");
+    o.metadata = values[i];
+    auto lease = lock->try_acquire(key, o);
+    ASSERT_TRUE(lease) << values[i];
+    auto r = row(key);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(metadata_json(r->metadata), nlohmann::json::parse(values[i]))
+        << values[i] << " came back as " << r->metadata;
+  }
+  auto none = lock->try_acquire("meta-none", as("m"));
+  ASSERT_TRUE(none);
+  EXPECT_EQ(row("meta-none")->metadata, "");
+  // The opt-in helper writes what the database reads back.
+  LockOptions o = as("m");
+  o.metadata = metadata_text({{"user", "\xc3\xa9"}, {"ids", {1, 2}}});
+  auto helped = lock->try_acquire("meta-helper", o);
+  ASSERT_TRUE(helped);
+  EXPECT_EQ(metadata_json(row("meta-helper")->metadata),
+            nlohmann::json({{"user", "\xc3\xa9"}, {"ids", {1, 2}}}));
 }
 
 TEST_P(UniqueKeyLockTest, TimedAcquireWaitsForTheReleaseAndTimesOutOtherwise) {

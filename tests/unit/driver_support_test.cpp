@@ -87,6 +87,9 @@ TEST(Classify, LibpqConnectMessages) {
   EXPECT_EQ(libpq_connect_code("invalid connection option \"colour\""),
             ErrorCode::kInvalidArgument);
   EXPECT_EQ(libpq_connect_code("invalid port number: \"x\""), ErrorCode::kInvalidArgument);
+  // A URL's port list that does not pair with its host list (postgresql://a,b/db?port=1,2,3).
+  EXPECT_EQ(libpq_connect_code("could not match 3 port numbers to 2 hosts"),
+            ErrorCode::kInvalidArgument);
   EXPECT_EQ(libpq_connect_code("connection refused"), ErrorCode::kConnectFailed);
 }
 

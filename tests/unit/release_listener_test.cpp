@@ -66,7 +66,7 @@ class Waiter {
 
  private:
   LeaseInfo lease_;
-  nlohmann::json metadata_;
+  std::string metadata_;
   std::atomic<bool> started_{false}, done_{false};
   Steady::duration took_{};
   std::optional<ReleaseListener::Grant> grant_;

@@ -113,6 +113,60 @@ TEST(Url, Ipv6HostsArePercentDecodedAndRoundTrip) {
   EXPECT_EQ(DatabaseUrl::parse(u.redacted()).host, u.host);
 }
 
+TEST(Url, ParsesSeveralHostsEachWithItsPort) {
+  auto u =
+      DatabaseUrl::parse("postgresql://u:pw@h1:5432,h2:5433/db?target_session_attrs=read-write");
+  EXPECT_EQ(u.host, "h1");
+  EXPECT_EQ(u.port, 5432);
+  ASSERT_EQ(u.more_hosts.size(), 1u);
+  EXPECT_EQ(u.more_hosts[0], (HostPort{"h2", 5433}));
+  EXPECT_EQ(u.param("target_session_attrs"), "read-write");
+  EXPECT_EQ(u.redacted(), "postgresql://u:***@h1:5432,h2:5433/db?target_session_attrs=read-write");
+  EXPECT_EQ(DatabaseUrl::parse(u.redacted()).more_hosts, u.more_hosts);
+
+  auto mixed = DatabaseUrl::parse("postgres://u@[::1]:6432,db2,[fe80::1%25eth0],:7/app");
+  EXPECT_EQ(mixed.host, "::1");
+  EXPECT_EQ(mixed.port, 6432);
+  EXPECT_EQ(mixed.more_hosts, (std::vector<HostPort>{{"db2", 0}, {"fe80::1%eth0", 0}, {"", 7}}));
+  EXPECT_EQ(mixed.redacted(), "postgresql://u@[::1]:6432,db2,[fe80::1%25eth0],:7/app");
+  EXPECT_TRUE(DatabaseUrl::parse("postgresql://u@h/db").more_hosts.empty());
+}
+
+TEST(Url, ASocketDirectoryIsAPostgresqlHost) {
+  auto u = DatabaseUrl::parse("postgresql://u:pw@%2Fvar%2Frun%2Fpostgresql/db");
+  EXPECT_EQ(u.host, "/var/run/postgresql");
+  EXPECT_EQ(u.port, 0);
+  EXPECT_EQ(u.redacted(), "postgresql://u:***@%2Fvar%2Frun%2Fpostgresql/db");
+  EXPECT_EQ(DatabaseUrl::parse(u.redacted()).host, u.host);
+  auto with_port = DatabaseUrl::parse("postgresql://u@%2ftmp:5433,h2/db");
+  EXPECT_EQ(with_port.host, "/tmp");
+  EXPECT_EQ(with_port.port, 5433);
+  // As a parameter, libpq's own form: handed to libpq as it is.
+  auto param = DatabaseUrl::parse("postgresql:///db?host=/var/run/postgresql&port=5433");
+  EXPECT_EQ(param.host, "");
+  EXPECT_EQ(param.param("host"), "/var/run/postgresql");
+  EXPECT_EQ(param.param("port"), "5433");
+  EXPECT_EQ(param.redacted(), "postgresql:///db?host=%2Fvar%2Frun%2Fpostgresql&port=5433");
+  // MySQL names its socket with ?socket=.
+  expect_invalid("mysql://u:hunter2@%2Ftmp/db", "invalid character");
+}
+
+TEST(Url, RefusesHostListsLibpqWouldReadOtherwise) {
+  expect_invalid("mysql://u:hunter2@h1:3306,h2:3307/db", "a mysql:// URL names one host");
+  expect_invalid("postgresql://u:hunter2@h1:1,h2:x/db", "the port 'x' is not a number");
+  expect_invalid("postgresql://u:hunter2@h1,h2:/db", "empty port");
+  expect_invalid("postgresql://u:hunter2@::1,h2/db", "must be in brackets");
+  expect_invalid("postgresql://u:hunter2@a%2Cb/db", "invalid character");  // one host, or two?
+  expect_invalid("postgresql://u:hunter2@h1,h%20x/db", "invalid character");
+  expect_invalid("postgresql://u:hunter2@tmp%2Fx/db", "invalid character");  // not a directory
+}
+
+TEST(Url, RedactedHidesTheClientKeysPasswordToo) {
+  auto u = DatabaseUrl::parse("postgresql://u@h/db?sslmode=verify-full&sslpassword=hunter2");
+  EXPECT_EQ(u.param("sslpassword"), "hunter2");
+  EXPECT_EQ(u.redacted(), "postgresql://u@h/db?sslmode=verify-full&sslpassword=***");
+}
+
 TEST(Url, RedactedHidesThePassword) {
   auto u = DatabaseUrl::parse("mysql://root:hunter2@127.0.0.1:3306/app?driver=soci");
   EXPECT_EQ(u.redacted(), "mysql://root:***@127.0.0.1:3306/app?driver=soci");

@@ -14,12 +14,21 @@
 //   clock        this host's clock against the server's (informational: leases run on the
 //                server clock only)
 //   migrations   dblock's migrations all applied, none changed
-//   privileges   what the lock statements need on dblock's tables
-//   cleaner      what the cleaner needs (DELETE); a warning only, the cleaner may run as
-//                another user
+//   privileges   what the role checked (DoctorRole) needs on dblock's tables, schema and
+//                sequence; each missing privilege named, with the GRANT that gives it
+//   cleaner      (role kApplication only) whether this user may also run the cleaner; a
+//                warning only, the cleaner may run as another user
 //
-// Thread-safety: uses the connection it is given (one thread at a time). Reads only: no row is
-// written, no setting changed.
+// A privilege the user lacks, also one a check needs in order to look (the migrations table,
+// PostgreSQL's schema), is a finding, never an Error. schema/grants/<dialect>.sql lists what
+// each role needs (docs/operations/privileges.md).
+//
+//   for (const dblock::Finding& f : dblock::check_deployment(*conn, dblock::TableNames())) {
+//     if (f.status != dblock::Finding::Status::kOk) log(f.check, f.message, f.advice);
+//   }
+//
+// Thread-safety: uses the connection it is given (one thread at a time). Changes nothing: no
+// row is written, no setting changed (the privilege probes are statements that match no row).
 #pragma once
 
 #include <string>
@@ -45,8 +54,19 @@ struct Finding {
 
 std::string_view to_string(Finding::Status status) noexcept;
 
-// Runs every check on `conn` for the tables `tables` names. Throws Error only when the
-// connection fails (kConnectionLost, ...); what a check cannot read becomes its finding.
-std::vector<Finding> check_deployment(Connection& conn, const TableNames& tables);
+// What the user the connection logs in as is for: whose privileges "privileges" checks.
+enum class DoctorRole {
+  kApplication,  // takes locks: every strategy's statements, `dblock locks` and `release`
+  kCleaner,      // runs `dblock clean`
+  kMigrator,     // applies the migrations: creates and alters dblock's tables
+};
+
+std::string_view to_string(DoctorRole role) noexcept;
+
+// Runs every check on `conn` for the tables `tables` names, the privileges for `role`. Throws
+// Error only when the connection fails (kConnectionLost, ...); what a check cannot read becomes
+// its finding.
+std::vector<Finding> check_deployment(Connection& conn, const TableNames& tables,
+                                      DoctorRole role = DoctorRole::kApplication);
 
 }  // namespace dblock

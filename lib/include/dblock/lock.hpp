@@ -21,7 +21,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -53,8 +52,12 @@ struct LockOptions {
   std::chrono::milliseconds min_hold{0};
   // Who holds it. Default: the calling thread (Owner::current_thread()).
   std::optional<Owner> owner{};
-  // Stored with the lock row (JSON); shown by `dblock locks`.
-  nlohmann::json metadata{};
+  // Stored with the lock row and shown by `dblock locks`: one JSON value as text, such as
+  // R"({"job":"nightly"})"; empty for none. Checked before anything is sent: text that is not
+  // JSON (or that a supported server would refuse) throws Error(kInvalidArgument). With
+  // nlohmann::json, dblock/json.hpp's metadata_text() makes the text. Strategies that keep no
+  // row (row, optimistic and session locks) ignore it.
+  std::string metadata{};
   // Renew in the background at a third of the TTL until released. A renewal that finds the
   // lease gone marks it lost and calls on_lost.
   bool auto_renew = true;

@@ -121,7 +121,8 @@ struct ClaimOptions {
   // Identifies this claim attempt: retrying with the same id after a lost reply reports the
   // claim as ours. Empty: a random id.
   std::string claim_id{};
-  nlohmann::json metadata{};
+  // JSON text stored with the claim, as LockOptions::metadata; empty for none.
+  std::string metadata{};
   std::optional<Owner> owner{};
 };
 

@@ -9,6 +9,17 @@
 // carries no password, DBLOCK_PASSWORD or the file named by DBLOCK_PASSWORD_FILE supplies it,
 // so passwords can stay out of command lines and crontabs.
 //
+// PostgreSQL URLs take what libpq takes (the PostgreSQL drivers hand them to libpq's own parser):
+// several hosts, each with its own port, tried in order (failover set-ups):
+//   postgresql://app@db1:5432,db2:5433/app?target_session_attrs=read-write
+// and a directory holding the server's Unix socket, percent-encoded as the host or as a
+// parameter:
+//   postgresql://app@%2Fvar%2Frun%2Fpostgresql/app
+//   postgresql:///app?host=/var/run/postgresql
+// Parameters are libpq's connection keywords (their names are checked when a driver opens the
+// connection); libpq applies host, port, user and dbname parameters over what the URL's other
+// parts say. MySQL URLs name one host; the Unix socket is the `socket` parameter.
+//
 // Every message and every redacted() form replaces the password with "***".
 //
 // Thread-safety: DatabaseUrl is a plain value.
@@ -24,12 +35,24 @@
 
 namespace dblock {
 
+// A server of a PostgreSQL URL that lists several (DatabaseUrl::more_hosts).
+struct HostPort {
+  std::string host;  // as DatabaseUrl::host
+  int port = 0;      // 0: the default port (5432)
+  bool operator==(const HostPort&) const = default;
+};
+
 struct DatabaseUrl {
   Dialect dialect = Dialect::kPostgreSQL;
   std::string user;
   std::string password;
-  std::string host;  // empty: the driver's default (local socket)
-  int port = 0;      // 0: the dialect's default port
+  // The (first) server: a host name or IP address; PostgreSQL also a directory holding the
+  // server's Unix socket (it starts with '/'). Empty: the driver's default (the local socket).
+  std::string host;
+  int port = 0;  // 0: the dialect's default port
+  // PostgreSQL: the servers listed after the first (postgresql://h1:5432,h2:5433/db), which
+  // libpq tries in turn. Empty for a URL naming one server, and always for MySQL.
+  std::vector<HostPort> more_hosts;
   std::string database;
   std::string driver;  // from ?driver=; empty: the dialect's default driver
   // From ?pool_mode=transaction (default: session): a transaction pooler such as PgBouncer in
@@ -56,7 +79,7 @@ struct DatabaseUrl {
   // The value of a driver parameter, if present.
   std::optional<std::string> param(std::string_view name) const;
 
-  // The port to connect to: port, or 5432 / 3306.
+  // The port to connect to (the first server's): port, or 5432 / 3306.
   int effective_port() const noexcept;
 
   // The URL with the password replaced by "***"; safe to log.

@@ -7,6 +7,7 @@
 #include "dblock/error.hpp"
 #include "lease_core.hpp"
 #include "lock_keys.hpp"
+#include "metadata.hpp"
 #include "random.hpp"
 #include "renewer.hpp"
 #include "retry_until.hpp"
@@ -99,7 +100,7 @@ struct Semaphore::Impl {
         {"process", Value(info.owner.process)},
         {"thread", Value(info.owner.thread)},
         {"ttl_ms", Value(static_cast<std::int64_t>(lock.ttl.count()))},
-        {"metadata", lock.metadata.is_null() ? Value() : Value(lock.metadata.dump())},
+        {"metadata", detail::metadata_param(lock.metadata)},
         {"first", Value(static_cast<std::int64_t>(slots.first))},
         {"last", Value(static_cast<std::int64_t>(slots.last))},
         {"blocked_by", Value(static_cast<std::int64_t>(slots.blocked_by))}};
@@ -299,6 +300,7 @@ std::optional<Lease> attempt(const std::shared_ptr<Semaphore::Impl>& impl, detai
 detail::LeaseInfo new_permit(std::string_view key, const LockOptions& options) {
   validate_lock_key(key);
   detail::validate_ttl(options.ttl, "the permit TTL");
+  detail::validate_metadata(options.metadata);
   detail::validate_min_hold(options.min_hold);
   return {std::string(key), 0, detail::random_lease_id(),
           options.owner ? *options.owner : Owner::current_thread(), options.ttl};

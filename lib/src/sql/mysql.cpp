@@ -572,7 +572,14 @@ constexpr DoctorSql kDoctor = {
     .probe_insert = "INSERT INTO {{target}} SELECT * FROM {{target}} WHERE 1 = 0",
     .probe_update = "UPDATE {{target}} SET {{column}} = {{column}} WHERE 1 = 0",
     .probe_delete = "DELETE FROM {{target}} WHERE 1 = 0",
+    // On a table that exists: CREATE ... IF NOT EXISTS only notes that it does, an ALTER TABLE
+    // without changes changes nothing; the server checks the privilege first.
+    .probe_create = "CREATE TABLE IF NOT EXISTS {{target}} (probe INT)",
+    .probe_alter = "ALTER TABLE {{target}}",
     .sequence_usage = "",
+    .identity = "SELECT CURRENT_USER() AS user_name, DATABASE() AS schema_name",
+    .schema_privileges = "",
+    .owner = "",
 };
 
 constexpr ServerSql kMySQL = {

@@ -694,9 +694,18 @@ constexpr DoctorSql kDoctor = {
     .probe_insert = "INSERT INTO {{target}} SELECT * FROM {{target}} WHERE 1 = 0",
     .probe_update = "UPDATE {{target}} SET {{column}} = {{column}} WHERE 1 = 0",
     .probe_delete = "DELETE FROM {{target}} WHERE 1 = 0",
+    .probe_create = "",
+    .probe_alter = "",
     // Column "ok": 1 when this role may take row-lock tokens from the sequence (nextval).
     .sequence_usage =
         "SELECT has_sequence_privilege('{{table:row_lock_tokens}}', 'USAGE')::int AS ok",
+    .identity = "SELECT current_user AS user_name, current_schema() AS schema_name",
+    .schema_privileges =
+        "SELECT has_schema_privilege({{param:schema}}::text, 'USAGE')::int AS usage,"
+        " has_schema_privilege({{param:schema}}::text, 'CREATE')::int AS create",
+    .owner =
+        "SELECT pg_has_role(c.relowner, 'USAGE')::int AS ok FROM pg_class c"
+        " WHERE c.oid = to_regclass('{{target}}')",
 };
 
 #undef DBLOCK_QUEUE_HEAD

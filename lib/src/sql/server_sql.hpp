@@ -231,7 +231,20 @@ struct DoctorSql {
   std::string_view probe_insert;
   std::string_view probe_update;
   std::string_view probe_delete;
+  // MySQL dialect: CREATE and ALTER on an existing {{target}}; no-ops (empty on PostgreSQL,
+  // where creating needs the schema's CREATE and altering ownership: see below).
+  std::string_view probe_create;
+  std::string_view probe_alter;
   std::string_view sequence_usage;  // PostgreSQL only (empty elsewhere)
+  // Columns "user_name" and "schema_name": who the session is (MySQL: CURRENT_USER(),
+  // user@host) and its current schema / database, for the GRANTs the doctor advises.
+  std::string_view identity;
+  // PostgreSQL only: columns "usage" and "create", 1 when this role has that privilege on the
+  // schema named by {{param:schema}}.
+  std::string_view schema_privileges;
+  // PostgreSQL only: column "ok", 1 when this role owns {{target}} (or is a member of its
+  // owner), as ALTER and CREATE INDEX need; no row when there is no such table or sequence.
+  std::string_view owner;
 };
 
 // Every statement for one server.

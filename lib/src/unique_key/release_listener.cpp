@@ -237,7 +237,7 @@ void ReleaseListener::Interest::queued_as(const std::string& waiter_id, std::int
 }
 
 void ReleaseListener::Interest::accept_hand_over(const LeaseInfo& lease,
-                                                 const nlohmann::json& metadata) {
+                                                 const std::string& metadata) {
   lease_ = &lease;
   metadata_ = &metadata;
 }

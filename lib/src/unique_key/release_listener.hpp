@@ -33,7 +33,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
@@ -107,9 +106,9 @@ class ReleaseListener {
     Interest& operator=(const Interest&) = delete;
     // From now on, while asleep in wait(), this waiter may be handed the key as `lease` (its
     // key, lease id, owner and TTL) with `metadata`; both must outlive this object.
-    void accept_hand_over(const LeaseInfo& lease, const nlohmann::json& metadata);
+    void accept_hand_over(const LeaseInfo& lease, const std::string& metadata);
     const LeaseInfo& lease() const noexcept { return *lease_; }
-    const nlohmann::json& metadata() const noexcept { return *metadata_; }
+    const std::string& metadata() const noexcept { return *metadata_; }
     // Its place in the key's fair queue (queued_as); "" when not queued. Read it while the
     // waiter is claimed.
     const std::string& waiter_id() const noexcept { return waiter_id_; }
@@ -141,7 +140,7 @@ class ReleaseListener {
     std::condition_variable cv_;
     bool woken_ = false;
     const LeaseInfo* lease_ = nullptr;  // accepts hand-overs when set
-    const nlohmann::json* metadata_ = nullptr;
+    const std::string* metadata_ = nullptr;
     HandOver hand_over_ = HandOver::kNone;
     Grant grant_{};
   };

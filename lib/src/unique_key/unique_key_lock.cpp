@@ -13,6 +13,7 @@
 #include "dblock/error.hpp"
 #include "lease_core.hpp"
 #include "lock_keys.hpp"
+#include "metadata.hpp"
 #include "per_process.hpp"
 #include "renewer.hpp"
 #include "retry_until.hpp"
@@ -24,10 +25,6 @@
 namespace dblock {
 
 namespace {
-
-Value json_param(const nlohmann::json& metadata) {
-  return metadata.is_null() ? Value() : Value(metadata.dump());
-}
 
 // The leases this process holds, counted per lock table, key, owner and fencing token. An owner's
 // row whose holds outnumber its live leases here carries holds of acquires whose reply never
@@ -374,7 +371,7 @@ bool UniqueKeyLock::Impl::hand_over(const ReleaseRequest& q, detail::ReleaseList
                               {"to_process", Value(to.owner.process)},
                               {"to_thread", Value(to.owner.thread)},
                               {"ttl_ms", Value(static_cast<std::int64_t>(to.ttl.count()))},
-                              {"metadata", json_param(waiter->metadata())},
+                              {"metadata", detail::metadata_param(waiter->metadata())},
                               {"to_waiter_id", Value(waiter->waiter_id())}};
   const auto sent = detail::BootClock::now();  // the waiter's lease runs from here at the latest
   std::optional<Result> r;
@@ -522,7 +519,7 @@ std::optional<Lease> attempt(const std::shared_ptr<UniqueKeyLock::Impl>& impl,
                               {"process", Value(info.owner.process)},
                               {"thread", Value(info.owner.thread)},
                               {"ttl_ms", Value(static_cast<std::int64_t>(options.ttl.count()))},
-                              {"metadata", json_param(options.metadata)},
+                              {"metadata", detail::metadata_param(options.metadata)},
                               {"seq", seq ? Value(*seq) : Value()},
                               {"waiter_id", named ? Value(*waiter_id) : Value()},
                               {"join_ttl_ms", joined ? Value(place_ttl_ms) : Value()}};
@@ -551,6 +548,7 @@ std::optional<Lease> attempt(const std::shared_ptr<UniqueKeyLock::Impl>& impl,
 detail::LeaseInfo new_lease(std::string_view key, const LockOptions& options) {
   validate_lock_key(key);
   detail::validate_ttl(options.ttl, "the lock TTL");
+  detail::validate_metadata(options.metadata);
   detail::validate_min_hold(options.min_hold);
   return {std::string(key), 0, detail::random_lease_id(),
           options.owner ? *options.owner : Owner::current_thread(), options.ttl};
@@ -757,6 +755,7 @@ std::optional<Claim> UniqueKeyLock::claim(std::string_view key, const ClaimOptio
   if (claim.claim_id.size() > 64) {
     throw Error(ErrorCode::kInvalidArgument, "a claim id must be at most 64 bytes");
   }
+  detail::validate_metadata(options.metadata);
   Owner owner = options.owner ? *options.owner : Owner::current_thread();
   // Tagged so that no lease owner ever equals a claim's owner: a claim is never re-entered,
   // renewed or released by a lease of the same thread.
@@ -764,7 +763,7 @@ std::optional<Claim> UniqueKeyLock::claim(std::string_view key, const ClaimOptio
   const detail::Arg args[] = {
       {"key", Value(claim.key)},       {"claim_id", Value(claim.claim_id)},
       {"host", Value(owner.host)},     {"process", Value(owner.process)},
-      {"thread", Value(owner.thread)}, {"metadata", json_param(options.metadata)}};
+      {"thread", Value(owner.thread)}, {"metadata", detail::metadata_param(options.metadata)}};
   auto r = impl_->run(&Impl::Statements::claim, args, true);  // a retry reuses the claim id
   if (!r) return std::nullopt;
   auto token = impl_->token_from(*r);

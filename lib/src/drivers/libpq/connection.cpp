@@ -159,19 +159,18 @@ class LibpqConnection final : public detail::DriverConnection {
 }  // namespace
 
 std::unique_ptr<Connection> connect_libpq(const DatabaseUrl& url) {
-  const std::string port = std::to_string(url.effective_port());
-  std::string where = detail::server_location(Dialect::kPostgreSQL, url.host, port, url.database);
-  const std::string conninfo = libpq_driver::conninfo(url, where, "libpq");
-  OwnedConn conn(PQconnectdb(conninfo.c_str()));
+  libpq_driver::Conninfo conninfo = libpq_driver::parse_conninfo(url, "libpq");
+  OwnedConn conn(PQconnectdb(conninfo.text.c_str()));
   if (conn == nullptr || PQstatus(conn.get()) != CONNECTION_OK) {
-    throw libpq_driver::connect_error(conn.get(), where, url.password);
+    throw libpq_driver::connect_error(conn.get(), conninfo.where, url.password);
   }
+  // From here on, the one server of the URL's list that the session reached.
   const char* host = PQhost(conn.get());
   const char* db = PQdb(conn.get());
-  const char* actual_port = PQport(conn.get());
-  where =
-      detail::server_location(Dialect::kPostgreSQL, host == nullptr ? "" : host,
-                              actual_port == nullptr ? port : actual_port, db == nullptr ? "" : db);
+  const char* port = PQport(conn.get());
+  std::string where = detail::server_location(Dialect::kPostgreSQL, host == nullptr ? "" : host,
+                                              port == nullptr || *port == '\0' ? "5432" : port,
+                                              db == nullptr ? "" : db);
   // A URL that sets libpq's own keepalive or TCP timeout parameters keeps them.
   if (!url.param("keepalives") && !url.param("tcp_user_timeout")) {
     detail::bound_network_waits(PQsocket(conn.get()));

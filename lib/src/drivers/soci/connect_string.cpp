@@ -7,38 +7,16 @@
 
 #include "driver_support.hpp"
 #include "drivers/soci/errors.hpp"
-#include "url_encoding.hpp"
+#include "libpq_uri.hpp"
 
 namespace dblock::soci_driver {
-// A libpq connection URI carrying every setting as a percent-encoded query parameter
-// ("postgresql://?host=...&port=..."); URL parameters pass through as libpq keywords.
-// Not the key='value' form: SOCI 4.0's PostgreSQL backend splits the connection string at every
-// space (looking for its own "singlerow" option) and glues the pieces back together as
-// key=value, which breaks any quoted value containing a space (a password, an application
-// name). The URI form has no spaces, and it always contains a '=', which that rebuilding keeps
-// intact.
-std::string postgresql_connect_string(const DatabaseUrl& url, std::string_view where) {
-  std::string out = "postgresql://";
-  char sep = '?';
-  auto add = [&](std::string_view key, std::string_view value) {
-    out.append(1, sep).append(key).append("=").append(detail::percent_encode(value));
-    sep = '&';
-  };
-  if (!url.host.empty()) add("host", url.host);
-  add("port", std::to_string(url.effective_port()));
-  if (!url.user.empty()) add("user", url.user);
-  if (!url.password.empty()) add("password", url.password);
-  if (!url.database.empty()) add("dbname", url.database);
-  if (!url.param("connect_timeout")) add("connect_timeout", "10");
-  add("fallback_application_name", "dblock");
-  for (const auto& [key, value] : url.params) {
-    if (!detail::is_option_keyword(key)) {
-      throw invalid_argument_error(
-          where, "URL parameter \"" + key + "\" is not a libpq connection keyword");
-    }
-    add(key, value);
-  }
-  return out;
+// The connection URI the libpq and libpqxx drivers open too (libpq_uri.hpp), so that every
+// PostgreSQL driver connects alike; SOCI's PostgreSQL backend hands it to PQconnectdb, whose own
+// parser reads it. Every part is percent-encoded: SOCI 4.0's PostgreSQL backend splits the
+// connection string at every space (looking for its own "singlerow" option) and glues the pieces
+// back together, which would break a value containing one.
+std::string postgresql_connect_string(const DatabaseUrl& url) {
+  return detail::libpq_uri(url, true);
 }
 
 // SOCI's MySQL keys. SOCI rejects unknown keys and repeated ones, so only a documented set of

@@ -1,4 +1,4 @@
-// The connection strings the SOCI driver opens sessions with, built from a dblock URL: a libpq
+// The connection strings the SOCI driver opens sessions with, built from a dblock URL: the libpq
 // connection URI for SOCI's PostgreSQL backend, SOCI's key='value' form for its MySQL backend.
 // Internal to the dblock_soci target.
 //
@@ -12,10 +12,9 @@
 
 namespace dblock::soci_driver {
 
-// "postgresql://?host=...&port=...&password=...": every setting a percent-encoded query
-// parameter; URL parameters pass through as libpq keywords. Throws Error(kInvalidArgument)
-// (message prefixed with `where`) for a parameter name that is not a keyword.
-std::string postgresql_connect_string(const DatabaseUrl& url, std::string_view where);
+// detail::libpq_uri(url, true): what every PostgreSQL driver connects with. libpq checks the
+// parameters when SOCI's backend connects.
+std::string postgresql_connect_string(const DatabaseUrl& url);
 
 // "host='...' port='...' db='...' ...": SOCI's MySQL keys with the utf8mb4 character set and a
 // 10 s connect timeout by default. Accepts the URL parameters connect_timeout, read_timeout,

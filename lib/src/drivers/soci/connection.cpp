@@ -54,6 +54,7 @@
 #include "drivers/soci/errors.hpp"
 #include "drivers/soci/postgresql_native.hpp"
 #include "drivers/soci/session_info.hpp"
+#include "libpq_uri.hpp"
 #include "sql_scanner.hpp"
 
 namespace dblock {
@@ -383,10 +384,13 @@ std::unique_ptr<Connection> wrap_soci(soci::session& session) {
 
 std::unique_ptr<Connection> connect_soci(const DatabaseUrl& url) {
   Dialect dialect = url.dialect;
-  std::string where = detail::server_location(dialect, url.host,
-                                              std::to_string(url.effective_port()), url.database);
+  std::string where =
+      dialect == Dialect::kPostgreSQL
+          ? detail::postgresql_location(url)
+          : detail::server_location(dialect, url.host, std::to_string(url.effective_port()),
+                                    url.database);
   std::string connect_string = dialect == Dialect::kPostgreSQL
-                                   ? soci_driver::postgresql_connect_string(url, where)
+                                   ? soci_driver::postgresql_connect_string(url)
                                    : soci_driver::mysql_connect_string(url, where);
   std::unique_ptr<soci::session> session;
   try {

@@ -1,0 +1,48 @@
+-- The privileges each of dblock's roles needs on MySQL 8.0 and MariaDB, and no more
+-- (docs/operations/privileges.md). One GRANT per line; each names the one role it is for.
+-- Table names are unqualified: run the file with dblock's database as the default one.
+--
+-- Names are dblock's defaults; replace them with yours before running the file:
+--   dblock_            the table prefix (dblock migrate --prefix)
+--   dblock_migrator    applies the migrations (`dblock migrate up`, Migrator::up())
+--   dblock_app         the service taking locks; also `dblock locks`, `release`, `run` and
+--                      `doctor`
+--   dblock_cleaner     `dblock clean`
+-- Each is a role (CREATE ROLE dblock_app; GRANT dblock_app TO 'svc'@'%'; and make it the
+-- user's default role: MariaDB SET DEFAULT ROLE dblock_app FOR 'svc'@'%', MySQL SET DEFAULT
+-- ROLE dblock_app TO 'svc'@'%'), or a user of that name ('dblock_app'@'%').
+--
+-- As an administrator, before the first `dblock migrate up` (MySQL grants on tables that do
+-- not exist yet):
+--   mysql app < schema/grants/mysql.sql
+-- Run it again after an upgrade whose migrations add tables.
+
+-- dblock_migrator: creates and alters dblock's tables and records the migrations applied.
+-- Another database than the connection's default (--schema) needs CREATE on that database too.
+GRANT SELECT, INSERT, CREATE, ALTER ON dblock_schema_migrations TO dblock_migrator;
+GRANT SELECT, INSERT, CREATE, ALTER ON dblock_locks TO dblock_migrator;
+GRANT SELECT, INSERT, CREATE, ALTER ON dblock_row_locks TO dblock_migrator;
+GRANT SELECT, INSERT, CREATE, ALTER ON dblock_versions TO dblock_migrator;
+GRANT SELECT, INSERT, CREATE, ALTER ON dblock_lock_waiters TO dblock_migrator;
+GRANT SELECT, INSERT, CREATE, ALTER ON dblock_semaphores TO dblock_migrator;
+GRANT SELECT, INSERT, CREATE, ALTER ON dblock_semaphore_permits TO dblock_migrator;
+
+-- dblock_app: every lock strategy's statements, `dblock locks` and `dblock release`. Fair
+-- waiting deletes its queue places (lock_waiters); nothing else is deleted. SELECT on the
+-- migrations table: `dblock doctor` and `dblock migrate status` read it.
+GRANT SELECT, INSERT, UPDATE ON dblock_locks TO dblock_app;
+GRANT SELECT, INSERT, UPDATE ON dblock_row_locks TO dblock_app;
+GRANT SELECT, INSERT, UPDATE ON dblock_versions TO dblock_app;
+GRANT SELECT, INSERT, UPDATE, DELETE ON dblock_lock_waiters TO dblock_app;
+GRANT SELECT, INSERT, UPDATE ON dblock_semaphores TO dblock_app;
+GRANT SELECT, INSERT, UPDATE ON dblock_semaphore_permits TO dblock_app;
+GRANT SELECT ON dblock_schema_migrations TO dblock_app;
+
+-- dblock_cleaner: deletes rows no longer in use from every table that keeps rows per key.
+GRANT SELECT, DELETE ON dblock_locks TO dblock_cleaner;
+GRANT SELECT, DELETE ON dblock_row_locks TO dblock_cleaner;
+GRANT SELECT, DELETE ON dblock_versions TO dblock_cleaner;
+GRANT SELECT, DELETE ON dblock_lock_waiters TO dblock_cleaner;
+GRANT SELECT, DELETE ON dblock_semaphores TO dblock_cleaner;
+GRANT SELECT, DELETE ON dblock_semaphore_permits TO dblock_cleaner;
+GRANT SELECT ON dblock_schema_migrations TO dblock_cleaner;
