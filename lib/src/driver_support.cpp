@@ -216,10 +216,22 @@ void bound_network_waits(int fd) noexcept {
     ::setsockopt(fd, level, name, &value, sizeof value);
   };
   set(SOL_SOCKET, SO_KEEPALIVE, 1);
+  // The probes' timing is set where the system has the options (Linux and the BSDs; macOS
+  // names the idle time TCP_KEEPALIVE), else it stays the system's.
+#if defined(TCP_KEEPIDLE)
   set(IPPROTO_TCP, TCP_KEEPIDLE, kKeepaliveIdleSeconds);
+#elif defined(TCP_KEEPALIVE)
+  set(IPPROTO_TCP, TCP_KEEPALIVE, kKeepaliveIdleSeconds);
+#endif
+#if defined(TCP_KEEPINTVL) && defined(TCP_KEEPCNT)
   set(IPPROTO_TCP, TCP_KEEPINTVL, kKeepaliveIntervalSeconds);
   set(IPPROTO_TCP, TCP_KEEPCNT, kKeepaliveProbes);
+#endif
+  // Linux only: elsewhere a statement whose data stays unacknowledged waits for the system's
+  // retransmission timeout (docs/platforms.md).
+#if defined(__linux__) && !defined(DBLOCK_PORTABLE_FALLBACKS)
   set(IPPROTO_TCP, TCP_USER_TIMEOUT, kUnackedTimeoutMs);
+#endif
 }
 
 void bound_server_waits(Connection& conn, const DatabaseUrl& url) {
