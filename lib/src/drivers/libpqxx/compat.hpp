@@ -1,8 +1,9 @@
 // What differs between the libpqxx versions the driver supports (6.4, 7.x and 8.x), in one place:
-// closing a connection, a statement with parameters, subscribing to a channel and watching the
-// server's notices. Everything else the driver calls is common to all three. The version tests
-// read <pqxx/version>; what each branch is for:
+// closing a connection, its port, a statement with parameters, subscribing to a channel and
+// watching the server's notices. Everything else the driver calls is common to all three. The
+// version tests read <pqxx/version>; what each branch is for:
 //  - close(): libpqxx 7.0 renamed disconnect() to close().
+//  - port_of(): 8.0 deprecates port() (text) for port_number() (a number, if any).
 //  - exec_with_params(): parameters known at run time went through make_dynamic_params() up to
 //    7.5; 7.6 added pqxx::params (make_dynamic_params is deprecated in 7.10 and gone in 8.0), and
 //    7.10 moved parameterised statements from exec_params() to exec(query, params).
@@ -57,6 +58,17 @@ inline void close(pqxx::connection& conn) noexcept {
   } catch (...) {
     // Closing a broken connection may report the break again; it is closed either way.
   }
+}
+
+// The port the connection uses, as text; "" when libpq reports none (a Unix socket's default).
+inline std::string port_of(PqxxConnectionBase& conn) {
+#if PQXX_VERSION_MAJOR >= 8
+  const std::optional<int> port = conn.port_number();
+  return port ? std::to_string(*port) : std::string();
+#else
+  const char* port = conn.port();
+  return port == nullptr ? std::string() : std::string(port);
+#endif
 }
 
 // Runs `sql` in `tx` as one PQexecParams with text parameters (std::nullopt: NULL).

@@ -57,7 +57,7 @@ std::string_view or_empty(const char* s) { return s == nullptr ? std::string_vie
 // Where a pqxx connection points.
 std::string location_of(PqxxConnectionBase& conn) {
   std::string_view host = or_empty(conn.hostname());  // opens a lazy connection
-  return detail::server_location(Dialect::kPostgreSQL, host, or_empty(conn.port()),
+  return detail::server_location(Dialect::kPostgreSQL, host, pqxx_driver::port_of(conn),
                                  or_empty(conn.dbname()));
 }
 
