@@ -45,6 +45,12 @@ ErrorCode code_from_mysql_errno(unsigned int e) noexcept {
       return ErrorCode::kLockWaitTimeout;
     case 1213:  // ER_LOCK_DEADLOCK
       return ErrorCode::kDeadlock;
+    // ER_CHECKREAD: under REPEATABLE READ with MariaDB's innodb_snapshot_isolation (on by
+    // default from 11.6.2; 10.11 has it, off), a row changed by another transaction since this
+    // one's snapshot cannot be locked or written; InnoDB rolls the whole transaction back, as
+    // for a deadlock. The same verdict as PostgreSQL's 40001 under REPEATABLE READ.
+    case 1020:
+      return ErrorCode::kSerializationFailure;
     case 1146:  // ER_NO_SUCH_TABLE
     case 1049:  // ER_BAD_DB_ERROR
       return e == 1049 ? ErrorCode::kConnectFailed : ErrorCode::kUndefinedTable;
