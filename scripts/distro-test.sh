@@ -224,10 +224,12 @@ find_or_make_rootfs() {
     rm -rf --one-file-system -- "$rootfs.partial"
     make_rootfs "$rootfs.partial"
     mv -- "$rootfs.partial" "$rootfs"
-    # Root filesystems of the suite made from an older package list or mirror.
+    # Root filesystems of the suite this script made from an older package list or mirror
+    # (<suite>-<key>, with the package list it records); anything else in the cache is left.
     local old
     for old in "$cache/$suite"-*; do
-      [[ "$old" == "$rootfs" || ! -d "$old" ]] && continue
+      [[ "$old" == "$rootfs" || ! -f "$old/.dblock-packages" ]] && continue
+      [[ "${old##*/}" =~ ^$suite-[0-9a-f]{12}$ ]] || continue
       log "removing the outdated $old"
       rm -rf --one-file-system -- "$old"
     done
