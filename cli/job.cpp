@@ -2,12 +2,15 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <linux/magic.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#if defined(__linux__) && !defined(DBLOCK_PORTABLE_FALLBACKS)
+#define DBLOCK_JOB_LINUX 1  // cgroups, a child subreaper, a parent-death signal, execvpe
+#include <linux/magic.h>
+#include <sys/prctl.h>
+#include <sys/statfs.h>
+#endif
 
 #include <cerrno>
 #include <charconv>
@@ -19,7 +22,12 @@
 
 #include "common.hpp"
 #include "dblock/error.hpp"
+#include "fd.hpp"
 #include "proc_files.hpp"
+
+#ifndef DBLOCK_JOB_LINUX
+extern char** environ;
+#endif
 
 namespace dblock::cli {
 
@@ -30,6 +38,8 @@ constexpr int kExitNotFound = 127;
 [[noreturn]] void throw_errno(const std::string& what, int err = errno) {
   throw Error(ErrorCode::kOther, what + " failed: " + std::strerror(err));
 }
+
+#ifdef DBLOCK_JOB_LINUX
 
 bool is_cgroup2(const char* path) {
   struct statfs fs;
@@ -77,6 +87,12 @@ std::string make_cgroup() {
   if (::mkdir(dir.c_str(), 0755) != 0) return "";
   return dir;
 }
+
+#else
+
+std::string make_cgroup() { return ""; }  // cgroups are Linux's
+
+#endif
 
 // Writes `text` to a cgroup control file; false when it could not.
 bool write_control(const std::string& path, const std::string& text) {
@@ -133,19 +149,21 @@ Job::Job(const std::vector<std::string>& command, const std::vector<std::string>
   argv.push_back(nullptr);
   for (const auto& var : environment) envp.push_back(const_cast<char*>(var.c_str()));
   envp.push_back(nullptr);
+#ifdef DBLOCK_JOB_LINUX
   // Orphans of the job come to dblock, which finds, stops and reaps them.
   if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) throw_errno("prctl(PR_SET_CHILD_SUBREAPER)");
+#endif
   if (allow_cgroup) cgroup_ = make_cgroup();
 
   // `go` holds the child back until it is in its cgroup; `failed` carries an exec errno back
   // (closed on a successful exec).
   int go[2], failed[2];
-  if (::pipe2(go, O_CLOEXEC) != 0) throw_errno("pipe2");
-  if (::pipe2(failed, O_CLOEXEC) != 0) {
+  if (!open_pipe(go, false)) throw_errno("pipe");
+  if (!open_pipe(failed, false)) {
     int err = errno;
     ::close(go[0]);
     ::close(go[1]);
-    throw_errno("pipe2", err);
+    throw_errno("pipe", err);
   }
   const pid_t parent = ::getpid();
   pid_ = ::fork();
@@ -160,11 +178,20 @@ Job::Job(const std::vector<std::string>& command, const std::vector<std::string>
     ::close(failed[0]);
     ::setpgid(0, 0);
     reset_signals();
+#ifdef DBLOCK_JOB_LINUX
     // If dblock dies without stopping the job (kill -9), stop the command: its lease expires.
     if (::prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || ::getppid() != parent) ::_exit(kExitFailure);
+#else
+    (void)parent;
+#endif
     char byte = 0;
     if (::read(go[0], &byte, 1) != 1) ::_exit(kExitFailure);  // dblock gave up on it
+#ifdef DBLOCK_JOB_LINUX
     ::execvpe(argv[0], argv.data(), envp.data());
+#else
+    environ = envp.data();  // execvp() searches PATH as execvpe() does, with this environment
+    ::execvp(argv[0], argv.data());
+#endif
     int err = errno;
     ssize_t n = ::write(failed[1], &err, sizeof err);
     (void)n;

@@ -11,6 +11,10 @@
 //    dblock instead of init: it is found as a child of dblock, and reaped by it. Without a
 //    cgroup, a descendant that left the group (setsid) while its parent lives is found only
 //    once that parent has died, which stopping the group brings about.
+// Cgroups, the subreaper and the parent-death signal below are Linux's. Elsewhere (and in a
+// build with -DDBLOCK_PORTABLE_FALLBACKS, which compiles this on Linux to test it) the job is its
+// process group and dblock's own children: an orphan re-parented to init is not found, and a
+// dblock killed with SIGKILL leaves its command running (docs/platforms.md).
 //
 // Thread-safety: used from the thread that started it only.
 #pragma once
@@ -28,7 +32,7 @@ class Job {
   // Forks and execs `command` (found on PATH) with `environment` ("NAME=value" strings), in a new
   // process group (and a new cgroup unless `allow_cgroup` is false or it cannot be made), with
   // every signal at its default disposition and none blocked. If dblock dies first, the command
-  // gets SIGTERM. Throws dblock::Error when fork fails; an exec failure is reported by
+  // gets SIGTERM (on Linux). Throws dblock::Error when fork fails; an exec failure is reported by
   // exec_errno() (the command has then been reaped and nothing runs).
   Job(const std::vector<std::string>& command, const std::vector<std::string>& environment,
       bool allow_cgroup);

@@ -264,10 +264,10 @@ Ended supervise(Job& job, LeaseKeeper& keeper, const Timeline& t, const RunOptio
     if (now >= kill_at) timeout = 10;  // re-parented orphans keep arriving
     wait_readable(inbox.fd(), wakeup.fd(), timeout);
     wakeup.drain();
-    while (auto info = inbox.next()) {
-      if (info->ssi_signo == SIGCHLD) continue;  // reaped above
+    while (auto sig = inbox.next()) {
+      if (*sig == SIGCHLD) continue;  // reaped above
       // Also a terminal's Ctrl-C: CMD's processes are not in the terminal's foreground group.
-      job.signal_all(static_cast<int>(info->ssi_signo));
+      job.signal_all(*sig);
     }
   }
 }

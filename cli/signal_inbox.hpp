@@ -1,18 +1,23 @@
-// What wakes `dblock run`'s main thread: signals, read from a signalfd instead of handlers, and
-// a pipe other threads write a byte to.
+// What wakes `dblock run`'s main thread: signals, read from a file descriptor instead of
+// handlers, and a pipe other threads write a byte to.
+//
+// The forwarded signals and SIGCHLD are blocked in every thread. On Linux they are read from a
+// signalfd. Elsewhere (and in a build with -DDBLOCK_PORTABLE_FALLBACKS, which compiles this on
+// Linux to test it) a thread of the inbox's own takes each with sigwait() and writes its number
+// to a pipe, the self-pipe pattern without a signal handler.
 //
 // Thread-safety: a SignalInbox is made and read by the main thread; Wakeup::notify() may be
 // called from any thread.
 #pragma once
 
-#include <fcntl.h>
-#include <pthread.h>
 #include <signal.h>
-#include <sys/signalfd.h>
-#include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <optional>
+#include <thread>
+
+#include "fd.hpp"
 
 namespace dblock::cli {
 
@@ -22,43 +27,13 @@ inline constexpr int kForwardedSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 [[noreturn]] void throw_system_error(const char* what, int err);
 [[noreturn]] inline void throw_system_error(const char* what) { throw_system_error(what, errno); }
 
-// A file descriptor, closed on destruction.
-class Fd {
- public:
-  Fd() = default;
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() { reset(); }
-  int get() const noexcept { return fd_; }
-  void reset(int fd = -1) noexcept {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = fd;
-  }
-
- private:
-  int fd_ = -1;
-};
-
 // A pipe any thread may write a byte to, to wake the main thread's poll().
 class Wakeup {
  public:
-  Wakeup() {
-    int fds[2];
-    if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) throw_system_error("pipe2");
-    read_.reset(fds[0]);
-    write_.reset(fds[1]);
-  }
+  Wakeup();
   int fd() const noexcept { return read_.get(); }
-  void notify() noexcept {
-    char byte = 1;
-    ssize_t n = ::write(write_.get(), &byte, 1);  // a full pipe already holds a wake-up
-    (void)n;
-  }
-  void drain() noexcept {
-    char buf[64];
-    while (::read(read_.get(), buf, sizeof buf) > 0) {
-    }
-  }
+  void notify() noexcept;
+  void drain() noexcept;
 
  private:
   Fd read_;
@@ -66,7 +41,7 @@ class Wakeup {
 };
 
 // The forwarded signals and SIGCHLD, blocked in this thread and in every thread started after it
-// (so the library's threads never take them) and read from a signalfd instead. The mask stays
+// (so the library's threads never take them) and read from fd() instead. The mask stays
 // blocked to the end: `run` is the last thing the process does, and a signal arriving after CMD
 // has exited must not change the exit status.
 // SIGCHLD goes back to its default action first: dblock may have been started with it ignored
@@ -74,36 +49,28 @@ class Wakeup {
 // for it forever.
 class SignalInbox {
  public:
-  SignalInbox() {
-    ::signal(SIGCHLD, SIG_DFL);
-    sigset_t set;
-    sigemptyset(&set);
-    for (int sig : kForwardedSignals) sigaddset(&set, sig);
-    sigaddset(&set, SIGCHLD);
-    if (int rc = ::pthread_sigmask(SIG_BLOCK, &set, nullptr); rc != 0) {
-      throw_system_error("pthread_sigmask", rc);
-    }
-    fd_.reset(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
-    if (fd_.get() < 0) throw_system_error("signalfd");
-  }
+  SignalInbox();
+  ~SignalInbox();
+  SignalInbox(const SignalInbox&) = delete;
+  SignalInbox& operator=(const SignalInbox&) = delete;
+
+  // Readable when a signal has arrived.
   int fd() const noexcept { return fd_.get(); }
 
-  // The next signal received, if any.
-  std::optional<signalfd_siginfo> next() {
-    signalfd_siginfo info;
-    if (::read(fd_.get(), &info, sizeof info) != sizeof info) return std::nullopt;
-    return info;
-  }
+  // The number of the next signal received, if any.
+  std::optional<int> next();
   // The first forwarded signal received (SIGCHLD is skipped), if any.
-  std::optional<int> next_stop_signal() {
-    while (auto info = next()) {
-      if (info->ssi_signo != SIGCHLD) return static_cast<int>(info->ssi_signo);
-    }
-    return std::nullopt;
-  }
+  std::optional<int> next_stop_signal();
 
  private:
-  Fd fd_;
+  sigset_t set_;
+  Fd fd_;  // the signalfd, or the read end of the pipe the signals are written to
+#if !defined(__linux__) || defined(DBLOCK_PORTABLE_FALLBACKS)
+  void take_signals() noexcept;
+  Fd write_;
+  std::atomic<bool> stopping_{false};
+  std::thread taker_;
+#endif
 };
 
 }  // namespace dblock::cli

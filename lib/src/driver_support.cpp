@@ -46,6 +46,12 @@ ErrorCode code_from_mysql_errno(unsigned int e) noexcept {
       return ErrorCode::kLockWaitTimeout;
     case 1213:  // ER_LOCK_DEADLOCK
       return ErrorCode::kDeadlock;
+    // ER_CHECKREAD: under REPEATABLE READ with MariaDB's innodb_snapshot_isolation (on by
+    // default from 11.6.2; 10.11 has it, off), a row changed by another transaction since this
+    // one's snapshot cannot be locked or written; InnoDB rolls the whole transaction back, as
+    // for a deadlock. The same verdict as PostgreSQL's 40001 under REPEATABLE READ.
+    case 1020:
+      return ErrorCode::kSerializationFailure;
     case 1146:  // ER_NO_SUCH_TABLE
     case 1054:  // ER_BAD_FIELD_ERROR: a table older than this version of dblock
     case 1049:  // ER_BAD_DB_ERROR
@@ -219,10 +225,22 @@ void bound_network_waits(int fd) noexcept {
     ::setsockopt(fd, level, name, &value, sizeof value);
   };
   set(SOL_SOCKET, SO_KEEPALIVE, 1);
+  // The probes' timing is set where the system has the options (Linux and the BSDs; macOS
+  // names the idle time TCP_KEEPALIVE), else it stays the system's.
+#if defined(TCP_KEEPIDLE)
   set(IPPROTO_TCP, TCP_KEEPIDLE, kKeepaliveIdleSeconds);
+#elif defined(TCP_KEEPALIVE)
+  set(IPPROTO_TCP, TCP_KEEPALIVE, kKeepaliveIdleSeconds);
+#endif
+#if defined(TCP_KEEPINTVL) && defined(TCP_KEEPCNT)
   set(IPPROTO_TCP, TCP_KEEPINTVL, kKeepaliveIntervalSeconds);
   set(IPPROTO_TCP, TCP_KEEPCNT, kKeepaliveProbes);
+#endif
+  // Linux only: elsewhere a statement whose data stays unacknowledged waits for the system's
+  // retransmission timeout (docs/platforms.md).
+#if defined(__linux__) && !defined(DBLOCK_PORTABLE_FALLBACKS)
   set(IPPROTO_TCP, TCP_USER_TIMEOUT, kUnackedTimeoutMs);
+#endif
 }
 
 void bound_server_waits(Connection& conn, const DatabaseUrl& url) {

@@ -54,9 +54,9 @@ void set_close_on_exec(int fd) noexcept;
 // Bounds how long a statement on a connection dblock opened can hang on a network that stopped
 // delivering (a cut cable, a dropped route), instead of the kernel's default of many minutes:
 // TCP keepalive probes after kKeepaliveIdle of silence (every kKeepaliveInterval, given up after
-// kKeepaliveProbes), and TCP_USER_TIMEOUT, which fails the socket when data it sent stays
-// unacknowledged for kUnackedTimeout. A long lock wait on a live server is unaffected (the server
-// acknowledges the statement and answers the probes). No-op for -1 and non-TCP sockets.
+// kKeepaliveProbes), and TCP_USER_TIMEOUT (Linux only), which fails the socket when data it sent
+// stays unacknowledged for kUnackedTimeout. A long lock wait on a live server is unaffected (the
+// server acknowledges the statement and answers the probes). No-op for -1 and non-TCP sockets.
 inline constexpr int kKeepaliveIdleSeconds = 10;
 inline constexpr int kKeepaliveIntervalSeconds = 5;
 inline constexpr int kKeepaliveProbes = 3;

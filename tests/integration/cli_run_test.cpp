@@ -265,7 +265,7 @@ TEST_P(CliRunTest, TheCommandLearnsItsLease) {
   ASSERT_EQ(rows.size(), 1u) << listed.out;
   EXPECT_EQ(key, key_);
   EXPECT_EQ(token, std::to_string(rows[0]["fencing_token"].get<std::int64_t>()));
-  EXPECT_EQ(lease_id, rows[0]["lease_id"]);
+  EXPECT_EQ(lease_id, rows[0]["lease_id"].get<std::string>());
   EXPECT_EQ(owner, rows[0]["owner_host"].get<std::string>() + "/" +
                        rows[0]["owner_process"].get<std::string>() + "/" +
                        rows[0]["owner_thread"].get<std::string>());

@@ -117,6 +117,20 @@ TEST_P(DriverTest, AffectedRowsCountMatchedRowsEvenWhenNothingChanges) {
   EXPECT_EQ(conn_->execute(del, {Value("a")}).affected_rows(), 1u);
 }
 
+// Each statement runs once, with parameters or without: an UPDATE that adds one adds one, and an
+// INSERT run twice would fail on its key. (SOCI 4.1 runs a statement without a result set twice
+// when its rows are read into a dynamic soci::row.)
+TEST_P(DriverTest, EachStatementRunsOnce) {
+  conn_->execute(insert_sql(), {Value("a"), Value(0), Value(), Value()});
+  EXPECT_EQ(conn_->execute("UPDATE " + t() + " SET n = n + 1 WHERE k = " + p(1), {Value("a")})
+                .affected_rows(),
+            1u);
+  conn_->execute("UPDATE " + t() + " SET n = n + 1");
+  conn_->execute("INSERT INTO " + t() + " (k, n) VALUES ('b', 0)");
+  EXPECT_EQ(conn_->execute(select_sql(), {Value("a")}).int64_at(0, "n"), 2);
+  EXPECT_EQ(conn_->execute("SELECT count(*) AS c FROM " + t()).int64_at(0, "c"), 2);
+}
+
 // A statement given more parameters than it has placeholders is the caller's mistake: it fails,
 // and the connection goes on (PostgreSQL reports it as a protocol violation, SQLSTATE 08P01,
 // whose class otherwise means a lost connection).

@@ -1,6 +1,9 @@
 // Each driver adapts a connection the service already owns: pqxx::connection, MYSQL*,
 // soci::session and soci::connection_pool.
+#include <chrono>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "backends.hpp"
 #include "dblock/migrator.hpp"
@@ -48,6 +51,44 @@ TEST(NativeHandles, WrapsAServicesPqxxConnection) {
   EXPECT_EQ(conn->execute("SELECT 1 AS n").int64_at(0, "n"), 1);
   Migrator m(*conn, TableNames(unique_name("w") + "_"));
   EXPECT_FALSE(m.status().empty());
+}
+
+// dblock subscribes to its channels through libpqxx (a notification_receiver before 7.10, a
+// handler given to connection::listen() from 7.10). Once dblock's object is gone, the service's
+// connection no longer listens on them, and a notification sent afterwards reaches no
+// subscriber that went with it.
+TEST(NativeHandles, AWrappedPqxxConnectionStopsListeningWhenDblockLetsGo) {
+  const std::string url = env_or_fail("DBLOCK_TEST_PG_URL");
+  pqxx::connection native(url);
+  auto sender = connect_pqxx(DatabaseUrl::parse(url));
+  const std::string channel = unique_name("wrapped");
+  {
+    auto conn = wrap_pqxx(native);
+    conn->listen(channel);
+    sender->execute("SELECT pg_notify($1, 'heard')", {Value(channel)});
+    std::vector<Notification> got;
+    for (int i = 0; i < 10 && got.empty(); ++i) {
+      got = conn->wait_for_notifications(std::chrono::milliseconds(500));
+    }
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].channel, channel);
+    EXPECT_EQ(got[0].payload, "heard");
+  }
+  {
+    pqxx::nontransaction tx(native);
+    EXPECT_EQ(tx.exec("SELECT count(*) FROM pg_listening_channels() AS c(name) WHERE name = " +
+                      tx.quote(channel))
+                  .at(0)
+                  .at(0)
+                  .as<int>(),
+              0);
+  }
+  sender->execute("SELECT pg_notify($1, 'after')", {Value(channel)});
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(native.get_notifs(), 0);
+  pqxx::work w(native);
+  EXPECT_EQ(w.exec("SELECT 1").at(0).at(0).as<int>(), 1);
+  w.commit();
 }
 #endif
 

@@ -36,6 +36,9 @@ struct ServerConfig {
 
 constexpr const char* kUserPrefix = "dblock_cfg_";
 
+// Session variables only MariaDB has: left out of init_connect on MySQL.
+bool mariadb_only(const std::string& variable) { return variable == "innodb_snapshot_isolation"; }
+
 const std::map<std::string, ServerConfig>& configs() {
   static const std::map<std::string, ServerConfig> all = {
       {"pg_repeatable_read",
@@ -60,6 +63,10 @@ const std::map<std::string, ServerConfig>& configs() {
        {Dialect::kMySQL, {{"transaction_isolation", "READ-COMMITTED"}}, "", ""}},
       {"mysql_serializable",
        {Dialect::kMySQL, {{"transaction_isolation", "SERIALIZABLE"}}, "", ""}},
+      // MariaDB only: a REPEATABLE READ transaction that would lock or write a row changed since
+      // its snapshot is rolled back with error 1020 (the default from MariaDB 11.6.2).
+      {"mariadb_snapshot_isolation",
+       {Dialect::kMySQL, {{"innodb_snapshot_isolation", "ON"}}, "", ""}},
       {"mysql_latin1",
        {Dialect::kMySQL,
         {{"character_set_server", "latin1"}, {"collation_server", "latin1_swedish_ci"}},
@@ -141,6 +148,7 @@ void set_up_mysql(const ServerConfig& config, const DatabaseUrl& u, const std::s
   for (const auto& [other_name, other] : configs()) {
     if (other.dialect != Dialect::kMySQL) continue;
     for (const auto& [variable, value] : other.settings) {
+      if (mariadb_only(variable) && !mariadb) continue;
       by_variable[variable].emplace_back(kUserPrefix + other_name, value);
     }
   }
@@ -192,9 +200,14 @@ void check(const std::string& name, const ServerConfig& config, const std::strin
       // run is the check; connections a service opens and hands over (wrap_mysql) keep the zone.
       continue;
     }
+    if (mariadb_only(setting) && !mariadb) {
+      throw std::runtime_error(setting + " is MariaDB's; this server is not MariaDB");
+    }
     std::string var = setting == "transaction_isolation" && mariadb ? "tx_isolation" : setting;
     std::string got = read("SELECT @@SESSION." + var + " AS v");
-    if (setting == "sql_mode") {
+    if (setting == "innodb_snapshot_isolation") {
+      expect(setting, got == "1" ? "ON" : got, value);  // a boolean reads back as 1 or 0
+    } else if (setting == "sql_mode") {
       if (got.find("ANSI_QUOTES") == std::string::npos ||
           got.find("STRICT_ALL_TABLES") == std::string::npos) {
         throw std::runtime_error("sql_mode is " + got);

@@ -20,6 +20,8 @@ TEST(Classify, Sqlstates) {
 TEST(Classify, MysqlErrnos) {
   EXPECT_EQ(code_from_mysql_errno(1062), ErrorCode::kUniqueViolation);
   EXPECT_EQ(code_from_mysql_errno(1213), ErrorCode::kDeadlock);
+  // MariaDB's snapshot isolation: the transaction was rolled back, as for 40001.
+  EXPECT_EQ(code_from_mysql_errno(1020), ErrorCode::kSerializationFailure);
   EXPECT_EQ(code_from_mysql_errno(1047), ErrorCode::kConnectFailed);  // a Galera node not ready
   EXPECT_EQ(code_from_mysql_errno(1205), ErrorCode::kLockWaitTimeout);
   EXPECT_EQ(code_from_mysql_errno(1969), ErrorCode::kLockWaitTimeout);  // max_statement_time

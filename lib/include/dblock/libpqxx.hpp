@@ -3,6 +3,13 @@
 // wrap_pqxx() adapts a connection the service already owns; connect_pqxx() opens one from a URL.
 // Either way the result is a dblock::Connection for the strategies and the migrator.
 //
+//   pqxx::connection native("postgresql://app@db/app");  // the service's own
+//   std::unique_ptr<dblock::Connection> conn = dblock::wrap_pqxx(native);
+//   auto source = dblock::borrow(*conn);
+//   dblock::UniqueKeyLock locks(*source);
+//
+// Builds against libpqxx 6.4, 7.x and 8.x (docs/platforms.md).
+//
 // LISTEN goes through Connection::listen(), which registers the channel with libpqxx: a LISTEN
 // sent with execute() takes effect on the server, but libpqxx drops its notifications.
 //
@@ -14,13 +21,23 @@
 
 #include <memory>
 #include <pqxx/connection>
+#include <pqxx/version>
 
 #include "dblock/connection.hpp"
 #include "dblock/url.hpp"
 
 namespace dblock {
 
-std::unique_ptr<Connection> wrap_pqxx(pqxx::connection_base& conn);
+// The libpqxx connection wrap_pqxx() takes: pqxx::connection_base with libpqxx 6 (so any of its
+// connection classes), pqxx::connection from libpqxx 7 on (7.0 made them one class; 8.0 dropped
+// the old name).
+#if PQXX_VERSION_MAJOR < 7
+using PqxxConnectionBase = pqxx::connection_base;
+#else
+using PqxxConnectionBase = pqxx::connection;
+#endif
+
+std::unique_ptr<Connection> wrap_pqxx(PqxxConnectionBase& conn);
 
 // Opens a connection from a postgresql:// URL. Throws Error(kConnectFailed, kAccessDenied,
 // kInvalidArgument) with a redacted, one-line message.

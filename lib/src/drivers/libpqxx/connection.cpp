@@ -1,25 +1,27 @@
-// dblock::Connection over libpqxx 6.4: wrap_pqxx() adapts a connection the service owns,
-// connect_pqxx() opens one from a postgresql:// URL.
+// dblock::Connection over libpqxx 6.4, 7.x and 8.x: wrap_pqxx() adapts a connection the service
+// owns, connect_pqxx() opens one from a postgresql:// URL. What differs between those versions
+// is in compat.hpp.
 //
 // Every statement runs in a fresh pqxx::nontransaction, which costs no round trip of its own:
-// with parameters through exec_params (PQexecParams: text parameters, real NULLs), without them
-// through the simple query protocol (so a multi-statement script also runs). The transaction
-// state and the lost-connection rules are DriverConnection's (drivers/driver_connection.hpp);
-// nothing here reopens a lost connection (libpqxx would otherwise reconnect silently, dropping
-// session state such as advisory locks). Failures are classified in errors.cpp.
+// with parameters through one PQexecParams (text parameters, real NULLs), without them through
+// the simple query protocol (so a multi-statement script also runs). The transaction state and
+// the lost-connection rules are DriverConnection's (drivers/driver_connection.hpp); nothing here
+// reopens a lost connection (libpqxx 6 would otherwise reconnect silently, dropping session
+// state such as advisory locks). Failures are classified in errors.cpp.
 //
 // Notifications (LISTEN/NOTIFY) are never lost between statements and waits: libpq queues every
 // notification it reads, whenever it reads one (also in the middle of a statement), until
-// PQnotifies() takes it. libpqxx calls PQnotifies() only in connection_base::get_notifs(), and
-// there only while no pqxx transaction object is open on the connection; it hands each
-// notification to the pqxx::notification_receivers registered for its channel and drops it if
-// there are none. Every statement here runs inside a pqxx::nontransaction, so libpqxx leaves the
-// queue alone during execute(), and wait_for_notifications() is the one place this driver calls
-// get_notifs(). So that get_notifs() finds a receiver for every channel, LISTEN must go through
-// listen(), which runs the LISTEN statement and then registers a receiver (ChannelReceiver,
-// appending to pending_) for the channel. The receiver's constructor sends LISTEN once more
-// itself: one extra round trip per channel and session, harmless. A LISTEN sent with execute()
-// takes effect on the server, but its notifications are dropped.
+// PQnotifies() takes it. libpqxx calls PQnotifies() only in connection::get_notifs(), and there
+// only while no pqxx transaction object is open on the connection; it hands each notification
+// to the subscriber of its channel (a notification_receiver before libpqxx 7.10, a handler given
+// to connection::listen() from 7.10) and drops it if there is none. Every statement here runs
+// inside a pqxx::nontransaction, so libpqxx leaves the queue alone during execute(), and
+// wait_for_notifications() is the one place this driver calls get_notifs(). So that
+// get_notifs() finds a subscriber for every channel, LISTEN must go through listen(), which runs
+// the LISTEN statement and then subscribes to the channel (ChannelSubscriptions, appending to
+// pending_). libpqxx sends LISTEN once more itself when it subscribes: one extra round trip per
+// channel and session, harmless. A LISTEN sent with execute() takes effect on the server, but
+// its notifications are dropped.
 //
 // Thread-safety: one thread at a time (see dblock/connection.hpp).
 #include <poll.h>
@@ -29,14 +31,10 @@
 #include <chrono>
 #include <climits>
 #include <cstring>
-#include <map>
 #include <memory>
 #include <optional>
 #include <pqxx/connection>
-#include <pqxx/errorhandler>
 #include <pqxx/nontransaction>
-#include <pqxx/notification>
-#include <pqxx/prepared_statement>
 #include <pqxx/result>
 #include <stdexcept>
 #include <string>
@@ -48,6 +46,7 @@
 #include "driver_support.hpp"
 #include "drivers/driver_connection.hpp"
 #include "drivers/libpq/conninfo.hpp"
+#include "drivers/libpqxx/compat.hpp"
 #include "drivers/libpqxx/errors.hpp"
 
 namespace dblock {
@@ -56,22 +55,26 @@ namespace {
 std::string_view or_empty(const char* s) { return s == nullptr ? std::string_view() : s; }
 
 // Where a pqxx connection points.
-std::string location_of(pqxx::connection_base& conn) {
+std::string location_of(PqxxConnectionBase& conn) {
   std::string_view host = or_empty(conn.hostname());  // opens a lazy connection
-  return detail::server_location(Dialect::kPostgreSQL, host, or_empty(conn.port()),
+  return detail::server_location(Dialect::kPostgreSQL, host, pqxx_driver::port_of(conn),
                                  or_empty(conn.dbname()));
 }
 
+// Rows and fields by index: libpqxx 8 iterates a result as row_ref/field_ref, 6.4 and 7.x as
+// row/field; r[i][c] has is_null(), c_str() and size() in each.
 Result to_result(const pqxx::result& r) {
+  const pqxx::row_size_type width = r.columns();
   std::vector<std::string> columns;
-  columns.reserve(r.columns());
-  for (pqxx::row_size_type c = 0; c < r.columns(); ++c) columns.emplace_back(r.column_name(c));
+  columns.reserve(width);
+  for (pqxx::row_size_type c = 0; c < width; ++c) columns.emplace_back(r.column_name(c));
   std::vector<Result::Row> rows;
   rows.reserve(r.size());
-  for (const pqxx::row& row : r) {
+  for (pqxx::result::size_type i = 0; i < r.size(); ++i) {
     Result::Row& out = rows.emplace_back();
-    out.reserve(row.size());
-    for (const pqxx::field& f : row) {
+    out.reserve(width);
+    for (pqxx::row_size_type c = 0; c < width; ++c) {
+      const auto f = r[i][c];
       if (f.is_null()) {
         out.emplace_back();
       } else {
@@ -82,27 +85,11 @@ Result to_result(const pqxx::result& r) {
   return Result(std::move(columns), std::move(rows), r.affected_rows());
 }
 
-// Hands the notifications of one channel to the connection's queue (see the file comment).
-class ChannelReceiver final : public pqxx::notification_receiver {
- public:
-  // Sends LISTEN (unless a receiver for the channel exists on `conn` already).
-  ChannelReceiver(pqxx::connection_base& conn, const std::string& channel,
-                  std::vector<Notification>& sink)
-      : pqxx::notification_receiver(conn, channel), sink_(sink) {}
-
-  void operator()(const std::string& payload, int /*backend_pid*/) override {
-    sink_.push_back(Notification{channel(), payload});
-  }
-
- private:
-  std::vector<Notification>& sink_;
-};
-
 // Watches the server's notices for the one that makes a successful commit doubtful (see
 // is_sync_replication_cancelled); every notice also goes on to older handlers.
-class SyncReplicationWatch final : public pqxx::errorhandler {
+class SyncReplicationWatch final : public pqxx_driver::NoticeWatch {
  public:
-  explicit SyncReplicationWatch(pqxx::connection_base& conn) : pqxx::errorhandler(conn) {}
+  explicit SyncReplicationWatch(PqxxConnectionBase& conn) : NoticeWatch(conn) {}
   bool operator()(const char msg[]) noexcept override {
     if (detail::is_sync_replication_cancelled(msg)) cancelled = true;
     return true;
@@ -112,20 +99,22 @@ class SyncReplicationWatch final : public pqxx::errorhandler {
 
 class PqxxConnection final : public detail::DriverConnection {
  public:
-  PqxxConnection(pqxx::connection_base& conn, std::unique_ptr<pqxx::connection> owned,
+  PqxxConnection(PqxxConnectionBase& conn, std::unique_ptr<pqxx::connection> owned,
                  std::string where, std::string secret)
       : DriverConnection(std::move(where), std::move(secret)),
         owned_(std::move(owned)),
         conn_(conn),
-        sync_watch_(conn) {}
+        sync_watch_(conn),
+        pending_(std::make_shared<std::vector<Notification>>()),
+        subscriptions_(conn, pending_) {}
 
   ~PqxxConnection() override {
     disown_if_inherited();  // a forked child sends nothing below on the parent's socket
-    // Disconnecting first lets the receivers go without each sending its own UNLISTEN. On a
-    // wrapped connection they send it (libpqxx does not reconnect a broken pqxx::connection
-    // for that; the failure is swallowed).
-    if (owned_) owned_->disconnect();
-    receivers_.clear();
+    // Closing first ends the subscriptions without an UNLISTEN each. On a wrapped connection
+    // they send it (libpqxx does not reconnect a broken connection for that; a failure is
+    // swallowed).
+    if (owned_) pqxx_driver::close(*owned_);
+    subscriptions_.clear();
   }
 
   Dialect dialect() const noexcept override { return Dialect::kPostgreSQL; }
@@ -140,14 +129,14 @@ class PqxxConnection final : public detail::DriverConnection {
 
   bool supports_notifications() const noexcept override { return true; }
 
-  // Runs LISTEN, then registers the channel's receiver unless there is one (see the file
+  // Runs LISTEN, then subscribes to the channel unless it is subscribed already (see the file
   // comment).
   void listen(std::string_view channel) override {
     execute("LISTEN " + quote_identifier(Dialect::kPostgreSQL, channel));
     std::string name(channel);
-    if (receivers_.contains(name)) return;
+    if (subscriptions_.contains(name)) return;
     try {
-      receivers_.emplace(name, std::make_unique<ChannelReceiver>(conn_, name, pending_));
+      subscriptions_.add(name);
     } catch (const std::exception& e) {
       fail_statement(pqxx_driver::statement_error(e, conn_.is_open(), where(), secret()));
     }
@@ -160,14 +149,14 @@ class PqxxConnection final : public detail::DriverConnection {
   // returned first; the next call then reports the loss.
   std::vector<Notification> wait_for_notifications(std::chrono::milliseconds timeout) override {
     using Clock = std::chrono::steady_clock;
-    if (pending_.empty() && broken()) fail(detail::lost_error(where()));
+    if (pending_->empty() && broken()) fail(detail::lost_error(where()));
     const Clock::time_point deadline = Clock::now() + std::max(timeout, timeout.zero());
     try {
       for (;;) {
         // Reads whatever the socket holds and hands every queued notification to the
         // receivers. Never reconnects: it does nothing on a closed connection.
         if (conn_.is_open()) conn_.get_notifs();
-        if (!pending_.empty() || !conn_.is_open()) break;
+        if (!pending_->empty() || !conn_.is_open()) break;
         auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
         if (left <= left.zero()) break;
         pollfd pfd{conn_.sock(), POLLIN, 0};
@@ -178,15 +167,15 @@ class PqxxConnection final : public detail::DriverConnection {
         }
       }
     } catch (const std::exception& e) {
-      if (pending_.empty()) {
+      if (pending_->empty()) {
         fail(detail::notification_wait_error(detail::libpq_message_text(e.what()), conn_.is_open(),
                                              where(), secret()));
       }
     }
-    if (pending_.empty() && !conn_.is_open()) {
+    if (pending_->empty() && !conn_.is_open()) {
       fail(detail::notification_wait_error({}, false, where(), secret()));
     }
-    return std::exchange(pending_, {});
+    return std::exchange(*pending_, {});
   }
 
   std::string describe() const override { return where() + " (libpqxx)"; }
@@ -206,9 +195,8 @@ class PqxxConnection final : public detail::DriverConnection {
       // Not committed: a nontransaction's commit and abort send nothing, so letting it end in
       // its destructor is the same and cannot fail after the statement succeeded.
       pqxx::nontransaction tx(conn_);
-      r = texts.empty()
-              ? tx.exec(std::string(sql))
-              : tx.exec_params(std::string(sql), pqxx::prepare::make_dynamic_params(texts));
+      r = texts.empty() ? tx.exec(std::string(sql))
+                        : pqxx_driver::exec_with_params(tx, std::string(sql), texts);
     } catch (const std::exception& e) {
       throw pqxx_driver::statement_error(e, conn_.is_open(), where(), secret());
     }
@@ -223,17 +211,16 @@ class PqxxConnection final : public detail::DriverConnection {
   }
 
   std::unique_ptr<pqxx::connection> owned_;  // null for a wrapped connection
-  pqxx::connection_base& conn_;
+  PqxxConnectionBase& conn_;
   SyncReplicationWatch sync_watch_;  // unregisters before owned_ goes
-  // Notifications handed over by the receivers, not yet returned. Declared before receivers_,
-  // which point into it.
-  std::vector<Notification> pending_;
-  std::map<std::string, std::unique_ptr<ChannelReceiver>> receivers_;  // by channel
+  // Notifications handed over by the subscriptions, not yet returned.
+  std::shared_ptr<std::vector<Notification>> pending_;
+  pqxx_driver::ChannelSubscriptions subscriptions_;
 };
 
 }  // namespace
 
-std::unique_ptr<Connection> wrap_pqxx(pqxx::connection_base& conn) {
+std::unique_ptr<Connection> wrap_pqxx(PqxxConnectionBase& conn) {
   std::string where;
   try {
     where = location_of(conn);

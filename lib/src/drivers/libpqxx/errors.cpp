@@ -41,6 +41,12 @@ Error statement_error(const std::exception& e, bool still_open, std::string_view
     // protocol_violation (08P01: wrong number of parameters), which leaves the connection open.
     code = ErrorCode::kInvalidArgument;
   }
+  // libpqxx 8 throws that protocol_violation as an sql_error carrying 08P01, whose class reads as
+  // a lost connection: on a connection libpq still reports open, the server refused the message
+  // and goes on.
+  if (still_open && code == ErrorCode::kConnectionLost) {
+    code = sqlstate == "08P01" ? ErrorCode::kInvalidArgument : ErrorCode::kOther;
+  }
   // Whatever libpqxx threw (broken_connection, in_doubt_error, a bare failure), the connection
   // is lost exactly when libpq no longer reports it open.
   std::string message = detail::libpq_message_text(e.what());

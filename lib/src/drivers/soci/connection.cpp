@@ -1,5 +1,5 @@
-// dblock::Connection over SOCI 4.0 (PostgreSQL and MySQL backends): wrap_soci() adapts a session
-// the service owns, connect_soci() opens one from a URL.
+// dblock::Connection over SOCI 4.0 and 4.1 (PostgreSQL and MySQL backends): wrap_soci() adapts a
+// session the service owns, connect_soci() opens one from a URL.
 //
 // Statements: SOCI binds by name, so the dialect's placeholders ($1.. or ?) become :p1, :p2 ..
 // and each parameter is bound with soci::use under that name (NULL with soci::i_null). SOCI
@@ -9,10 +9,14 @@
 // this driver must not contain ':' inside MySQL "..." strings or `...` names, nor inside
 // PostgreSQL dollar-quoted bodies other than as '::' or ':='.
 // Each statement runs once (st_one_time_query: PQexecParams or mysql_real_query, no named
-// prepared statement) into a dynamic soci::row; every column is turned into text.
+// prepared statement) without into elements, and its rows are read as text off the result the
+// backend keeps (PGresult, MYSQL_RES: postgresql_native.cpp, mysql_native.hpp), as the server
+// sent them. Not through a dynamic soci::row: SOCI 4.1 describes a statement into a row before
+// and, when it found no columns, again after executing it, and describing runs the statement,
+// so every statement without a result set (an INSERT, an UPDATE) would run twice.
 //
-// Affected rows on MySQL: dblock counts MATCHED rows. SOCI 4.0's MySQL backend opens every
-// session with CLIENT_FOUND_ROWS | CLIENT_MULTI_RESULTS (see mysql_real_connect in its
+// Affected rows on MySQL: dblock counts MATCHED rows. SOCI's MySQL backend (4.0 and 4.1) opens
+// every session with CLIENT_FOUND_ROWS | CLIENT_MULTI_RESULTS (see mysql_real_connect in its
 // session.cpp; verified against the Debian 4.0.3 binary, which passes 0x20002), so
 // mysql_affected_rows(), and hence statement::get_affected_rows(), already counts matched rows,
 // for sessions opened here and for the service's own sessions alike.
@@ -26,22 +30,20 @@
 // (drivers/driver_connection.hpp): nothing here reopens a lost connection. Failures are
 // classified in errors.cpp.
 //
-// PostgreSQL notifications, booleans and columns SOCI cannot describe are handled on the native
-// libpq handles (postgresql_native.cpp).
+// PostgreSQL notifications are handled on the native libpq handles too.
 //
 // Thread-safety: one thread at a time (see dblock/connection.hpp).
 #include <soci/mysql/soci-mysql.h>
 #include <soci/postgresql/soci-postgresql.h>
 #include <soci/soci.h>
 
-#include <charconv>
 #include <chrono>
-#include <cstdio>
-#include <ctime>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "dblock/soci.hpp"
@@ -52,6 +54,7 @@
 #include "drivers/mysql_transaction.hpp"
 #include "drivers/soci/connect_string.hpp"
 #include "drivers/soci/errors.hpp"
+#include "drivers/soci/mysql_native.hpp"
 #include "drivers/soci/postgresql_native.hpp"
 #include "drivers/soci/session_info.hpp"
 #include "libpq_uri.hpp"
@@ -104,36 +107,6 @@ std::string to_soci_sql(std::string_view sql, Dialect dialect, std::size_t& plac
     }
   }
   return out;
-}
-
-std::string format_double(double value) {
-  char buf[64];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
-  return ec == std::errc() ? std::string(buf, end) : std::to_string(value);
-}
-
-// One column of the current row as text. Timestamps come back as "YYYY-MM-DD HH:MM:SS" (dblock's
-// SQL formats the timestamps it reads as text itself); numbers in their shortest exact form.
-std::string cell_text(const soci::row& row, std::size_t col) {
-  switch (row.get_properties(col).get_data_type()) {
-    case soci::dt_integer:
-      return std::to_string(row.get<int>(col));
-    case soci::dt_long_long:
-      return std::to_string(row.get<long long>(col));
-    case soci::dt_unsigned_long_long:
-      return std::to_string(row.get<unsigned long long>(col));
-    case soci::dt_double:
-      return format_double(row.get<double>(col));
-    case soci::dt_date: {
-      std::tm t = row.get<std::tm>(col);
-      char buf[64];
-      std::snprintf(buf, sizeof buf, "%04d-%02d-%02d %02d:%02d:%02d", t.tm_year + 1900,
-                    t.tm_mon + 1, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec);
-      return buf;
-    }
-    default:  // dt_string and anything SOCI holds as a string
-      return row.get<std::string>(col);
-  }
 }
 
 // Watches a PostgreSQL session's notices for the one that makes a successful commit doubtful
@@ -248,9 +221,7 @@ class SociConnection final : public detail::DriverConnection {
     std::vector<double> doubles(n);
     std::vector<std::string> texts(n);
     try {
-      soci::row row;
       soci::statement st(session_);
-      st.exchange(soci::into(row));
       for (std::size_t i = 0; i < n; ++i) {
         // Built by appending to the empty name, not "p" + std::to_string(...) nor = "p": GCC 12
         // reports a false -Wrestrict for those in Release builds.
@@ -281,55 +252,22 @@ class SociConnection final : public detail::DriverConnection {
       st.alloc();
       st.prepare(query, soci::details::st_one_time_query);
       st.define_and_bind();
-      bool got = false;
       try {
-        got = st.execute(true);
-      } catch (const soci::soci_error& e) {
-        if (dialect_ == Dialect::kPostgreSQL) {
-          if (std::optional<Result> r = soci_driver::undescribed_result(st, e)) {
-            return std::move(*r);
-          }
-          if (still_open() && soci_driver::answered_copy(st)) {
-            throw detail::copy_refused_error(where());
-          }
+        st.execute(false);  // sends it; the rows stay in the backend's result
+      } catch (const soci::soci_error&) {
+        if (dialect_ == Dialect::kPostgreSQL && still_open() && soci_driver::answered_copy(st)) {
+          throw detail::copy_refused_error(where());
         }
         throw;
       }
-      // SOCI reads PostgreSQL booleans as integers; they must read "t" and "f" as with every
-      // other PostgreSQL driver.
-      std::vector<bool> booleans = dialect_ == Dialect::kPostgreSQL
-                                       ? soci_driver::boolean_columns(st, row.size())
-                                       : std::vector<bool>(row.size(), false);
-
-      std::vector<std::string> columns;
-      columns.reserve(row.size());
-      for (std::size_t c = 0; c < row.size(); ++c) {
-        columns.push_back(row.get_properties(c).get_name());
-      }
-      std::vector<Result::Row> rows;
-      for (; got; got = st.fetch()) {
-        Result::Row& out = rows.emplace_back();
-        out.reserve(row.size());
-        for (std::size_t c = 0; c < row.size(); ++c) {
-          if (row.get_indicator(c) == soci::i_null) {
-            out.emplace_back();
-          } else if (booleans[c]) {
-            out.emplace_back(row.get<int>(c) != 0 ? "t" : "f");
-          } else {
-            out.emplace_back(cell_text(row, c));
-          }
-        }
-      }
-      std::uint64_t affected = rows.size();
-      std::uint64_t insert_id = 0;
-      if (columns.empty()) {
-        long long count = st.get_affected_rows();
-        affected = count > 0 ? static_cast<std::uint64_t>(count) : 0;
-        if (MYSQL* my = dialect_ == Dialect::kMySQL ? mysql_conn(session_) : nullptr) {
-          insert_id = mysql_insert_id(my);
-        }
-      }
-      return Result(std::move(columns), std::move(rows), affected, insert_id);
+      if (dialect_ == Dialect::kPostgreSQL) return soci_driver::postgresql_result(st);
+      if (std::optional<Result> rows = soci_driver::mysql_rows(st)) return std::move(*rows);
+      // No result set. After a SELECT the client library still holds the previous statement's
+      // insert id, so it is reported only here.
+      long long count = st.get_affected_rows();
+      MYSQL* my = mysql_conn(session_);
+      return Result({}, {}, count > 0 ? static_cast<std::uint64_t>(count) : 0,
+                    my == nullptr ? 0 : mysql_insert_id(my));
     } catch (const Error&) {
       throw;  // already dblock's (a COPY refused)
     } catch (const std::exception& e) {

@@ -3,12 +3,14 @@
 // Thread-safety: as in the header.
 #include "drivers/soci/postgresql_native.hpp"
 
+#include <charconv>
+#include <cstdint>
+#include <string_view>
+
 #include "drivers/libpq/result.hpp"
 
 namespace dblock::soci_driver {
 namespace {
-
-constexpr Oid kBoolOid = 16;  // pg_type.oid of boolean
 
 const PGresult* result_of(soci::statement& st) {
   auto* backend = static_cast<soci::postgresql_statement_backend*>(st.get_backend());
@@ -17,24 +19,14 @@ const PGresult* result_of(soci::statement& st) {
 
 }  // namespace
 
-std::vector<bool> boolean_columns(soci::statement& st, std::size_t count) {
-  std::vector<bool> out(count, false);
+Result postgresql_result(soci::statement& st) {
   const PGresult* result = result_of(st);
-  if (result == nullptr || static_cast<std::size_t>(PQnfields(result)) != count) return out;
-  for (std::size_t c = 0; c < count; ++c) {
-    out[c] = PQftype(result, static_cast<int>(c)) == kBoolOid;
-  }
-  return out;
-}
-
-std::optional<Result> undescribed_result(soci::statement& st, const soci::soci_error& e) {
-  if (dynamic_cast<const soci::postgresql_soci_error*>(&e) != nullptr ||
-      !e.get_error_message().starts_with("unknown data type")) {
-    return std::nullopt;
-  }
-  const PGresult* result = result_of(st);
-  if (result == nullptr || PQresultStatus(result) != PGRES_TUPLES_OK) return std::nullopt;
-  return libpq_driver::to_result(result, static_cast<std::uint64_t>(PQntuples(result)));
+  if (result == nullptr) return Result({}, {}, 0);
+  // PQcmdTuples: the count in the command tag ("INSERT 0 3", "SELECT 1"), empty when none.
+  std::uint64_t affected = 0;
+  const std::string_view tag = PQcmdTuples(const_cast<PGresult*>(result));
+  std::from_chars(tag.data(), tag.data() + tag.size(), affected);
+  return libpq_driver::to_result(result, affected);
 }
 
 bool answered_copy(soci::statement& st) {

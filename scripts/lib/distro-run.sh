@@ -1,0 +1,211 @@
+#!/usr/bin/env bash
+# The inside of scripts/distro-test.sh, which starts it as PID 1 of new mount, PID, network, IPC,
+# UTS (and, where the machine has cgroup v2, cgroup) namespaces, with its settings in DISTRO_*
+# variables. Mounts an overlay of the cached root filesystem (so the cache stays as it was made)
+# with /proc, /sys, /dev, a fresh /dev/shm and /tmp, the checkout read-only at /src and the
+# build directories, brings up a loopback of its own, then runs each phase in a chroot and
+# appends its name and seconds to $DISTRO_TIMES. Everything it mounted or started ends with it.
+set -euo pipefail
+: "${DISTRO_SUITE:?run scripts/distro-test.sh, not this file}"
+
+readonly root="$DISTRO_RUN_DIR/root"
+readonly db_dir=/tmp/dblock-db
+readonly jobs=2
+
+log() { printf 'distro-test: %s\n' "$*" >&2; }
+
+# ---------------------------------------------------------------- the root filesystem
+
+mount_root() {
+  mkdir -p "$DISTRO_RUN_DIR/upper" "$DISTRO_RUN_DIR/work" "$root"
+  mount -t overlay overlay \
+    -o "lowerdir=$DISTRO_ROOTFS,upperdir=$DISTRO_RUN_DIR/upper,workdir=$DISTRO_RUN_DIR/work" "$root"
+  mount -t proc proc "$root/proc"
+  mount --rbind /sys "$root/sys"
+  if [[ -n "${DISTRO_CGROUP2:-}" ]]; then
+    # A cgroup2 mount made in the run's cgroup namespace: `dblock run` sees the run's cgroup as
+    # the root, and makes and sweeps its job cgroups there, away from the machine's.
+    # (The bound machine's mount is taken off first: the kernel refuses the same file system on
+    # the root of a mount of it.)
+    umount --lazy "$root$DISTRO_CGROUP2"
+    mount -t cgroup2 cgroup2 "$root$DISTRO_CGROUP2"
+  fi
+  mount --rbind /dev "$root/dev"
+  mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs "$root/dev/shm"
+  mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs "$root/tmp"
+  mkdir -p "$root/src" "$root/build" "$root/build-clang" "$root/ccache"
+  mount --bind "$DISTRO_SOURCE" "$root/src"
+  mount -o remount,bind,ro "$root/src"
+  mount --bind "$DISTRO_BUILD" "$root/build"
+  [[ "$DISTRO_CLANG" == 1 ]] && mount --bind "$DISTRO_CLANG_BUILD" "$root/build-clang"
+  [[ -n "$DISTRO_CCACHE" ]] && mount --bind "$DISTRO_CCACHE" "$root/ccache"
+  ip link set lo up
+  hostname "dblock-$DISTRO_SUITE"
+}
+
+# Runs a bash script in the root filesystem, with a clean environment and /tmp/dblock-env
+# (the servers' URLs, once started) sourced first.
+in_root() {
+  local env=(
+    HOME=/root LANG=C.UTF-8 TERM=dumb
+    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+  )
+  if [[ -n "$DISTRO_CCACHE" ]]; then
+    # shellcheck disable=SC2054 # the commas are in one value
+    env+=(CCACHE_DIR=/ccache CCACHE_BASEDIR=/src CCACHE_NOHASHDIR=1 CCACHE_MAXSIZE=3G
+      CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime)
+  fi
+  chroot "$root" /usr/bin/env -i "${env[@]}" /bin/bash -c \
+    'set -euo pipefail; [[ -r /tmp/dblock-env ]] && source /tmp/dblock-env; cd /; '"$1"
+}
+
+# CPU milliseconds used so far by this shell's finished children (user + system): cutime and
+# cstime of /proc/<this shell>/stat, in clock ticks (fields 16 and 17, after the command name).
+children_cpu_ms() {
+  local stat fields
+  stat=$(<"/proc/$$/stat")
+  read -r -a fields <<<"${stat##*) }"
+  printf '%d\n' $(((fields[13] + fields[14]) * 1000 / $(getconf CLK_TCK)))
+}
+
+# Runs one phase and records its wall-clock seconds and the CPU seconds its processes used: on
+# a machine shared with other work the wall clock grows, the CPU time does not.
+phase() {
+  local name=$1 script=$2 started=$SECONDS rc=0 cpu_before cpu
+  cpu_before=$(children_cpu_ms)
+  printf '\n==== distro-test %s: %s ====\n' "$DISTRO_SUITE" "$name"
+  in_root "$script" || rc=$?
+  local took=$((SECONDS - started))
+  cpu=$((($(children_cpu_ms) - cpu_before + 500) / 1000))
+  printf '%s\t%d\t%d\n' "$name" "$took" "$cpu" >>"$DISTRO_TIMES"
+  if ((rc != 0)); then
+    printf '==== distro-test %s: %s: FAILED after %d s ====\n' "$DISTRO_SUITE" "$name" "$took"
+    exit "$rc"
+  fi
+  printf '==== distro-test %s: %s: %d s (CPU %d s) ====\n' "$DISTRO_SUITE" "$name" "$took" "$cpu"
+}
+
+# ---------------------------------------------------------------- what runs
+
+# The drivers must all be built (a missing library fails the configure step instead of leaving
+# its pairs out), and the test list must name a pair of each driver. -O2 as a release build,
+# without debugging information: the same warnings, and about 30% less compile time.
+configure_flags="-DCMAKE_BUILD_TYPE=RelWithDebInfo '-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -DNDEBUG'"
+configure_flags+=" -DDBLOCK_WERROR=ON"
+configure_flags+=" -DDBLOCK_WITH_LIBPQXX=ON -DDBLOCK_WITH_MYSQL=ON -DDBLOCK_WITH_SOCI=ON"
+if [[ -n "$DISTRO_CCACHE" ]]; then
+  configure_flags+=" -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache"
+fi
+# The full form builds the benchmark program too: every target there is.
+[[ "$DISTRO_FORM" == full ]] && configure_flags+=" -DDBLOCK_BUILD_BENCH=ON"
+read -r -a extra_cmake_args <<<"${DISTRO_CMAKE_ARGS:-}"
+for arg in "${extra_cmake_args[@]}"; do configure_flags+=" $(printf '%q' "$arg")"; done
+
+# The short form's integration tests: the suites that together send every statement dblock has
+# (see docs/testing-distros.md), on every database x driver pair, less the tests that mostly
+# wait out TTLs, timeouts, renewals and contention (the first 12 are the ones the config label
+# leaves out; the others took 1.5 to 4 s a pair): the tests kept send their statements too.
+short_suites=(
+  UniqueKeyLockTest FairWaitTest LookAlikeOwnersTest CleanerTest RowLockTest OptimisticLockTest
+  SessionLockTest SemaphoreTest ReadWriteLockTest LockSetTest MigratorTest SchemaFileTest
+  TransactionEndTest DriverTest ListenTest NativeHandles CliDoctorTest CliReleaseTest
+)
+short_skipped=(
+  UniqueKeyLockTest.AutoRenew UniqueKeyLockTest.TheRenewerKeeps UniqueKeyLockTest.TimedAcquire
+  UniqueKeyLockTest.HandoffToABlockedWaiter UniqueKeyLockTest.EachReleaseWakesAWaiter
+  UniqueKeyLockTest.AReleaseMadeBeforeTheListenerListens
+  UniqueKeyLockTest.WaitingFallsBackToPolling RowLockTest.ATimedWaitEndsAfterItsTimeout
+  RowLockTest.ALeaseHeldPastItsTtl RowLockTest.KillingTheHolders
+  OptimisticLockTest.ALeaseKeptPastItsTtl CleanerTest.MaxTimeAndStop
+  RowLockTest.AKilledHoldersLease SemaphoreTest.NeverMoreThanNHolders
+  UniqueKeyLockTest.AcquiringALongLease ReadWriteLockTest.NeverAWriterWithAReader
+  LockSetTest.SetsAskedForInOppositeOrders UniqueKeyLockTest.OnlyTheReleaseThatFrees
+  UniqueKeyLockTest.AHandedOverLeaseCounts UniqueKeyLockTest.AWaiterWhoseTimeRunsOut
+  FairWaitTest.AReleaseHandsTheKeyToTheQueuesHeadOnly RowLockTest.ATimedOutWaitThatRaced
+  OptimisticLockTest.NoLostUpdates SessionLockTest.ATimedWaitEndsNearItsBound
+  LockSetTest.AKeyHeldByAnotherOwner LockSetTest.AKeyLostBeforeTheLast
+  LockSetTest.WithLocksThrowsLeaseLost MigratorTest.ConcurrentMigratorsUnderStricterIsolation
+  SessionLockTest.LostStaysFalseWhileAnotherLease CliReleaseTest.AnExpiredLeaseIsReleased
+  FairWaitTest.AFairWaiterThatHearsEveryRelease
+)
+short_tests_regex="[./]($(IFS='|'; echo "${short_suites[*]}"))\\."
+short_skipped_regex=$(IFS='|'; echo "${short_skipped[*]}")
+short_skipped_regex="[./](${short_skipped_regex//./\\.})"
+
+# The phases' scripts run in the root filesystem: what they expand, they expand there.
+# shellcheck disable=SC2016
+run_phases() {
+  phase "versions" '
+    echo "gcc:        $(g++ --version | head -n 1)"
+    echo "clang:      $(clang++ --version | head -n 1)"
+    echo "cmake:      $(cmake --version | head -n 1)"
+    echo "libpq:      $(pkg-config --modversion libpq)"
+    echo "libpqxx:    $(pkg-config --modversion libpqxx)"
+    echo "libmariadb: $(pkg-config --modversion libmariadb)"
+    soci=$(sed -n "s/^#define SOCI_LIB_VERSION \"\(.*\)\"/\1/p" /usr/include/soci/version.h)
+    echo "soci:       ${soci//_/.}"
+    for pg in /usr/lib/postgresql/*/bin/postgres; do echo "postgresql: $("$pg" --version)"; done
+    echo "mariadb:    $(mariadbd --version 2>/dev/null | sed "s/ from Debian.*//")"
+    echo "googletest: $(dpkg-query -W -f="\${Version}" libgtest-dev)"'
+
+  phase "configure (gcc)" "
+    CC=gcc CXX=g++ cmake -S /src -B /build $configure_flags >/build/configure.log ||
+      { cat /build/configure.log; exit 1; }
+    grep -E '^-- dblock' /build/configure.log || true"
+
+  if [[ "$DISTRO_FORM" == full ]]; then
+    phase "build (gcc, everything)" "cmake --build /build -j $jobs"
+  else
+    phase "build (gcc)" "cmake --build /build -j $jobs --target dblock_cli dblock_unit_tests \
+      dblock_integration_tests"
+  fi
+
+  phase "check the pairs" '
+    names=$(ctest --test-dir /build -N)
+    for pair in postgresql_libpq postgresql_libpqxx postgresql_soci mysql_libmysqlclient \
+      mysql_soci; do
+      grep -qE "/$pair( |$)" <<<"$names" ||
+        { echo "no test runs on $pair: is its driver built?"; exit 1; }
+    done
+    echo "every driver has its pairs"'
+
+  phase "unit tests (gcc)" "ctest --test-dir /build --no-tests=error -L '^unit' -j $jobs \
+    --output-on-failure"
+
+  phase "servers" "
+    export DBLOCK_DEV_DB_DIR=$db_dir
+    /src/scripts/dev-db.sh start
+    /src/scripts/dev-db.sh env >/tmp/dblock-env"
+
+  if [[ "$DISTRO_FORM" == full ]]; then
+    phase "suite (gcc, full)" "ctest --test-dir /build --no-tests=error \
+      -LE '^(unit|unit-concurrency|ha|versions|format)$' -j $jobs --output-on-failure"
+  else
+    phase "integration tests (gcc, short)" "ctest --test-dir /build --no-tests=error \
+      -L '^integration' -R '$short_tests_regex' -E '$short_skipped_regex' -j $jobs \
+      --output-on-failure"
+  fi
+
+  if [[ "$DISTRO_CLANG" == 1 ]]; then
+    phase "configure (clang)" "
+      CC=clang CXX=clang++ cmake -S /src -B /build-clang $configure_flags \
+        >/build-clang/configure.log || { cat /build-clang/configure.log; exit 1; }"
+    if [[ "$DISTRO_FORM" == full ]]; then
+      phase "build (clang, everything)" "cmake --build /build-clang -j $jobs"
+    else
+      phase "build (clang)" "cmake --build /build-clang -j $jobs --target dblock_cli \
+        dblock_unit_tests"
+    fi
+    phase "unit tests (clang)" "ctest --test-dir /build-clang --no-tests=error -L '^unit' \
+      -j $jobs --output-on-failure"
+  fi
+}
+
+# Everything runs from main, which bash reads whole before it starts: an edit to this file
+# while it runs does not change the run.
+main() {
+  mount_root
+  run_phases
+}
+
+main
