@@ -6,9 +6,15 @@
 #include <string>
 #include <string_view>
 
+// Called across dblock's own libraries (drivers, cleaner): exported from a shared build like
+// the public API, but internal (this header is not installed; see docs/install.md).
+#pragma GCC visibility push(default)
+
 namespace dblock::detail {
 
 // `text` with every byte outside A-Z a-z 0-9 - . _ ~ written as %XX (RFC 3986).
 std::string percent_encode(std::string_view text);
 
 }  // namespace dblock::detail
+
+#pragma GCC visibility pop

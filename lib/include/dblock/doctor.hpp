@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "dblock/connection.hpp"
+#include "dblock/export.hpp"
 #include "dblock/table_names.hpp"
 
 namespace dblock {
@@ -43,10 +44,10 @@ struct Finding {
   std::string advice;   // what to change; empty when nothing
 };
 
-std::string_view to_string(Finding::Status status) noexcept;
+DBLOCK_EXPORT std::string_view to_string(Finding::Status status) noexcept;
 
 // Runs every check on `conn` for the tables `tables` names. Throws Error only when the
 // connection fails (kConnectionLost, ...); what a check cannot read becomes its finding.
-std::vector<Finding> check_deployment(Connection& conn, const TableNames& tables);
+DBLOCK_EXPORT std::vector<Finding> check_deployment(Connection& conn, const TableNames& tables);
 
 }  // namespace dblock

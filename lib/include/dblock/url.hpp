@@ -21,10 +21,11 @@
 #include <vector>
 
 #include "dblock/connection.hpp"
+#include "dblock/export.hpp"
 
 namespace dblock {
 
-struct DatabaseUrl {
+struct DBLOCK_EXPORT DatabaseUrl {
   Dialect dialect = Dialect::kPostgreSQL;
   std::string user;
   std::string password;
@@ -64,6 +65,6 @@ struct DatabaseUrl {
 };
 
 // Replaces every occurrence of `secret` in `text` with "***" (no-op for an empty secret).
-std::string scrub(std::string_view text, std::string_view secret);
+DBLOCK_EXPORT std::string scrub(std::string_view text, std::string_view secret);
 
 }  // namespace dblock

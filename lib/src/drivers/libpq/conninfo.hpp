@@ -9,6 +9,10 @@
 
 #include "dblock/url.hpp"
 
+// Called across dblock's own libraries (drivers, cleaner): exported from a shared build like
+// the public API, but internal (this header is not installed; see docs/install.md).
+#pragma GCC visibility push(default)
+
 namespace dblock::libpq_driver {
 
 // host, port, user, password and dbname from the URL, connect_timeout=10 unless the URL sets
@@ -18,3 +22,5 @@ namespace dblock::libpq_driver {
 std::string conninfo(const DatabaseUrl& url, std::string_view where, std::string_view driver);
 
 }  // namespace dblock::libpq_driver
+
+#pragma GCC visibility pop
