@@ -51,7 +51,7 @@ scripts/install-deps.sh --package
 source scripts/compiler-cache.sh
 
 heading "build ($build_dir)"
-cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=/usr \
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr \
   -DBUILD_SHARED_LIBS=ON -DDBLOCK_INSTALL_ARCHIVES=ON -DDBLOCK_BUILD_TESTS=OFF \
   -DDBLOCK_BUILD_EXAMPLES=OFF -DDBLOCK_WITH_LIBPQ=ON -DDBLOCK_WITH_LIBPQXX=ON \
   -DDBLOCK_WITH_MYSQL=ON -DDBLOCK_WITH_SOCI=ON "${extra_cmake_args[@]}"
@@ -114,7 +114,9 @@ key=$(printf '%s %s %s' bookworm "$base_packages" "$mirror" | sha256sum | cut -c
 tarball="$cache_dir/bookworm-package-check-$key.tar"
 if [[ ! -s "$tarball" ]]; then
   mkdir -p "$cache_dir"
-  mmdebstrap --variant=apt --include="$base_packages" bookworm "$tarball.tmp" "$mirror"
+  rm -rf "$tarball.tmp"
+  mmdebstrap --variant=apt --format=tar --include="$base_packages" bookworm "$tarball.tmp" \
+    "$mirror"
   mv "$tarball.tmp" "$tarball"
 else
   echo "using the cached $tarball"
