@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "dblock/open.hpp"
+#include "dblock/version.hpp"
 
 namespace dblock::cli {
 
@@ -29,7 +30,7 @@ std::string version_text() {
     if (!drivers.empty()) drivers += ", ";
     drivers += name;
   }
-  return std::string("dblock ") + DBLOCK_CLI_VERSION +
+  return "dblock " + std::string(library_version()) +
          " (drivers: " + (drivers.empty() ? "none" : drivers) + ")";
 }
 

@@ -1,5 +1,5 @@
-// What `dblock --version` prints: the library version (the CMake project version) and the
-// database drivers this build carries.
+// What `dblock --version` prints: the library version (project(VERSION) in CMakeLists.txt, through
+// dblock::library_version()) and the database drivers this build carries.
 //
 // Thread-safety: the function is pure and safe from any thread.
 #pragma once

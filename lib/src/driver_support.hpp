@@ -11,6 +11,10 @@
 #include "dblock/error.hpp"
 #include "dblock/url.hpp"
 
+// Called across dblock's own libraries (drivers, cleaner): exported from a shared build like
+// the public API, but internal (this header is not installed; see docs/install.md).
+#pragma GCC visibility push(default)
+
 namespace dblock::detail {
 
 // Classifies a PostgreSQL SQLSTATE (e.g. "23505" -> kUniqueViolation).
@@ -129,3 +133,5 @@ std::string to_named_placeholders(std::string_view sql, Dialect dialect,
                                   std::size_t* placeholders = nullptr);
 
 }  // namespace dblock::detail
+
+#pragma GCC visibility pop

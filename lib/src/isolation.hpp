@@ -14,6 +14,10 @@
 
 #include "dblock/connection.hpp"
 
+// Called across dblock's own libraries (drivers, cleaner): exported from a shared build like
+// the public API, but internal (this header is not installed; see docs/install.md).
+#pragma GCC visibility push(default)
+
 namespace dblock::detail {
 
 enum class Isolation { kUnknown, kReadUncommitted, kReadCommitted, kRepeatableRead, kSerializable };
@@ -43,3 +47,5 @@ class SessionIsolation {
 };
 
 }  // namespace dblock::detail
+
+#pragma GCC visibility pop

@@ -1,64 +1,70 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "dblock/open.hpp"
 
 #include "dblock/error.hpp"
-#ifdef DBLOCK_HAVE_LIBPQXX
-#include "dblock/libpq.hpp"
-#include "dblock/libpqxx.hpp"
-#endif
-#ifdef DBLOCK_HAVE_MYSQL
-#include "dblock/libmysqlclient.hpp"
-#endif
-#ifdef DBLOCK_HAVE_SOCI
-#include "dblock/soci.hpp"
-#endif
+#include "driver_registry.hpp"
 
 namespace dblock {
 
+namespace {
+
+bool serves(const detail::KnownDriver& d, Dialect dialect) {
+  return dialect == Dialect::kPostgreSQL ? d.postgresql : d.mysql;
+}
+
+// "dblock::postgresql (pkg-config: dblock-postgresql)".
+std::string link_hint(const detail::KnownDriver& d) {
+  return std::string(d.target) + " (pkg-config: " + std::string(d.pkgconfig) + ")";
+}
+
+[[noreturn]] void throw_no_driver(Dialect dialect) {
+  std::string targets;
+  std::string names;
+  for (const detail::KnownDriver& d : detail::known_drivers()) {
+    if (!serves(d, dialect)) continue;
+    targets += (targets.empty() ? "" : ", ") + link_hint(d);
+    names += (names.empty() ? "" : ", ") + std::string(d.name);
+  }
+  throw Error(ErrorCode::kInvalidArgument, "no " + std::string(to_string(dialect)) +
+                                               " driver is linked into this program: link one of " +
+                                               targets + " (drivers " + names + ")");
+}
+
+}  // namespace
+
 std::vector<std::string> available_drivers(Dialect dialect) {
   std::vector<std::string> out;
-  (void)dialect;  // unused when no dialect-specific driver is built
-#ifdef DBLOCK_HAVE_LIBPQXX
-  if (dialect == Dialect::kPostgreSQL) {
-    out.emplace_back("libpq");
-    out.emplace_back("libpqxx");
+  for (const detail::KnownDriver& d : detail::known_drivers()) {
+    if (serves(d, dialect) && detail::registered_driver(d.name) != nullptr) {
+      out.emplace_back(d.name);
+    }
   }
-#endif
-#ifdef DBLOCK_HAVE_MYSQL
-  if (dialect == Dialect::kMySQL) out.emplace_back("libmysqlclient");
-#endif
-#ifdef DBLOCK_HAVE_SOCI
-  out.emplace_back("soci");
-#endif
   return out;
 }
 
 std::unique_ptr<Connection> open_connection(const DatabaseUrl& url) {
-  auto drivers = available_drivers(url.dialect);
-  std::string driver = url.driver;
-  if (driver.empty()) {
-    if (drivers.empty()) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  "this dblock was built without a " + std::string(to_string(url.dialect)) +
-                      " driver; rebuild with libpqxx, libmysqlclient or SOCI installed");
-    }
-    driver = drivers.front();
+  if (url.driver.empty()) {
+    const std::vector<std::string> drivers = available_drivers(url.dialect);
+    if (drivers.empty()) throw_no_driver(url.dialect);
+    return detail::registered_driver(drivers.front())(url);
   }
-#ifdef DBLOCK_HAVE_LIBPQXX
-  if (driver == "libpq" && url.dialect == Dialect::kPostgreSQL) return connect_libpq(url);
-  if (driver == "libpqxx" && url.dialect == Dialect::kPostgreSQL) return connect_pqxx(url);
-#endif
-#ifdef DBLOCK_HAVE_MYSQL
-  if (driver == "libmysqlclient" && url.dialect == Dialect::kMySQL) return connect_mysql(url);
-#endif
-#ifdef DBLOCK_HAVE_SOCI
-  if (driver == "soci") return connect_soci(url);
-#endif
-  std::string known;
-  for (const auto& d : drivers) known += (known.empty() ? "" : ", ") + d;
-  throw Error(ErrorCode::kInvalidArgument,
-              "driver '" + driver + "' is not available for " +
-                  std::string(to_string(url.dialect)) +
-                  " URLs; available: " + (known.empty() ? std::string("none") : known));
+  for (const detail::KnownDriver& d : detail::known_drivers()) {
+    if (d.name != url.driver || !serves(d, url.dialect)) continue;
+    const detail::DriverOpen open = detail::registered_driver(d.name);
+    if (open == nullptr) {
+      throw Error(
+          ErrorCode::kInvalidArgument,
+          "driver '" + url.driver + "' is not available in this program: link " + link_hint(d));
+    }
+    return open(url);
+  }
+  std::string names;
+  for (const detail::KnownDriver& d : detail::known_drivers()) {
+    if (serves(d, url.dialect)) names += (names.empty() ? "" : ", ") + std::string(d.name);
+  }
+  throw Error(ErrorCode::kInvalidArgument, "driver '" + url.driver + "' is not available for " +
+                                               std::string(to_string(url.dialect)) +
+                                               " URLs; dblock's drivers for them: " + names);
 }
 
 std::unique_ptr<Pool> open_pool(const DatabaseUrl& url, PoolOptions options) {

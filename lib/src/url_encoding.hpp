@@ -6,6 +6,10 @@
 #include <string>
 #include <string_view>
 
+// Called across dblock's own libraries (drivers, cleaner): exported from a shared build like
+// the public API, but internal (this header is not installed; see docs/install.md).
+#pragma GCC visibility push(default)
+
 namespace dblock::detail {
 
 // `text` with every byte outside A-Z a-z 0-9 - . _ ~ written as %XX (RFC 3986).
@@ -16,3 +20,5 @@ std::string percent_encode(std::string_view text);
 std::string url_host(std::string_view host, int port);
 
 }  // namespace dblock::detail
+
+#pragma GCC visibility pop

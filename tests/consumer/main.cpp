@@ -1,20 +1,50 @@
-// Uses dblock's public API the way a service would, to prove the installed package links.
+// SPDX-License-Identifier: Apache-2.0
+// Uses dblock's public API the way a service would, to prove the installed package links: the
+// URL parser, the migrations built in, open_connection() with every driver installed, and
+// (when installed) the libpqxx driver's own header.
+#include <dblock/cleaner.hpp>
 #include <dblock/error.hpp>
-#include <dblock/libpqxx.hpp>
 #include <dblock/migrator.hpp>
 #include <dblock/open.hpp>
+#include <dblock/unique_key_lock.hpp>
 #include <dblock/url.hpp>
 #include <iostream>
+#include <string>
+#include <vector>
+#ifdef CONSUMER_HAS_LIBPQXX
+#include <dblock/libpqxx.hpp>
+#endif
 
 int main() {
   auto url = dblock::DatabaseUrl::parse("postgresql://app:secret@127.0.0.1:1/app");
   std::cout << url.redacted() << "\n";
   std::cout << dblock::builtin_migrations(url.dialect).size() << " migrations\n";
-  try {
-    dblock::connect_pqxx(url);  // nothing listens on port 1
-  } catch (const dblock::Error& e) {
-    std::cout << dblock::to_string(e.code()) << "\n";
-    return e.code() == dblock::ErrorCode::kConnectFailed ? 0 : 1;
+  for (auto dialect : {dblock::Dialect::kPostgreSQL, dblock::Dialect::kMySQL}) {
+    std::cout << dblock::to_string(dialect) << " drivers:";
+    for (const auto& d : dblock::available_drivers(dialect)) std::cout << " " << d;
+    std::cout << "\n";
   }
-  return 1;
+  int failed = 0;
+  std::vector<std::string> drivers = dblock::available_drivers(url.dialect);
+  drivers.insert(drivers.begin(), "");  // the default
+  for (const std::string& driver : drivers) {
+    auto u = url;
+    u.driver = driver;
+    try {
+      dblock::open_connection(u);  // nothing listens on port 1
+      ++failed;
+    } catch (const dblock::Error& e) {
+      std::cout << (driver.empty() ? "default" : driver) << ": " << to_string(e.code()) << "\n";
+      if (e.code() != dblock::ErrorCode::kConnectFailed) ++failed;
+    }
+  }
+#ifdef CONSUMER_HAS_LIBPQXX
+  try {
+    dblock::connect_pqxx(url);
+    ++failed;
+  } catch (const dblock::Error& e) {
+    if (e.code() != dblock::ErrorCode::kConnectFailed) ++failed;
+  }
+#endif
+  return failed == 0 ? 0 : 1;
 }

@@ -15,7 +15,7 @@
 #include <stdexcept>
 #include <thread>
 
-#ifdef DBLOCK_HAVE_LIBPQXX
+#ifdef DBLOCK_HAVE_LIBPQ
 #include <libpq-fe.h>
 #endif
 
@@ -121,7 +121,7 @@ PgBouncer::~PgBouncer() {
 }
 
 std::vector<std::int64_t> PgBouncer::server_pids(const DatabaseUrl& admin) const {
-#ifdef DBLOCK_HAVE_LIBPQXX
+#ifdef DBLOCK_HAVE_LIBPQ
   // Plain libpq: the admin console speaks only the simple query protocol and reports a server
   // version ("1.18.0/bouncer") that libpqxx refuses.
   const std::string conninfo = "host=127.0.0.1 port=" + std::to_string(port_) +

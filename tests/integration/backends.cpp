@@ -173,6 +173,8 @@ std::vector<Backend> all_backends() {
                    "DBLOCK_TEST_MYSQL_URL"};
 #ifdef DBLOCK_HAVE_LIBPQXX
   out.push_back(pg);
+#endif
+#ifdef DBLOCK_HAVE_LIBPQ
   out.push_back(Backend{"postgresql_libpq", pg.dialect, "libpq", pg.url_env});
 #endif
 #ifdef DBLOCK_HAVE_SOCI

@@ -522,7 +522,7 @@ TEST(DefaultDriver, AUrlWithoutADriverOpensTheDialectsFirst) {
     DatabaseUrl url = b.url();
     url.driver.clear();
     const std::string first = available_drivers(b.dialect).front();
-#if defined(DBLOCK_HAVE_LIBPQXX) && defined(DBLOCK_HAVE_MYSQL)
+#if defined(DBLOCK_HAVE_LIBPQ) && defined(DBLOCK_HAVE_MYSQL)
     EXPECT_EQ(first, b.dialect == Dialect::kPostgreSQL ? "libpq" : "libmysqlclient");
 #endif
     const std::string described = open_connection(url)->describe();

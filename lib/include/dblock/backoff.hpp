@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <random>
 
+#include "dblock/export.hpp"
+
 namespace dblock {
 
 struct BackoffPolicy {
@@ -21,7 +23,7 @@ struct BackoffPolicy {
   std::chrono::milliseconds min_sleep{5};
 };
 
-class Backoff {
+class DBLOCK_EXPORT Backoff {
  public:
   explicit Backoff(BackoffPolicy policy = {});
   // The next wait, at most `remaining`.

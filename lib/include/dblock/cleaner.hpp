@@ -29,6 +29,7 @@
 #include <string>
 
 #include "dblock/connection.hpp"
+#include "dblock/export.hpp"
 #include "dblock/table_names.hpp"
 
 namespace dblock {
@@ -81,7 +82,7 @@ struct CleanResult {
 // its own. Throws dblock::Error: kUndefinedTable when the tables are missing (run `dblock
 // migrate up`), connection and access errors as classified by the driver. A deadlock or lock
 // wait timeout in one batch is retried a few times before it is thrown.
-CleanResult clean(Connection& conn, const TableNames& tables = TableNames(),
-                  const CleanOptions& options = CleanOptions());
+DBLOCK_EXPORT CleanResult clean(Connection& conn, const TableNames& tables = TableNames(),
+                                const CleanOptions& options = CleanOptions());
 
 }  // namespace dblock

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "dblock/connection.hpp"
+#include "dblock/export.hpp"
 
 namespace dblock {
 
@@ -73,9 +74,9 @@ struct VersionedUpdate {
 
 enum class CasOutcome { kApplied, kConflict };
 
-std::string_view to_string(CasOutcome outcome) noexcept;
+DBLOCK_EXPORT std::string_view to_string(CasOutcome outcome) noexcept;
 
-CasOutcome conditional_update(Connection& conn, const ConditionalUpdate& update);
-CasOutcome versioned_update(Connection& conn, const VersionedUpdate& update);
+DBLOCK_EXPORT CasOutcome conditional_update(Connection& conn, const ConditionalUpdate& update);
+DBLOCK_EXPORT CasOutcome versioned_update(Connection& conn, const VersionedUpdate& update);
 
 }  // namespace dblock

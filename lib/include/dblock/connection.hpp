@@ -21,13 +21,15 @@
 #include <variant>
 #include <vector>
 
+#include "dblock/export.hpp"
+
 namespace dblock {
 
 // The SQL a connection speaks: placeholders, quoting, and which statements dblock sends.
 enum class Dialect { kPostgreSQL, kMySQL };
 
 // "postgresql" or "mysql".
-std::string_view to_string(Dialect dialect) noexcept;
+DBLOCK_EXPORT std::string_view to_string(Dialect dialect) noexcept;
 
 // The server behind a connection. MySQL and MariaDB share the MySQL dialect but differ in what
 // they accept beyond it (MariaDB's SET STATEMENT and FOR UPDATE WAIT n, MySQL 8.0's optimizer
@@ -35,12 +37,12 @@ std::string_view to_string(Dialect dialect) noexcept;
 enum class Server { kPostgreSQL, kMySQL, kMariaDB };
 
 // "postgresql", "mysql" or "mariadb".
-std::string_view to_string(Server server) noexcept;
+DBLOCK_EXPORT std::string_view to_string(Server server) noexcept;
 // kPostgreSQL for kPostgreSQL, kMySQL for kMySQL and kMariaDB.
-Dialect dialect_of(Server server) noexcept;
+DBLOCK_EXPORT Dialect dialect_of(Server server) noexcept;
 
 // A bound parameter: NULL, a 64-bit integer, a double, or text (bytes, UTF-8 expected).
-class Value {
+class DBLOCK_EXPORT Value {
  public:
   using Storage = std::variant<std::monostate, std::int64_t, double, std::string>;
 
@@ -66,7 +68,7 @@ class Value {
 // The rows a statement returned (all values as text; NULL as an empty optional), the column
 // names, and the number of rows the statement affected. On MySQL, affected rows count matched
 // rows (drivers connect with CLIENT_FOUND_ROWS), as on PostgreSQL.
-class Result {
+class DBLOCK_EXPORT Result {
  public:
   using Row = std::vector<std::optional<std::string>>;
 
@@ -114,7 +116,7 @@ struct Notification {
   std::string payload;
 };
 
-class Connection {
+class DBLOCK_EXPORT Connection {
  public:
   virtual ~Connection() = default;
   Connection() = default;

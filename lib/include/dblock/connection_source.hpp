@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "dblock/connection.hpp"
+#include "dblock/export.hpp"
 
 namespace dblock {
 
@@ -24,7 +25,7 @@ class ConnectionSource;
 
 // A connection on loan from a ConnectionSource. Move-only; gives the connection back on
 // destruction (never throws).
-class PooledConnection {
+class DBLOCK_EXPORT PooledConnection {
  public:
   PooledConnection() = default;
   PooledConnection(ConnectionSource* source, Connection* conn) : source_(source), conn_(conn) {}
@@ -45,7 +46,7 @@ class PooledConnection {
   Connection* conn_ = nullptr;
 };
 
-class ConnectionSource {
+class DBLOCK_EXPORT ConnectionSource {
  public:
   virtual ~ConnectionSource() = default;
 
@@ -78,10 +79,10 @@ class ConnectionSource {
 // Callers take turns: acquire() blocks while another thread holds the connection.
 // If the connection breaks, later acquire()s throw Error(kConnectionLost): the owner must
 // reconnect (dblock cannot reopen a connection it did not open).
-std::unique_ptr<ConnectionSource> borrow(Connection& conn);
+DBLOCK_EXPORT std::unique_ptr<ConnectionSource> borrow(Connection& conn);
 
 // A source over one connection dblock owns.
-std::unique_ptr<ConnectionSource> single(std::unique_ptr<Connection> conn);
+DBLOCK_EXPORT std::unique_ptr<ConnectionSource> single(std::unique_ptr<Connection> conn);
 
 // Opens a new connection; used by Pool.
 using ConnectionFactory = std::function<std::unique_ptr<Connection>()>;
@@ -103,7 +104,7 @@ struct PoolOptions {
 // acquire() opens a fresh connection instead of lending another dead one. A thread gets back
 // the connection it used last when that one is idle (else the one returned last), so under load
 // each thread keeps talking to the same server session.
-class Pool final : public ConnectionSource {
+class DBLOCK_EXPORT Pool final : public ConnectionSource {
  public:
   Pool(Dialect dialect, ConnectionFactory factory, PoolOptions options = {});
   ~Pool() override;

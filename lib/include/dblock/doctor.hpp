@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "dblock/connection.hpp"
+#include "dblock/export.hpp"
 #include "dblock/table_names.hpp"
 
 namespace dblock {
@@ -52,7 +53,7 @@ struct Finding {
   std::string advice;   // what to change; empty when nothing
 };
 
-std::string_view to_string(Finding::Status status) noexcept;
+DBLOCK_EXPORT std::string_view to_string(Finding::Status status) noexcept;
 
 // What the user the connection logs in as is for: whose privileges "privileges" checks.
 enum class DoctorRole {
@@ -61,12 +62,13 @@ enum class DoctorRole {
   kMigrator,     // applies the migrations: creates and alters dblock's tables
 };
 
-std::string_view to_string(DoctorRole role) noexcept;
+DBLOCK_EXPORT std::string_view to_string(DoctorRole role) noexcept;
 
 // Runs every check on `conn` for the tables `tables` names, the privileges for `role`. Throws
 // Error only when the connection fails (kConnectionLost, ...); what a check cannot read becomes
 // its finding.
-std::vector<Finding> check_deployment(Connection& conn, const TableNames& tables,
-                                      DoctorRole role = DoctorRole::kApplication);
+DBLOCK_EXPORT std::vector<Finding> check_deployment(Connection& conn,
+                                                    const TableNames& tables,
+                                                    DoctorRole role = DoctorRole::kApplication);
 
 }  // namespace dblock

@@ -11,6 +11,8 @@
 #include <string>
 #include <string_view>
 
+#include "dblock/export.hpp"
+
 namespace dblock {
 
 // What went wrong, grouped by what the caller should do next.
@@ -61,7 +63,7 @@ enum class ErrorCode {
 };
 
 // A stable lower-case name for a code, e.g. "lock_wait_timeout".
-std::string_view to_string(ErrorCode code) noexcept;
+DBLOCK_EXPORT std::string_view to_string(ErrorCode code) noexcept;
 
 // What may be retried after an error with this code.
 enum class RetryScope {
@@ -76,12 +78,12 @@ enum class RetryScope {
   kTransaction,
 };
 
-RetryScope retry_scope(ErrorCode code) noexcept;
+DBLOCK_EXPORT RetryScope retry_scope(ErrorCode code) noexcept;
 
 // True when retry_scope(code) is not kNone.
-bool is_retryable(ErrorCode code) noexcept;
+DBLOCK_EXPORT bool is_retryable(ErrorCode code) noexcept;
 
-class Error : public std::runtime_error {
+class DBLOCK_EXPORT Error : public std::runtime_error {
  public:
   // `message` must already be free of secrets. `sqlstate` is the five-character SQLSTATE when
   // the server reported one; `server_errno` the native error number (MySQL) or 0.

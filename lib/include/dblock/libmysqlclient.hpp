@@ -18,14 +18,15 @@
 #include <memory>
 
 #include "dblock/connection.hpp"
+#include "dblock/export.hpp"
 #include "dblock/url.hpp"
 
 namespace dblock {
 
-std::unique_ptr<Connection> wrap_mysql(MYSQL* conn);
+DBLOCK_EXPORT std::unique_ptr<Connection> wrap_mysql(MYSQL* conn);
 
 // Opens a connection from a mysql:// or mariadb:// URL. Throws Error(kConnectFailed,
 // kAccessDenied, kInvalidArgument) with a redacted, one-line message.
-std::unique_ptr<Connection> connect_mysql(const DatabaseUrl& url);
+DBLOCK_EXPORT std::unique_ptr<Connection> connect_mysql(const DatabaseUrl& url);
 
 }  // namespace dblock

@@ -1,4 +1,4 @@
-// PostgreSQL through libpq itself (target dblock::postgresql, built with the libpqxx driver).
+// PostgreSQL through libpq itself (target dblock::postgresql; needs libpq and nothing else).
 //
 // connect_libpq() opens a connection from a postgresql:// URL for the strategies and the
 // migrator; it is what open_connection() and open_pool() use for postgresql:// URLs unless the
@@ -13,12 +13,13 @@
 #include <memory>
 
 #include "dblock/connection.hpp"
+#include "dblock/export.hpp"
 #include "dblock/url.hpp"
 
 namespace dblock {
 
 // Opens a connection from a postgresql:// URL. Throws Error(kConnectFailed, kAccessDenied,
 // kInvalidArgument) with a redacted, one-line message.
-std::unique_ptr<Connection> connect_libpq(const DatabaseUrl& url);
+DBLOCK_EXPORT std::unique_ptr<Connection> connect_libpq(const DatabaseUrl& url);
 
 }  // namespace dblock

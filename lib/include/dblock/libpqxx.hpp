@@ -1,4 +1,4 @@
-// PostgreSQL through libpqxx (target dblock::postgresql).
+// PostgreSQL through libpqxx (target dblock::libpqxx).
 //
 // wrap_pqxx() adapts a connection the service already owns; connect_pqxx() opens one from a URL.
 // Either way the result is a dblock::Connection for the strategies and the migrator.
@@ -24,6 +24,7 @@
 #include <pqxx/version>
 
 #include "dblock/connection.hpp"
+#include "dblock/export.hpp"
 #include "dblock/url.hpp"
 
 namespace dblock {
@@ -37,10 +38,10 @@ using PqxxConnectionBase = pqxx::connection_base;
 using PqxxConnectionBase = pqxx::connection;
 #endif
 
-std::unique_ptr<Connection> wrap_pqxx(PqxxConnectionBase& conn);
+DBLOCK_EXPORT std::unique_ptr<Connection> wrap_pqxx(PqxxConnectionBase& conn);
 
 // Opens a connection from a postgresql:// URL. Throws Error(kConnectFailed, kAccessDenied,
 // kInvalidArgument) with a redacted, one-line message.
-std::unique_ptr<Connection> connect_pqxx(const DatabaseUrl& url);
+DBLOCK_EXPORT std::unique_ptr<Connection> connect_pqxx(const DatabaseUrl& url);
 
 }  // namespace dblock

@@ -30,6 +30,7 @@
 #include "dblock/backoff.hpp"
 #include "dblock/connection.hpp"
 #include "dblock/error.hpp"
+#include "dblock/export.hpp"
 #include "dblock/owner.hpp"
 
 namespace dblock {
@@ -74,12 +75,12 @@ enum class ReleaseOutcome {
                  // rolled back and nothing of the critical section was kept
 };
 
-std::string_view to_string(ReleaseOutcome outcome) noexcept;
+DBLOCK_EXPORT std::string_view to_string(ReleaseOutcome outcome) noexcept;
 
 // A held lock. Move-only; releasing on destruction, never throwing from the destructor.
 // Destroying a transactional strategy's lease without release() rolls its transaction back
 // (the exception path of a critical section); only release() commits.
-class Lease {
+class DBLOCK_EXPORT Lease {
  public:
   Lease() noexcept;
   explicit Lease(std::shared_ptr<detail::LeaseCore> core) noexcept;
@@ -156,7 +157,7 @@ struct LockAttempts {
 };
 
 // The interface of every lock strategy.
-class Lock {
+class DBLOCK_EXPORT Lock {
  public:
   virtual ~Lock() = default;
 
@@ -177,11 +178,11 @@ class Lock {
 
 namespace detail {
 // True for the errors with_lock treats as a conflict: deadlock, serialization failure.
-bool is_conflict_error(const Error& e) noexcept;
+DBLOCK_EXPORT bool is_conflict_error(const Error& e) noexcept;
 // Sleeps the next backoff step between with_lock attempts.
-void pause_before_retry(Backoff& backoff);
+DBLOCK_EXPORT void pause_before_retry(Backoff& backoff);
 // The Error(kLeaseLost) with_lock throws when the release found the lease gone.
-[[noreturn]] void throw_lease_lost(const std::string& key);
+[[noreturn]] DBLOCK_EXPORT void throw_lease_lost(const std::string& key);
 }  // namespace detail
 
 // Runs fn(lease) under the lock and releases it on every path (return or exception): release()
@@ -235,6 +236,6 @@ auto with_lock(Lock& lock, std::string_view key, std::chrono::milliseconds timeo
 
 // Throws Error(kInvalidArgument) unless `key` is 1 to 255 characters of valid UTF-8 without NUL:
 // the keys every strategy accepts.
-void validate_lock_key(std::string_view key);
+DBLOCK_EXPORT void validate_lock_key(std::string_view key);
 
 }  // namespace dblock

@@ -37,13 +37,14 @@
 #include <type_traits>
 #include <vector>
 
+#include "dblock/export.hpp"
 #include "dblock/lock.hpp"
 
 namespace dblock {
 
 // The leases of a set of keys, held together. Move-only; releases every lease on destruction
 // (a transactional strategy's transactions roll back, as a dropped Lease's do).
-class LeaseSet {
+class DBLOCK_EXPORT LeaseSet {
  public:
   LeaseSet() = default;
   explicit LeaseSet(std::vector<Lease> leases) noexcept : leases_(std::move(leases)) {}
@@ -70,12 +71,12 @@ class LeaseSet {
 // One attempt at every key (each a try_acquire): the set, or nothing when another owner holds
 // any of them (or a lease taken was lost before the last key was). Throws Error(kInvalidArgument)
 // before taking anything for an empty set or an invalid key.
-std::optional<LeaseSet> try_acquire_all(Lock& lock, std::span<const std::string> keys,
-                                        const LockOptions& options = {});
+DBLOCK_EXPORT std::optional<LeaseSet> try_acquire_all(Lock& lock, std::span<const std::string> keys,
+                                                      const LockOptions& options = {});
 // Waits up to `timeout` for the whole set (std::chrono::milliseconds::max(): without a limit).
-std::optional<LeaseSet> acquire_all(Lock& lock, std::span<const std::string> keys,
-                                    std::chrono::milliseconds timeout,
-                                    const LockOptions& options = {});
+DBLOCK_EXPORT std::optional<LeaseSet> acquire_all(Lock& lock, std::span<const std::string> keys,
+                                                  std::chrono::milliseconds timeout,
+                                                  const LockOptions& options = {});
 
 // Runs fn(set) with every key held and releases them on every path, as with_lock does for one
 // key: returns nothing when the set was not obtained within `timeout` or a commit conflicted

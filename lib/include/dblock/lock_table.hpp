@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "dblock/connection.hpp"
+#include "dblock/export.hpp"
 #include "dblock/table_names.hpp"
 
 namespace dblock {
@@ -32,12 +33,13 @@ struct LockRow {
 // Every row that is held, or expired and not yet cleaned (released rows are left out), ordered
 // by key. A row released before its LockOptions::min_hold ran out is listed too, with hold_count
 // 0, until it expires: the key stays taken by no one until then.
-std::vector<LockRow> list_locks(Connection& conn, const TableNames& tables = TableNames());
+DBLOCK_EXPORT std::vector<LockRow> list_locks(Connection& conn,
+                                              const TableNames& tables = TableNames());
 
 // The rows list_locks returns whose key starts with `key_prefix` (compared byte for byte; no
 // character is a wildcard).
-std::vector<LockRow> list_locks(Connection& conn, const TableNames& tables,
-                                std::string_view key_prefix);
+DBLOCK_EXPORT std::vector<LockRow> list_locks(Connection& conn, const TableNames& tables,
+                                              std::string_view key_prefix);
 
 // How many live fair waiters (UniqueKeyLockOptions::fair) are queued for each key that has any.
 // Needs the lock_waiters table (migration 5).
@@ -55,12 +57,13 @@ struct PermitRow {
 // Every permit held, or expired and not yet cleaned (released ones are left out, but for those
 // kept taken by a min_hold, listed with hold_count 0 until they expire), ordered by key and slot.
 // Needs the semaphore tables (migration 6).
-std::vector<PermitRow> list_permits(Connection& conn, const TableNames& tables = TableNames());
+DBLOCK_EXPORT std::vector<PermitRow> list_permits(Connection& conn,
+                                                  const TableNames& tables = TableNames());
 
 // The permits list_permits returns whose key starts with `key_prefix` (byte for byte, as
 // list_locks compares).
-std::vector<PermitRow> list_permits(Connection& conn, const TableNames& tables,
-                                    std::string_view key_prefix);
+DBLOCK_EXPORT std::vector<PermitRow> list_permits(Connection& conn, const TableNames& tables,
+                                                  std::string_view key_prefix);
 
 // An operator's release: frees `row.key` as its holder's last release would (hold count 0,
 // expires now, waiters on PostgreSQL notified), keeping its fencing token so the next holder's
@@ -68,13 +71,14 @@ std::vector<PermitRow> list_permits(Connection& conn, const TableNames& tables,
 // list_locks call read them). Returns false when it changed meanwhile (released, renewed into a
 // new lease, taken over): nothing was done; read it again. The holder finds its lease lost at
 // its next renewal or release.
-bool release_lock_row(Connection& conn, const TableNames& tables, const LockRow& row);
+DBLOCK_EXPORT bool release_lock_row(Connection& conn, const TableNames& tables, const LockRow& row);
 
 // An operator's release of one semaphore permit: frees `permit` as its holder's release would
 // (the slot is free at once; the fencing token stays, so the next holder's is higher), but only
 // while it still carries the lease id and token a list_permits call read, and only while it is
 // live (expired permits are free already). Returns false when nothing was freed. The holder
 // finds its permit lost at its next renewal or release.
-bool release_permit_row(Connection& conn, const TableNames& tables, const PermitRow& permit);
+DBLOCK_EXPORT bool release_permit_row(Connection& conn, const TableNames& tables,
+                                      const PermitRow& permit);
 
 }  // namespace dblock

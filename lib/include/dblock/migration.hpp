@@ -8,10 +8,11 @@
 #include <vector>
 
 #include "dblock/connection.hpp"
+#include "dblock/export.hpp"
 
 namespace dblock {
 
-struct Migration {
+struct DBLOCK_EXPORT Migration {
   int version = 0;   // from the file name's number: 0001_create_locks.sql -> 1
   std::string name;  // create_locks
   std::string sql;   // the script; {{table:x}} and {{name:x}} stand for prefixed, quoted names
@@ -23,10 +24,10 @@ struct Migration {
 };
 
 // The migrations compiled into the library for a dialect, in version order.
-std::vector<Migration> builtin_migrations(Dialect dialect);
+DBLOCK_EXPORT std::vector<Migration> builtin_migrations(Dialect dialect);
 
 // Reads NNNN_name.sql files from a directory, in version order. Throws Error(kInvalidArgument)
 // for a missing directory, a badly named file or a duplicated version.
-std::vector<Migration> load_migrations(const std::string& directory);
+DBLOCK_EXPORT std::vector<Migration> load_migrations(const std::string& directory);
 
 }  // namespace dblock

@@ -17,12 +17,13 @@
 #include <vector>
 
 #include "dblock/connection.hpp"
+#include "dblock/export.hpp"
 #include "dblock/migration.hpp"
 #include "dblock/table_names.hpp"
 
 namespace dblock {
 
-struct MigrationState {
+struct DBLOCK_EXPORT MigrationState {
   enum class Status {
     kPending,   // known here, not applied
     kApplied,   // applied with the same checksum
@@ -39,9 +40,9 @@ struct MigrationState {
   std::string id() const;
 };
 
-std::string_view to_string(MigrationState::Status status) noexcept;
+DBLOCK_EXPORT std::string_view to_string(MigrationState::Status status) noexcept;
 
-class Migrator {
+class DBLOCK_EXPORT Migrator {
  public:
   // Uses `conn` (which must outlive the Migrator) and the built-in migrations for its dialect,
   // or `migrations` when given.

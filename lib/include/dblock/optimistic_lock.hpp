@@ -42,6 +42,7 @@
 #include <string_view>
 
 #include "dblock/connection_source.hpp"
+#include "dblock/export.hpp"
 #include "dblock/lock.hpp"
 #include "dblock/table_names.hpp"
 
@@ -54,7 +55,7 @@ struct OptimisticLockOptions {
                                       std::chrono::milliseconds(1)}};
 };
 
-class OptimisticLock final : public Lock {
+class DBLOCK_EXPORT OptimisticLock final : public Lock {
  public:
   explicit OptimisticLock(ConnectionSource& source, OptimisticLockOptions options = {});
   ~OptimisticLock() override;

@@ -13,9 +13,11 @@
 #include <string>
 #include <string_view>
 
+#include "dblock/export.hpp"
+
 namespace dblock {
 
-struct Owner {
+struct DBLOCK_EXPORT Owner {
   std::string host;
   std::string process;
   std::string thread;
@@ -33,6 +35,6 @@ struct Owner {
 };
 
 // This process's instance id, "<pid>-<16 hex digits>".
-std::string process_instance();
+DBLOCK_EXPORT std::string process_instance();
 
 }  // namespace dblock

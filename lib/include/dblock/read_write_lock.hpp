@@ -42,6 +42,7 @@
 
 #include <memory>
 
+#include "dblock/export.hpp"
 #include "dblock/semaphore.hpp"
 
 namespace dblock {
@@ -54,7 +55,7 @@ struct ReadWriteLockOptions {
   int max_readers = 100;
 };
 
-class ReadWriteLock {
+class DBLOCK_EXPORT ReadWriteLock {
  public:
   // Throws Error(kInvalidArgument) for max_readers out of range.
   explicit ReadWriteLock(ConnectionSource& source, ReadWriteLockOptions options = {});

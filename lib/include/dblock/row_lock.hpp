@@ -62,6 +62,7 @@
 #include <string_view>
 
 #include "dblock/connection_source.hpp"
+#include "dblock/export.hpp"
 #include "dblock/lock.hpp"
 #include "dblock/table_names.hpp"
 
@@ -86,7 +87,7 @@ struct TableRow {
   Value key;               // the row's key value, bound as a parameter
 };
 
-class RowLock final : public Lock {
+class DBLOCK_EXPORT RowLock final : public Lock {
  public:
   explicit RowLock(ConnectionSource& source, RowLockOptions options = {});
   ~RowLock() override;

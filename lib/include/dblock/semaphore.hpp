@@ -55,6 +55,7 @@
 
 #include "dblock/backoff.hpp"
 #include "dblock/connection_source.hpp"
+#include "dblock/export.hpp"
 #include "dblock/lock.hpp"
 #include "dblock/table_names.hpp"
 
@@ -68,7 +69,7 @@ struct SemaphoreOptions {
   int contention_retries = 3;
 };
 
-class Semaphore final : public Lock {
+class DBLOCK_EXPORT Semaphore final : public Lock {
  public:
   static constexpr int kMaxPermits = 1000;
 

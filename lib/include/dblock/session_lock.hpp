@@ -78,6 +78,7 @@
 #include <string_view>
 
 #include "dblock/connection_source.hpp"
+#include "dblock/export.hpp"
 #include "dblock/lock.hpp"
 #include "dblock/table_names.hpp"
 
@@ -89,7 +90,7 @@ struct SessionLockOptions {
   TableNames tables{};
 };
 
-class SessionLock final : public Lock {
+class DBLOCK_EXPORT SessionLock final : public Lock {
  public:
   // Throws Error(kFailedPrecondition) for a source behind a transaction pooler
   // (ConnectionSource::keeps_sessions() false).

@@ -14,16 +14,18 @@
 
 #include "dblock/connection.hpp"
 #include "dblock/connection_source.hpp"
+#include "dblock/export.hpp"
 #include "dblock/url.hpp"
 
 namespace dblock {
 
-std::unique_ptr<Connection> wrap_soci(soci::session& session);
+DBLOCK_EXPORT std::unique_ptr<Connection> wrap_soci(soci::session& session);
 
 // A source lending the pool's sessions; `size` must be the pool's size.
-std::unique_ptr<ConnectionSource> soci_pool_source(soci::connection_pool& pool, std::size_t size);
+DBLOCK_EXPORT std::unique_ptr<ConnectionSource> soci_pool_source(soci::connection_pool& pool,
+                                                                 std::size_t size);
 
 // Opens a session from a URL (postgresql:// or mysql://).
-std::unique_ptr<Connection> connect_soci(const DatabaseUrl& url);
+DBLOCK_EXPORT std::unique_ptr<Connection> connect_soci(const DatabaseUrl& url);
 
 }  // namespace dblock

@@ -12,20 +12,21 @@
 #include <string_view>
 
 #include "dblock/connection.hpp"
+#include "dblock/export.hpp"
 
 namespace dblock {
 
 // Throws Error(kInvalidArgument) naming `what` unless `name` matches [A-Za-z_][A-Za-z0-9_]{0,62}.
-void validate_identifier(std::string_view name, std::string_view what);
+DBLOCK_EXPORT void validate_identifier(std::string_view name, std::string_view what);
 
 // `name` quoted for the dialect: "name" on PostgreSQL, `name` on MySQL. Validates first.
-std::string quote_identifier(Dialect dialect, std::string_view name);
+DBLOCK_EXPORT std::string quote_identifier(Dialect dialect, std::string_view name);
 
 // "table" or "schema.table" quoted part by part for the dialect ("app"."orders"). Validates each
 // part; throws Error(kInvalidArgument) for anything else.
-std::string quote_table_name(Dialect dialect, std::string_view table);
+DBLOCK_EXPORT std::string quote_table_name(Dialect dialect, std::string_view table);
 
-class TableNames {
+class DBLOCK_EXPORT TableNames {
  public:
   static constexpr std::string_view kDefaultPrefix = "dblock_";
 

@@ -77,6 +77,7 @@
 
 #include "dblock/backoff.hpp"
 #include "dblock/connection_source.hpp"
+#include "dblock/export.hpp"
 #include "dblock/lock.hpp"
 #include "dblock/table_names.hpp"
 
@@ -132,7 +133,7 @@ struct Claim {
   std::string claim_id;
 };
 
-class UniqueKeyLock final : public Lock {
+class DBLOCK_EXPORT UniqueKeyLock final : public Lock {
  public:
   explicit UniqueKeyLock(ConnectionSource& source, UniqueKeyLockOptions options = {});
   ~UniqueKeyLock() override;

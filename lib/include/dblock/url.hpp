@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "dblock/connection.hpp"
+#include "dblock/export.hpp"
 
 namespace dblock {
 
@@ -42,7 +43,7 @@ struct HostPort {
   bool operator==(const HostPort&) const = default;
 };
 
-struct DatabaseUrl {
+struct DBLOCK_EXPORT DatabaseUrl {
   Dialect dialect = Dialect::kPostgreSQL;
   std::string user;
   std::string password;
@@ -87,6 +88,6 @@ struct DatabaseUrl {
 };
 
 // Replaces every occurrence of `secret` in `text` with "***" (no-op for an empty secret).
-std::string scrub(std::string_view text, std::string_view secret);
+DBLOCK_EXPORT std::string scrub(std::string_view text, std::string_view secret);
 
 }  // namespace dblock

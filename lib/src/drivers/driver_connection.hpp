@@ -35,6 +35,10 @@
 #include "dblock/connection.hpp"
 #include "dblock/error.hpp"
 
+// Called across dblock's own libraries (drivers, cleaner): exported from a shared build like
+// the public API, but internal (this header is not installed; see docs/install.md).
+#pragma GCC visibility push(default)
+
 namespace dblock::detail {
 
 // kConnectionLost for a call refused because the connection is known to be broken.
@@ -124,3 +128,5 @@ class DriverConnection : public Connection {
 };
 
 }  // namespace dblock::detail
+
+#pragma GCC visibility pop

@@ -22,6 +22,10 @@
 #include "dblock/connection.hpp"
 #include "dblock/table_names.hpp"
 
+// Called across dblock's own libraries (drivers, cleaner): exported from a shared build like
+// the public API, but internal (this header is not installed; see docs/install.md).
+#pragma GCC visibility push(default)
+
 namespace dblock::detail {
 
 // Each owner's statements (see the .cpp files for each statement's parameters and columns).
@@ -285,3 +289,5 @@ std::string render_sql(std::string_view templ, Dialect dialect, const TableNames
                        std::vector<std::string>* parameters = nullptr, bool fair = false);
 
 }  // namespace dblock::detail
+
+#pragma GCC visibility pop

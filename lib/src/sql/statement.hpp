@@ -21,6 +21,10 @@
 #include "dblock/connection.hpp"
 #include "dblock/table_names.hpp"
 
+// Called across dblock's own libraries (drivers, cleaner): exported from a shared build like
+// the public API, but internal (this header is not installed; see docs/install.md).
+#pragma GCC visibility push(default)
+
 namespace dblock::detail {
 
 struct Arg {
@@ -51,3 +55,5 @@ class Statement {
 };
 
 }  // namespace dblock::detail
+
+#pragma GCC visibility pop

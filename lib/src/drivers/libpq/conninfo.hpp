@@ -13,6 +13,10 @@
 
 #include "dblock/url.hpp"
 
+// Called across dblock's own libraries (drivers, cleaner): exported from a shared build like
+// the public API, but internal (this header is not installed; see docs/install.md).
+#pragma GCC visibility push(default)
+
 namespace dblock::libpq_driver {
 
 struct Conninfo {
@@ -31,3 +35,5 @@ Conninfo parse_conninfo(const DatabaseUrl& url, std::string_view driver);
 std::string conninfo(const DatabaseUrl& url, std::string_view where, std::string_view driver);
 
 }  // namespace dblock::libpq_driver
+
+#pragma GCC visibility pop
