@@ -7,7 +7,8 @@
 // touches, and never destroys, the instance its parent made (it is left as it was copied: no
 // destructor of a process-wide object may run, join threads or wait, in a child); it makes its
 // own. An instance is never destroyed by this class (owners that must stop threads at exit do so
-// themselves, in the process that made them only).
+// themselves, in the process that made them only). The parent's instance stays reachable
+// from the child's, so a leak checker run at the child's exit does not report it.
 //
 //   detail::PerProcess<Registry> registries;  // a static
 //   registries.get().add(...);                // this process's Registry
@@ -33,7 +34,9 @@ class PerProcess {
     Slot* slot = slot_.load(std::memory_order_acquire);
     while (slot == nullptr || slot->pid != pid) {
       auto* made = new Slot(pid, std::forward<Args>(args)...);
-      // A slot of another process (the parent's) is replaced and left alone, never freed.
+      // A slot of another process (the parent's) is replaced and left alone, never freed; the
+      // new one points to it, so it stays reachable and leak checkers do not report it.
+      made->older = slot;
       if (slot_.compare_exchange_strong(slot, made, std::memory_order_acq_rel)) return made->value;
       delete made;  // another thread of this process made one first: `slot` is the current one
     }
@@ -52,6 +55,7 @@ class PerProcess {
     explicit Slot(pid_t p, Args&&... args) : pid(p), value(std::forward<Args>(args)...) {}
     pid_t pid;
     T value;
+    Slot* older = nullptr;  // the slot of the process this one's was forked from
   };
   std::atomic<Slot*> slot_{nullptr};
 };
