@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The benchmark's shared vocabulary: run settings, the database a run measures, the context a
 // scenario gets, and the scenario registry. Each scenario lives in its own file under
 // scenarios/ and registers itself with DBLOCK_BENCH_SCENARIO, so adding one touches no other file.

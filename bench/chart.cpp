@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The SVG chart, written directly (no plotting dependency): six panels, each a line per
 // database and mode, on a log2 x axis.
 #include <algorithm>

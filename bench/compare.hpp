@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A throughput comparison of dblock against its raw baseline at one connection count, in pairs of
 // short rounds run back to back, raw first in one pair and dblock first in the next (raw dblock,
 // dblock raw, raw dblock, ...), so that drift in the machine's load hits both sides alike.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A ConnectionSource that counts the statements sent through it: wraps another source and hands
 // out connections that forward every call and count execute()s. Used to report statements per
 // successful acquisition under contention; not used where throughput is compared with the raw

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Filling a lock table fast with many rows, in statements of up to a million rows each, from a
 // row generator in the server: generate_series on PostgreSQL; MariaDB's SEQUENCE engine
 // (seq_0_to_999999), or on MySQL a cross join of a ten-row derived table.

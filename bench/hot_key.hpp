@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The hot-key measurement, shared by the hot-key scenario and the relaxed-durability comparison.
 //
 // Thread-safety: measure_hot_key runs its own threads; call it from one thread.

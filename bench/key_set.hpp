@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Keys for the transactional strategies' uncontended runs: each load thread owns a fixed set of
 // keys and locks a random one of them per operation, so no two threads ever want the same key.
 // The strategies create a key's row (row_locks / versions) on first use; prepare() makes every

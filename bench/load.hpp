@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Running a load: N threads repeat one operation for a while; each operation's latency and the
 // number completed inside the measured window are recorded. A short warm-up (connections opened,
 // statements prepared) runs first and is not counted.

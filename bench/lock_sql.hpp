@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The lock statements as dblock sends them: rendered from the dialect files (lib/src/sql/)
 // through the same render path the strategies use, so the raw baseline can never drift from the
 // library's SQL. Also the parameters, bound by name through the library's own Statement where the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // dblock-bench: measures dblock against raw client loops on PostgreSQL and MySQL/MariaDB and
 // prints a table (ratios first); --json writes every figure, --svg the chart, --markdown the
 // results section of docs/benchmarks.md. Databases come from

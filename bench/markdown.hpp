@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The results section of docs/benchmarks.md, written from the figures a run collected
 // (dblock-bench --markdown FILE), so that a benchmark run updates that page and no figure is
 // edited into prose by hand. The page's method text stays as written; only the part between

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The baseline: the same statements sent by a plain client loop, without dblock. PostgreSQL goes
 // through libpq's PQexecParams with text parameters (what dblock's libpqxx driver sends);
 // MySQL/MariaDB through libmysqlclient server-side prepared statements, prepared once per

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The libpq baseline client.
 #include <libpq-fe.h>
 #include <poll.h>

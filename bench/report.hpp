@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The human table on stdout (headline ratios first, then the other headline figures, then the
 // curves) and the SVG chart, both made from the figures a run collected.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `dblock clean`: deletes expired lock rows in bounded batches, from cron (quiet on success,
 // non-zero exit on failure) or as a service (--loop), with an optional summary line, JSON and
 // Prometheus metrics.

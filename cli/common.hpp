@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What every `dblock` subcommand shares: the database options (--url, --prefix, --schema),
 // opening the connection, and turning a dblock::Error into one stderr line and an exit code.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `dblock doctor`: which of dblock's guarantees hold on a database, one line per check with what
 // to change, or JSON (--json); exit 1 when one does not hold.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Durations on the command line, as people write them: `500ms`, `1.5s`, `30s`, `2min`, `1m30s`,
 // `1h`, `1d`, or a bare `0`.
 //

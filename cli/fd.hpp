@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // File descriptors for `dblock run`: an owning handle, and pipes whose ends are close-on-exec, so
 // the command it runs inherits none of them.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The command `dblock run` runs, as a whole: the command and every process it starts, so that
 // dblock can signal all of them at once and know when the last one is gone.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Renews the lease `dblock run` holds, on a thread of its own, and keeps the one fact the stop
 // timeline is computed from: when the latest renewal that succeeded was sent (by this process's
 // steady clock). The database expires the lease no sooner than a TTL after that moment.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `dblock locks`: who holds which lock, as an aligned table or as JSON (--json) for scripts.
 //
 // Thread-safety: used from the main thread only.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The `dblock` program: argument parsing and subcommand dispatch only.
 #include <CLI/CLI.hpp>
 #include <algorithm>

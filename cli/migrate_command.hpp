@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `dblock migrate up|status|verify`: the schema migrator on the command line.
 //
 // Thread-safety: used from the main thread only.

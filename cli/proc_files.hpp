@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reading the small files of /proc and cgroupfs that `dblock run` looks at to find its job's
 // processes. A process may exit between the open and the read of its /proc file; the read then
 // fails (ESRCH), which a C++ stream reports by throwing from inside an iterator. These report

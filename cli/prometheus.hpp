@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Metrics in the Prometheus text format for node_exporter's textfile collector: read the
 // previous file (so counters keep counting across cron runs), write the new one atomically.
 //

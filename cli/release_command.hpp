@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `dblock release`: an operator frees a stuck lock, owner-checked, refusing a live lease unless
 // forced, and says on stdout what it released (one line, for the audit trail).
 //

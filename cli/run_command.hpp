@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `dblock run --key K -- CMD ARGS...`: runs a command while holding a unique-key lock, renewing
 // the lease while the command runs, so a cron job never runs on two hosts at once.
 //

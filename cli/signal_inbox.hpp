@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What wakes `dblock run`'s main thread: signals, read from a file descriptor instead of
 // handlers, and a pipe other threads write a byte to.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What `dblock --version` prints: the library version (project(VERSION) in CMakeLists.txt, through
 // dblock::library_version()) and the database drivers this build carries.
 //

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Writes a C++ file holding every migrations/<dialect>/NNNN_name.sql as a string literal.
 # Run with -D SOURCE_DIR=<migrations dir> -D OUTPUT=<file.cpp>.
 file(GLOB files RELATIVE "${SOURCE_DIR}" "${SOURCE_DIR}/*/*.sql")

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Accounts: concurrent transfers between accounts, each locking both of its accounts at once.
 //
 // The parent creates ten demo accounts holding 1000 each and a ledger, then forks worker

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Flash sale: a voucher with 100 in stock, 500 buyers on concurrent threads and processes, each
 // user allowed one order. Run once per lock strategy; none may oversell or sell twice to a user.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Job runner: many workers, at most three report jobs running at once, whoever runs them.
 //
 // The parent creates a table of job runs, then forks worker processes, each with its own pool

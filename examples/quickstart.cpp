@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Quickstart: open the database named by DBLOCK_URL, bring dblock's schema up to date, and show
 // what is there. Run it through scripts/quickstart.sh, which starts a throwaway PostgreSQL.
 #include <cstdio>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The examples' load generator: many requests at once from several processes, each with its own
 // pool and threads, all starting at the same instant; the parent adds up what they report.
 //

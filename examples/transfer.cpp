@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Transfer: a thousand concurrent requests to transfer one asset; exactly one succeeds.
 //
 // The parent creates a demo asset table (asset-42, owned by alice) and a transfer log, then forks

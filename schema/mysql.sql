@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- dblock's full current schema for MySQL 8.0+ and MariaDB 10.6+, for those who apply DDL with
 -- their own tool. Equivalent to applying every file in migrations/mysql/ with the default
 -- "dblock_" prefix (a test compares the two catalogs). Tables go into the current database.

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- dblock's full current schema for PostgreSQL, for those who apply DDL with their own tool.
 -- Equivalent to applying every file in migrations/postgresql/ with the default "dblock_" prefix
 -- (a test compares the two catalogs). Tables are created in the current schema (search_path).

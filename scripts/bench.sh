@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Build dblock-bench (Release) and run it against throwaway PostgreSQL and MariaDB servers:
 # prints the table (ratios first), writes every figure as JSON, the chart as SVG, and the results
 # section of docs/benchmarks.md.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Sourced by the build scripts: compile through ccache when it is installed (install-deps.sh
 # installs it), so a second build of the same sources, in any checkout or build directory on
 # this machine, reuses the objects of the first. Adds the launcher to extra_cmake_args.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Build and test dblock inside a Debian root filesystem: that distribution's own compiler,
 # libraries (libpq, libpqxx, MariaDB Connector/C, SOCI) and PostgreSQL and MariaDB servers.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A throwaway MariaDB Galera cluster of three nodes on loopback ports, for tests/ha.
 #
 # Usage:

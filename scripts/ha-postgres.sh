@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A throwaway PostgreSQL primary with one streaming standby (pg_basebackup) on loopback ports,
 # for tests/ha. The test plays the failover manager with the commands below.
 #

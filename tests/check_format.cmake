@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Fails listing every C++ file that clang-format would change.
 file(GLOB_RECURSE files "${SOURCE_DIR}/lib/*.cpp" "${SOURCE_DIR}/lib/*.hpp" "${SOURCE_DIR}/cli/*.cpp"
      "${SOURCE_DIR}/cli/*.hpp" "${SOURCE_DIR}/tests/*.cpp" "${SOURCE_DIR}/tests/*.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The cleaner: rows deleted per second from a table of expired rows (default batches, no grace),
 // and the p99 of acquire + release by 4 clients on other keys while the cleaner runs, against
 // the same load with the cleaner idle.

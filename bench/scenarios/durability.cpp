@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Relaxed durability (UniqueKeyLockOptions::relaxed_durability) against the durable default and
 // against native advisory locks: uncontended acquire + release at 1 and 8 connections, in
 // pairs of rounds (compare.hpp), and the hot-key handoff. PostgreSQL only: on MySQL/MariaDB the

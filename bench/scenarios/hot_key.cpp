@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Hot key: 8 to 64 clients contend for one key with blocking acquire. Throughput, handoff latency
 // (from the moment the holder starts its release to the moment the next client holds the key),
 // statements sent per successful acquisition (counted on the connections, tries and releases

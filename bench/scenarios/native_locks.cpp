@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Native session locks as a reference point: pg_advisory_lock / pg_advisory_unlock on
 // PostgreSQL, GET_LOCK / RELEASE_LOCK on MySQL/MariaDB, sent by the raw client. They are neither
 // durable nor fenced and are lost on failover (see DESIGN), so they are a floor for the cost of a

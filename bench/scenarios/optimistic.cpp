@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The optimistic strategy (read the key's version in a transaction; release = compare-and-set
 // UPDATE, then COMMIT):
 // - uncontended acquire + release at 1 and 8 connections, each thread on its own keys, against a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The reader-writer lock (ReadWriteLock), uncontended, at 1 and 8 connections:
 // - reader().try_acquire + release of a random key: the permit acquire of a reader slot
 //   (1..max_readers, refused while slot 0 is held), live_in of slot 0, release;

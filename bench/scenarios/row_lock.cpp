@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The row lock (SELECT ... FOR UPDATE in a transaction on a dedicated connection):
 // - uncontended try_acquire + release at 1 and 8 connections, each thread on its own keys, against
 //   a raw loop sending the same statements in the same order (BEGIN, the rendered lock

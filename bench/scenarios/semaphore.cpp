@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The counting semaphore (Semaphore):
 // - uncontended try_acquire + release of one permit of a random key out of 64 at each connection
 //   count, against a raw loop sending the same statements (PostgreSQL: acquire, release; MySQL:

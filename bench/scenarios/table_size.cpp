@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Acquire latency against the number of rows in the lock table: 1 thousand, 1 million and
 // 10 million rows (held by other owners), filled in the server and grown in place; at each size
 // one connection acquires and releases fresh random keys. The fill time is reported too.

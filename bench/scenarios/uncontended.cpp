@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Uncontended acquire + release on random keys: dblock's UniqueKeyLock against the identical
 // statements sent by a raw client loop, at the same connection count (see compare.hpp); and the
 // same for a set of two keys (lock_set.hpp) against the raw loop taking both in key order; and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs the documentation's C++ snippets (docs/snippets/*.cpp) against the test servers and checks
 // that each does what its page says. Every snippet uses dblock's default table names, so each
 // database gets a fresh database of its own for this run (dropped at the end), named from

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Checks that keep the documentation's code honest (ctest docs.check).
 
 - README.md has at most 250 lines.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """mkdocs hooks for dblock's site (mkdocs.yml: hooks).
 
 - README.md and CONTRIBUTING.md are pages of the site without a second copy: a page under docs/

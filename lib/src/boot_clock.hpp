@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The clock leases are timed on: CLOCK_BOOTTIME, a monotonic clock that keeps counting while the
 // machine is suspended. The database's clock runs on during a suspend, so a lease's TTL must
 // too: a steady (CLOCK_MONOTONIC) clock stops, and a lease would still look held after a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Errors about the caller's own tables, which row locks (try_acquire_row) and conditional updates
 // work on. A table missing there is the caller's to create; the drivers' advice for a missing
 // table ("run `dblock migrate up`") is about dblock's own tables and would mislead. Internal.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The seam between dblock's timing logic and time itself: what time it is, and waiting for a
 // time. The renewer, its watchdog, a lease's deadline and the acquire waits read the time and
 // wait only through a Clock, so their logic can be driven by a simulated clock in tests (hours

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The privilege checks of `dblock doctor` (see doctor_privileges.hpp).
 #include "doctor_privileges.hpp"
 

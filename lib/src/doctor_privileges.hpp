@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The privilege checks of `dblock doctor` (dblock/doctor.hpp): what a role needs on dblock's
 // tables (every table the cleaner empties, sql/server_sql.hpp's CleanerSql::tables, and the
 // migrations table), and on PostgreSQL its schema and sequence, found with probes that match no

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared pieces for driver implementations: SQLSTATE and MySQL errno classification, and the
 // one way a driver builds the Error it throws. Internal; not installed.
 //

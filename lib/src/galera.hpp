@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Galera clusters (MariaDB with wsrep on): recognising a node, and reading what other nodes
 // committed. A commit on one node returns once the cluster has certified it, but the other nodes
 // apply it a moment later, so a plain read on another node can miss it: after `migrate up` on

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The holds of a strategy whose leases keep a connection (the row lock's transaction, the
 // session lock's session), by owner and key: an owner acquiring a key it already holds re-enters
 // its hold (one more lease on the same connection) instead of waiting for itself on a second

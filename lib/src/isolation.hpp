@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The isolation level of the transactions dblock opens itself (row-lock and optimistic leases,
 // cleaner batches), whatever default the server or the user's role sets. Each strategy is made
 // for one level, and a stricter session default breaks it: under PostgreSQL's REPEATABLE READ a

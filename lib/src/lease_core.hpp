@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The state behind a Lease, shared between the Lease handle and the background renewer, and the
 // two operations each strategy supplies (release, renew). Internal.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The libpq connection URI for a postgresql:// URL (see libpq_uri.hpp).
 #include "libpq_uri.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The connection URI libpq is given for a postgresql:// URL: one text for every PostgreSQL driver
 // (the libpq and libpqxx drivers pass it to PQconnectdb, the SOCI driver to SOCI's PostgreSQL
 // backend, which passes it to PQconnectdb), so each connects alike. Pure text work: dblock's core

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Small helpers shared by the lock strategies: random lease ids, TTL and wait validation, which
 // errors are contention.
 // Internal.

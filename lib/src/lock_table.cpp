@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "dblock/lock_table.hpp"
 
 #include "sql/server_sql.hpp"

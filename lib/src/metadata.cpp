@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Lock metadata checks (see metadata.hpp).
 #include "metadata.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Lock metadata: the JSON text a caller stores with a lock row (LockOptions::metadata), checked
 // before anything is sent, and bound as the statements' "metadata" parameter. Internal.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The migration files compiled into the library, and parsing of migration file names. Internal.
 //
 // Thread-safety: read-only data and pure functions.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A process-wide object that a forked child never shares with its parent: get() returns the
 // calling process's own instance, made on its first use in that process. Internal.
 //

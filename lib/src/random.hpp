@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Randomness a fork() does not copy. Ids that tell acquisitions, releases, waiters and processes
 // apart come straight from the kernel (getrandom), never from a generator whose state a child
 // inherits: two children of one parent would otherwise draw the same lease ids and pass for one

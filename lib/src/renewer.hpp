@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The background renewer: renews every auto-renew lease of the process at a third of its TTL.
 // A renewal that finds the lease gone marks it lost (and calls its on_lost). A renewal that fails
 // with an error is retried shortly; once a whole TTL has passed since the last successful renewal

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The waiting loop of a lock that is acquired by trying again: try, and while the lock is busy
 // pause by the backoff, never past the deadline, then try once more at the deadline itself.
 // Time and sleeping come from a Clock, so the loop's timing is unit-tested on a simulated one.

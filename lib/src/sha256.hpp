@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SHA-256 of a byte string, as 32 bytes or as 64 lower-case hex digits. Used for migration
 // checksums and session-lock names. Internal.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SHA-256's round constants (FIPS 180-4, 4.2.2): the first 32 bits of the fractional parts of the
 // cube roots of the first 64 primes. One table for the portable compression function (sha256.cpp)
 // and the SHA-NI one (sha256_shani.cpp), which loads them four at a time, hence the alignment.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "sha256_shani.hpp"
 
 #include "sha256_rounds.hpp"

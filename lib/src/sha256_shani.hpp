@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SHA-256's compression function on x86-64 processors with the SHA extensions (SHA-NI), about a
 // tenth of the instructions of the portable one (sha256.cpp), which uses it when the processor
 // has them. Internal.

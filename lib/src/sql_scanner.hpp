@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A small SQL lexer that knows where quoted strings, quoted identifiers and comments are, so
 // placeholder rewriting and statement splitting never touch their contents. Internal.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A connection on loan for the life of a transactional lease (row lock, optimistic), with the
 // transaction the critical section runs in. Shared by the transactional strategies. Internal.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Encoding for database URLs and the connection strings built from them (url.cpp). Internal.
 //
 // Thread-safety: pure functions.

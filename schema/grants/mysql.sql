@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- The privileges each of dblock's roles needs on MySQL 8.0 and MariaDB, and no more
 -- (docs/operations/privileges.md). One GRANT per line; each names the one role it is for.
 -- Table names are unqualified: run the file with dblock's database as the default one.

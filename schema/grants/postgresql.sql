@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- The privileges each of dblock's roles needs on PostgreSQL, and no more
 -- (docs/operations/privileges.md). One GRANT per line; each names the one role it is for.
 --

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The inside of scripts/distro-test.sh, which starts it as PID 1 of new mount, PID, network, IPC,
 # UTS (and, where the machine has cgroup v2, cgroup) namespaces, with its settings in DISTRO_*
 # variables. Mounts an overlay of the cached root filesystem (so the cache stays as it was made)

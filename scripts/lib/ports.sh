@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Sourced by the scripts that start throwaway servers (dev-db.sh, ha-galera.sh, ha-postgres.sh):
 # free loopback ports for them. The sourcing script defines die().
 # Ports already handed out by this run, so PostgreSQL and MariaDB never get

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fixture of scenarios 3, 4 and 6 (connection_faults_test.cpp), and the analogues of those
 // scenarios for the transactional strategies (transactional_connection_faults.cpp), for
 // session locks (session_connection_faults.cpp) and for strategies that are not reentrant

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Scenarios 3, 4 and 6 (for the transactional strategies each test runs its analogue from
 // transactional_connection_faults.cpp, for session locks from session_connection_faults.cpp; the
 // lost-reply tests, for strategies that are not reentrant, from

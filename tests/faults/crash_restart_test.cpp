@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Scenario 5: the server crashes under load and comes back (PostgreSQL: pg_ctl stop -m
 // immediate, then start; MariaDB: SIGKILL mariadbd, then start), on a private server started
 // for this test, so the servers other tests use are never touched. Worker processes acquire,

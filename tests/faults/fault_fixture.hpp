@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fixture every fault scenario starts from: one strategy on one database (the default
 // driver of each: PostgreSQL x libpqxx, MariaDB/MySQL x libmysqlclient), dblock's tables
 // migrated under a fresh prefix, a `resource` table for fenced writes, and history files that

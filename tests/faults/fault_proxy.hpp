@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A loopback TCP forwarder that stands between a database client and its server and breaks the
 // connection on command: it cuts a connection right after forwarding a chosen request, before
 // the server's reply can reach the client (a lost reply), or stops forwarding in both

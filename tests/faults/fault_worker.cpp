@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The other processes of the fault suite. Every mode writes its history (history.hpp) to
 // HISTORY as client CLIENT; STRATEGY names an entry of strategies.hpp; URL carries ?driver=.
 //

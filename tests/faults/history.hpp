@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Lock histories and the mutual-exclusion checker over them.
 //
 // Every client in a fault scenario (a thread of the test or a worker process) appends what it

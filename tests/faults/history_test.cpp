@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The mutual-exclusion checker itself (scenario 10), on histories written here: it must find
 // the overlaps, token inversions and reused global tokens planted in them, and nothing in a
 // clean history.

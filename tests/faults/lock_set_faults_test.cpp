@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Lock sets (lock_set.hpp) under faults, over every strategy. All or nothing: a set whose later
 // key fails with an error gives back the keys it already took, at once. Never two holders: a
 // set whose connections are cut mid-hold reports itself lost before another owner gets any of

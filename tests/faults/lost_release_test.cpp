@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Scenarios 4 and 5, for a release the server never saw (the fault proxy drops the request, as
 // when the server crashes before reading it): the caller gets an error and keeps no lease. The
 // owner's next acquire of the key must not re-enter the hold the caller was told is gone (it

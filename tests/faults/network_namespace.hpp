@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A network namespace joined to this one by a veth pair, with a firewall (nftables) inside that
 // can drop every packet: a network that stops answering without closing anything. Needs root
 // (CAP_NET_ADMIN) and the ip and nft programs; create() says why when the machine forbids it.

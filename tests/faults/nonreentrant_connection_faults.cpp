@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Scenario 4 for strategies that are not reentrant (a semaphore's permits: the owner's second
 // acquire takes a permit of its own): what the lost-reply tests of connection_faults_test.cpp
 // check instead. Their second halves re-enter the owner's hold (a retried inner release gives back

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A PgBouncer of the test's own (the Debian package), in transaction-pooling mode on a free
 // loopback port, in front of the PostgreSQL server a URL points at. Its files live in a
 // temporary directory that goes with it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Scenario 9: PgBouncer (the Debian package) in transaction-pooling mode between the clients
 // and PostgreSQL. Neither PostgreSQL driver uses named prepared statements (libpqxx sends
 // PQexecParams, SOCI one-time queries), so every lock statement passes the pooler. A LISTEN

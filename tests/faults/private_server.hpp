@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A throwaway database server of the test's own, started with scripts/dev-db.sh in a fresh
 // state directory, which the test may crash and restart without touching the servers other
 // tests use.

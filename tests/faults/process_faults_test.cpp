@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Scenarios 1, 2 and 7: a holder process killed with SIGKILL, a holder paused past its TTL and
 // resumed, and holders whose wall clock is two hours off (faketime). The holders are
 // fault_worker processes; every client's history is checked (mutual exclusion, or one commit

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A lock client that writes its history (history.hpp) as it goes: it acquires one key, renews
 // the lease itself every third of the TTL on a thread of its own (so the history knows when each
 // renewal was sent), and releases. Used by the test process and by the fault worker alike.

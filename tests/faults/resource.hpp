@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The test's `resource` table (id, token, writer), as the critical sections of the scenarios
 // write it. Row 1 is shared: the unique-key scenarios fence it with their token (fault_fixture,
 // fault_worker); the transactional strategies use its token column as a counter that each

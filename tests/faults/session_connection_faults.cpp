@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Scenarios 3, 4 and 6 for session locks: what each test of connection_faults_test.cpp checks
 // instead when the lock is held by the lease's own server session (pg_advisory_lock, GET_LOCK)
 // and there is no row and no TTL. A session cannot move to another connection, so nothing is

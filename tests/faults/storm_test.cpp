@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Scenario 8: an acquire storm. 64 clients, each with a connection of its own, try one key at
 // the same instant, generation after generation, on a free row and (every other generation) on
 // a missing one (InnoDB answers some of these inserts with deadlocks and duplicate-key waits).

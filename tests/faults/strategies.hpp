@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The lock strategies the fault suite runs its scenarios against. Each scenario takes a
 // strategy from this list, so a new strategy joins every scenario by adding one entry here. The
 // entry's capability flags say what its leases promise; scenarios read the flags (never the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Scenarios 3, 4 and 6 for the transactional strategies (row lock, optimistic): what each test of
 // connection_faults_test.cpp checks instead when the lease is a server transaction. A
 // transaction cannot move to another connection, so nothing is retried or recognised: the caller

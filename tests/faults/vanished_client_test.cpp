@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A holder of a lock kept by its session (a session lock; a row lock's transaction) whose host
 // vanishes: no FIN, no RST, every packet between it and the server dropped (an nftables rule on
 // this machine's loopback, matching the holder's port). Neither side hears anything; each one

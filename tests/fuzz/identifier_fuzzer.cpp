@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzzes the validators that stand between user input and SQL text: validate_identifier,
 // quote_identifier and TableNames (names that are quoted into SQL), and validate_lock_key (keys
 // that are bound as parameters). Each answer is compared with an oracle written here from the

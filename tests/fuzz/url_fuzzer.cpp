@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzzes DatabaseUrl::parse and DatabaseUrl::redacted(). Every input is tried twice:
 //
 // As a raw URL:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A database cluster of the ha suite, built and driven by one of the project's scripts
 // (scripts/ha-galera.sh, scripts/ha-postgres.sh) in a state directory of its own: start in the
 // constructor, stop in the destructor, and any other subcommand (kill, rejoin, promote, ...) in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Clients contending for one key across the nodes of a cluster, each recording its history
 // (tests/faults/history.hpp), while the test injects its faults. Client i connects to urls[i %
 // urls.size()] through a pool of its own (every other client on a node through SOCI, the rest

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Galera (MariaDB 10.11 + galera-4), three nodes on one machine (scripts/ha-galera.sh): clients
 // spread over the nodes contend for one key, a node is killed and rejoins under load, row locks
 // are shown to be node-local, and two migrators on two nodes run at once.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the ha tests share: the clusters (started once per test program, on first use, and
 // stopped when it exits), a fresh table prefix and history directory per test, and reads of a
 // lock's final state on one node.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PostgreSQL primary + streaming standby (scripts/ha-postgres.sh), the test playing the failover
 // manager: under load the primary is stopped with no clean-up (pg_ctl stop -m immediate) and
 // the standby promoted. Clients reach whichever node writes through one multi-host URL

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The database x driver pairs the integration suite runs against, and each one's quirks: the
 // few places where PostgreSQL and MySQL/MariaDB, or the drivers, differ in ways a test must
 // know about. Modelled on SOCI's shared test suite with its per-database quirks object.

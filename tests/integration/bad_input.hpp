@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The bad-input table: each row names one wrong input (a key, a TTL, a table name, a URL, a
 // credential, a misuse of a lease, a command line) and what dblock must answer: a dblock::Error
 // with a code and a message fragment telling the user what to do, a documented outcome (such as

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The library's rows of the bad-input table (bad_input.hpp): keys, lock options, leases, table
 // names, connections, migrations and lock sets.
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CLI's rows of the bad-input table (bad_input.hpp): unknown commands and flags, bad
 // durations, keys, URLs and names. Each must exit 64 (EX_USAGE) with one stderr line, run no
 // command and touch no table.

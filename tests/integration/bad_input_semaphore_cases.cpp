@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The bad-input rows of the counting semaphore and the reader-writer lock built on it
 // (bad_input.hpp): bad keys, TTLs and timeouts, a permit count or max_readers out of range, a
 // limit that conflicts with the key's stored one, and a permit released twice. Each row's check

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The bad-input rows of the session lock (bad_input.hpp): bad keys and timeouts, a lease
 // released twice, and a source behind a transaction pooler. A session lock writes no row, so
 // each row's check that nothing changed also shows that a refused input took no lock row.

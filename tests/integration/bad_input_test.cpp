@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs the bad-input table (bad_input.hpp) on every database x driver pair: each row's answer is
 // checked, and a snapshot of the database taken before the wrong input must equal the one
 // taken after it.

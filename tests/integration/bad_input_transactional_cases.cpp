@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The bad-input rows of the transactional strategies (bad_input.hpp): row locks, optimistic
 // locks and conditional updates on the caller's own tables. Each row also checks that nothing
 // was written: no row_locks or versions row for a refused key, no half-applied update.

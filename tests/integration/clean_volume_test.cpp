@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The cleaner at volume, on every pair: many expired rows plus live ones; one run must delete
 // exactly the expired rows. Prints rows/second and the latency an acquirer saw meanwhile. Not
 // part of the default suite (it takes tens of seconds): build target dblock_clean_volume_tests,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The cleaner against every database x driver pair: what it deletes and keeps (grace, live rows,
 // claims, held leases), batch and budget bounds, dry runs, two cleaners at once, and a row
 // renewed by an open transaction while the cleaner runs.

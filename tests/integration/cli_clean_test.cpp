@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `dblock clean` as cron and an operator run it: silent success, the -v line, the JSON object,
 // dry runs, one-line errors with the right exit codes, the Prometheus file, and --loop stopping
 // cleanly on SIGTERM.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `dblock doctor` against each database x driver pair: a migrated single server passes every
 // check; missing migrations and a user without write privileges are failures that say what to
 // do, and the exit status says whether every guarantee holds. (Standbys, Galera and synchronous

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A fixture for tests of the `dblock` program against one database x driver pair: fresh tables
 // under a prefix of the test's own, a key of its own, a scratch directory, and helpers to run
 // the CLI with DBLOCK_URL set. Fails (never skips) when the pair's database is not configured.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `dblock run` and `dblock locks` as a cron job or an operator uses them: exit statuses passed
 // through, a held lock refusing (or waiting for) a second run, release however the command ends,
 // signals reaching the command, renewal past the TTL, a lost lease stopping the command, and the

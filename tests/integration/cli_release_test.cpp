@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `dblock release` as an operator uses it (refuses a live lease without --force, checks the
 // owner, says who held the lock and its token, keeps tokens rising), `dblock locks
 // --key-prefix`, and `dblock --version`.

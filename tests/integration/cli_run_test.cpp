@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `dblock run` as "exactly once across hosts": whatever the command does with SIGTERM (ignores
 // it, is a wrapper whose worker ignores it, daemonises), its processes are gone before another
 // run of the key can start, when the lease is lost to a network cut or to an operator's forced

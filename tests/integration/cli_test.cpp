@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `dblock migrate` as a user runs it: exit codes, output, one-line errors with no password, and
 // two processes migrating the same database at the same moment.
 #include <cstdlib>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The driver contract, run against every database x driver pair.
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The concurrent examples, run as a user runs them, against every database x driver pair:
 // flash_sale must sell exactly the stock with each lock strategy, transfer must let exactly
 // one of a thousand requests through, and accounts must move money between pairs of accounts

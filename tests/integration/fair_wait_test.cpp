@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fair waiting for the unique-key lock (UniqueKeyLockOptions::fair), against every database x
 // driver pair: keys go to waiters in the order they came, a holder asking again queues behind
 // them, a dead waiter drops out by its TTL (and the cleaner deletes it), a registration sent

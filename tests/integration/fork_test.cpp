@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fork() from the side of the guarantees, against every database x driver pair: children of a
 // process that has taken locks draw ids of their own (two children never hold one permit as
 // twins), a child never gives back, renews or ends its parent's holds (not by a lease's

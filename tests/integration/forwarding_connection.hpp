@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A Connection that passes every call to the one it wraps, for tests that observe or delay some
 // statements (they override execute()). Server-specific calls (server(), the socket,
 // notifications) are not forwarded: a wrapped connection is used for lock statements only.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // schema/grants/<dialect>.sql, the privileges each of dblock's roles needs, applied as written
 // (role names, and PostgreSQL's schema, made unique to the test) to users that have nothing
 // else; then each does its work logged in as itself, on every database x driver pair: the

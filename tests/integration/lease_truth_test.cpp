@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tests from the guarantees' side for unique-key leases: no statement shortens the expiry that
 // another live hold of the same owner relies on, lost() never stays false while the database
 // would grant the key to someone else, and with_lock never reports a critical section as done

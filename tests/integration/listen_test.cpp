@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Connection::listen() on every database x driver pair: the one way a session LISTENs, so that
 // every driver delivers what is sent to the channel (libpqxx hands a notification only to a
 // receiver registered for its channel, and drops the rest).

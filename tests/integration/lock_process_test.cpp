@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The unique-key lock across processes, against every database x driver pair: mutual exclusion
 // of a non-atomic counter update, a holder killed with SIGKILL, a holder paused past its TTL,
 // and client clocks hours off (faketime). The other processes run tests/integration/

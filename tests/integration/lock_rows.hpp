@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Lock rows written straight into a lock table, for the cleaner's tests and volume check: many
 // rows with chosen expiry times in one statement per thousand rows, on the database clock.
 //

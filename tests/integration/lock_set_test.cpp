@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Several keys at once (lock_set.hpp) on every database x driver pair, with the unique-key and
 // the row-lock strategies: all or nothing, no deadlock between sets asked for in opposite orders,
 // one timeout for the whole set, and every key given back by one release.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A separate process for the multi-process lock tests (lock_process_test.cpp). Modes:
 //
 //   lock_worker count URL PREFIX KEY COUNTER_TABLE THREADS INCREMENTS OUT_FILE [STRATEGY]

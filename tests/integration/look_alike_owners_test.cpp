@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Owners, claim ids and the owner columns of row locks compare byte for byte on every database x
 // driver pair: "w" and "w " are two owners, not one. On MySQL/MariaDB these columns were
 // utf8mb4_bin VARCHARs (PAD SPACE, trailing spaces ignored) until migration 0003 made them

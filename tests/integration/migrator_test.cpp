@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The migrator against every database x driver pair: status, up, verify, checksum drift,
 // failures, and concurrent migrators (threads here; processes in cli_test.cpp).
 #include "dblock/migrator.hpp"

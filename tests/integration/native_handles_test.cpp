@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Each driver adapts a connection the service already owns: pqxx::connection, MYSQL*,
 // soci::session and soci::connection_pool.
 #include <chrono>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Connections dblock opens bound how long a statement can hang on a network that stopped
 // delivering: TCP keepalive and TCP_USER_TIMEOUT on their sockets (driver_support.hpp), so a
 // renewal or release on a dead route fails within seconds, not the kernel's many minutes. On

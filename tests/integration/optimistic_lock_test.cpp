@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The optimistic strategy and the compare-and-set helpers against every database x driver
 // pair: lost updates, conflicts and their retries, rollback on an exception, no ABA after a
 // version row is deleted and created again, and predicate / versioned updates of the caller's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs a child program (the `dblock` CLI) and collects its exit code and output, so tests can
 // check what a user at a shell would see. Several may run at once.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The reader-writer lock (ReadWriteLock), against every database x driver pair, from the side of
 // its guarantees: readers share a key, a writer excludes readers and other writers, however many
 // threads of each kind ask at once; a waiting writer gets the key while readers keep coming; a

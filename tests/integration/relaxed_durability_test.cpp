@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // UniqueKeyLockOptions::relaxed_durability on every database x driver pair. On PostgreSQL the
 // lock statements must switch synchronous_commit off for their own transaction, and only for
 // it: each lock statement is run inside an explicit transaction by a connection wrapper that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A release whose reply is lost is sent again; the guarantee is that the outcome it reports is
 // the truth. Here, against every database x driver pair, the first attempt is applied by the
 // server, its reply is lost (the connection then counts as lost, as after a cut), and another

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The row lock (SELECT ... FOR UPDATE) against every database x driver pair: NOWAIT tries,
 // sub-second timed waits, the holder's connection killed, commit with the release and rollback
 // on an exception, reentrancy on one transaction, and rows of the caller's own table. The

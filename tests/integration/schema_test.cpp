@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // schema/<dialect>.sql must describe exactly what the migrations build: apply each to its own
 // empty schema (PostgreSQL) or database (MySQL) and compare the catalogs.
 #include <fstream>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The counting semaphore (Semaphore), against every database x driver pair, from the side of
 // its guarantees: never more than N live permits of a key, however many threads ask at once;
 // tokens never repeat within a key and increase per slot; a conflicting limit takes nothing;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Server configurations users run, on the test servers themselves: with DBLOCK_TEST_SERVER_CONFIG
 // set (the ctest label "config" sets it), the suite logs in as a user whose sessions start with
 // that configuration, so every statement dblock sends meets it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The session lock (pg_advisory_lock / GET_LOCK held by the lease's session) against every
 // database x driver pair, from the guarantee's side: two owners never hold a key at once, a try
 // on a held key fails fast, timed waits end near their bound, fencing tokens increase across

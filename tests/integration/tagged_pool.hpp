@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A connection pool for the model and fault tests whose sessions the test can kill on the server,
 // and whose new connections it can refuse for a while (an outage), without touching any other
 // session on the server: other tests run against the same servers at the same time.

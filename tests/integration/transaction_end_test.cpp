@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A transactional lease (row lock) whose transaction the server ends before the release: the
 // session killed, a deadlock inside the critical section, a statement that commits implicitly.
 // The lock is gone then, so lost() must say so without waiting for the next statement, and no

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The transaction rules every driver shares, with the same words on every database x driver pair:
 // misuse (commit without begin, begin twice) and a lost connection are refused without asking the
 // server, a failed statement dooms a PostgreSQL transaction but not a MySQL one, and a connection

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The unique-key lock against every database x driver pair, in one process: mutual exclusion
 // between owners, reentrancy, expiry and takeover, lost leases, renewal, claims, waiting, and
 // the PostgreSQL release notification. Multi-process scenarios are in lock_process_test.cpp.

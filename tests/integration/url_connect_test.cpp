@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // postgresql:// URLs in the forms libpq accepts, on every PostgreSQL driver pair: several hosts
 // of which the first is down (a failover set-up's URL), and the server's Unix socket directory
 // as the host, percent-encoded or as a parameter. scripts/dev-db.sh starts the server with a

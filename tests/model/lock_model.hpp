@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The reference model of the model test: what the unique-key lock table must grant, and the
 // invariants checked after every step. Pure logic over what the test saw (the latest ground
 // truth read, the leases it holds and what they report); no database access.

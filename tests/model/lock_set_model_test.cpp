@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The model-based randomized test of lock sets (lock_set.hpp) over the unique-key lock, on every
 // database x driver pair.
 //

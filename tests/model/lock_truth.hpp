@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ground truth of the model test: the lock table's rows read straight with SQL on a
 // connection of the test's own, with each row's remaining time measured on the database clock.
 //

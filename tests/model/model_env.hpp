@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The model tests' environment: DBLOCK_MODEL_SEED replays a seed, DBLOCK_MODEL_SECONDS sets the
 // time per pair (default 30).
 //

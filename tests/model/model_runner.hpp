@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The steps of the model test on one database x driver pair: each runs one operation of the
 // unique-key lock as one of several simulated owners, predicts its outcome from the reference
 // model (lock_model.hpp), then reads the lock table (lock_truth.hpp) and checks the invariants.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The model-based randomized test of the unique-key lock, on every database x driver pair.
 //
 // A seeded generator draws a sequence of steps (model_runner.hpp, random_steps.cpp) over a few

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ModelRunner's with_lock step, the random step generator and the report.
 #include <sstream>
 #include <thread>

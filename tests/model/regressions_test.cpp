@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Deterministic scenarios of the model test, one per defect the random sequences found, run as
 // scripted steps through the same runner and checks (model_runner.hpp): each fails while its
 // defect is there, whatever the seed.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The model-based randomized test of the counting semaphore, and of the reader-writer lock built
 // on it, on every database x driver pair.
 //

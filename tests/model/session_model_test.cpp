@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The model-based randomized test of the session lock, on every database x driver pair.
 //
 // A seeded generator draws steps over three keys, four named owners (the look-alikes "w", "w "

@@ -2,14 +2,14 @@
 # SPDX-License-Identifier: Apache-2.0
 # format.spdx_script: scripts/spdx.sh on a scratch tree. --check lists the source files without
 # an SPDX line and fails; a run adds the line in each file's comment syntax (after a shebang,
-# keeping the file's mode), leaves migrations, test data and non-source files alone, and
+# keeping the file's mode), leaves migrations, test data, the docs' snippets and non-source files alone, and
 # changes nothing when run again; --check then passes.
 # Usage: spdx_script_check.sh SPDX_SH WORK_DIR
 set -euo pipefail
 spdx=$1
 work=$2
 rm -rf "$work"
-mkdir -p "$work"/{lib,scripts,schema,migrations/postgresql,man,tests/fuzz/corpus/url,docs}
+mkdir -p "$work"/{lib,scripts,schema,migrations/postgresql,man,tests/fuzz/corpus/url,docs/snippets}
 cd "$work"
 printf '#include <string>\n' >lib/a.cpp
 printf '#pragma once\n' >lib/a.hpp
@@ -23,6 +23,7 @@ printf 'CREATE TABLE t (k int);\n' >migrations/postgresql/0001_t.sql
 printf '.TH A 1\n' >man/a.1
 printf 'postgresql://x\n' >tests/fuzz/corpus/url/seed
 printf '# Title\n' >docs/page.md
+printf 'int main() {}\n' >docs/snippets/shown.cpp
 
 fail() {
   echo "FAILED: $*" >&2
@@ -37,7 +38,8 @@ for f in lib/a.cpp lib/a.hpp lib/CMakeLists.txt scripts/tool.sh scripts/run sche
   grep -qF "  $f" <<<"$out" || fail "--check does not list $f:
 $out"
 done
-for f in lib/done.cpp migrations/postgresql/0001_t.sql tests/fuzz/corpus/url/seed docs/page.md; do
+for f in lib/done.cpp migrations/postgresql/0001_t.sql tests/fuzz/corpus/url/seed docs/page.md \
+  docs/snippets/shown.cpp; do
   if grep -qF "  $f" <<<"$out"; then fail "--check lists $f"; fi
 done
 
@@ -58,6 +60,7 @@ expect_first lib/done.cpp 2 'int x;'
 expect_first migrations/postgresql/0001_t.sql 1 'CREATE TABLE t (k int);'
 expect_first tests/fuzz/corpus/url/seed 1 'postgresql://x'
 expect_first docs/page.md 1 '# Title'
+expect_first docs/snippets/shown.cpp 1 'int main() {}'
 
 before=$(cat lib/a.cpp scripts/tool.sh)
 bash "$spdx" "$work" >/dev/null

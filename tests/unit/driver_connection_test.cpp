@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DriverConnection's transaction state machine, over a driver whose primitives are scripted.
 #include "drivers/driver_connection.hpp"
 

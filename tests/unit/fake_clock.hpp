@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A simulated Clock for unit tests of timing logic: time stands still until the test advances
 // it, and sleeping advances it at once. Like real time, an advance wakes only the threads whose
 // wait has reached its deadline (a thread that should have been notified and was not stays

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Prometheus textfile helpers of `dblock clean`: the format written, samples read back, and
 // the atomic replace leaving no temporary file behind.
 #include "prometheus.hpp"

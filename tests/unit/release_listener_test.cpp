@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The waiting side of the unique-key lock without a database: whom a release hands the key to or
 // wakes, and a claimed waiter that sleeps past its own timeout until the hand-over is decided.
 // The listener runs without its listening thread (as on MySQL), so no connection is opened.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The renewer's and the watchdog's timing, on a simulated clock: when a lease is renewed, how a
 // failing renewal is retried, when a lease counts as lost, and that a changed TTL or a short new
 // lease is looked at in time. No database and no sleeping: time moves only when a test says.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The waiting loop of the polling strategies, on a simulated clock: where the tries fall, that
 // no pause runs past the deadline, and that the last try is made at the deadline itself.
 #include "retry_until.hpp"

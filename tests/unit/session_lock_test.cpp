@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SessionLock without a database: a scripted connection records the statements and parameters
 // the strategy sends and answers as each server would, for what the integration suite cannot
 // reach here (a Galera node, MySQL 8.0's whole-second GET_LOCK, a server_id of 128 or more) and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Exponential backoff with full jitter, for waiting on a lock held by someone else.
 //
 // The n-th wait is a uniformly random time in [min_sleep, min(max_delay, initial * 2^n)], never

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The expired-lock cleaner: deletes lock rows long past expiry, in bounded batches, so a run
 // never holds many row locks at once, never floods replication, and never stalls acquirers.
 // `dblock clean` runs it from cron; a service may call clean() itself.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Compare-and-set on the caller's own tables: one UPDATE of one row, by primary key, that applies
 // only while a condition holds, and says from the affected-row count whether it did.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The driver interface: one database connection, as dblock's strategies and migrator use it.
 //
 // A Connection runs one statement at a time with bound parameters and classifies every failure

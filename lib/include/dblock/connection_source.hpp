@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where dblock gets connections from: one borrowed connection, a caller's pool, or a small
 // built-in pool.
 //

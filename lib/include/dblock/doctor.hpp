@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Checks of a deployment: which of dblock's guarantees hold on the database a connection reaches,
 // and what to change where one does not (`dblock doctor` prints them; a service may run them at
 // start-up and log them).

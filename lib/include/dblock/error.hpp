@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // dblock::Error: the one exception type dblock throws for faults.
 //
 // Expected outcomes (a lock not acquired, a wait that timed out, an optimistic conflict) are

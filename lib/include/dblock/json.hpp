@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Lock metadata as nlohmann::json, for services that use that library. Opt-in: the other public
 // headers hold metadata as JSON text and do not include nlohmann/json.hpp, so only the files
 // that include this header pay for compiling it (and need nlohmann_json to build).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // MySQL and MariaDB through the libmysqlclient API (target dblock::mysql).
 //
 // wrap_mysql() adapts a MYSQL* the service already owns; connect_mysql() opens one from a URL,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PostgreSQL through libpq itself (target dblock::postgresql; needs libpq and nothing else).
 //
 // connect_libpq() opens a connection from a postgresql:// URL for the strategies and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PostgreSQL through libpqxx (target dblock::libpqxx).
 //
 // wrap_pqxx() adapts a connection the service already owns; connect_pqxx() opens one from a URL.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one interface every lock strategy implements, and the lease handle it returns.
 //
 //   dblock::UniqueKeyLock locks(*pool);                      // a strategy (unique_key_lock.hpp)

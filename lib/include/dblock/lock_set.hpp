@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Several keys at once, all or nothing, over any strategy: the transfer between two accounts
 // that must hold both, the job that needs three resources.
 //

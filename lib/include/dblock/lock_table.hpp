@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The lock table for operators: who holds what (`dblock locks`), and freeing a stuck lock
 // (`dblock release`).
 //

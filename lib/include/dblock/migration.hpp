@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A schema migration: one numbered, forward-only script of dblock's tables (NNNN_name.sql), as
 // compiled into the library or read from a directory. The Migrator (migrator.hpp) applies them.
 //

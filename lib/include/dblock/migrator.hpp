@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The schema migrator: applies dblock's numbered, forward-only migrations and records each in a
 // migrations table (<prefix>schema_migrations) with version, name, SHA-256 checksum and time.
 //

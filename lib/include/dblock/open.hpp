@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Opening connections from a URL with the drivers linked into the program (target dblock::core;
 // each driver library, dblock::postgresql, dblock::libpqxx, dblock::mysql or dblock::soci,
 // registers itself when linked). A URL whose driver is not linked is refused with an error that

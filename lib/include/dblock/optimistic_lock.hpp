@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The optimistic strategy: version compare-and-set instead of exclusion.
 //
 //   dblock::OptimisticLock versions(*pool);

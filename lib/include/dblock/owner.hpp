@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Who holds a lock: host, process instance and thread, stored in the lock row's owner columns.
 // Reentrancy and every owner check (release, renew) compare all three.
 //

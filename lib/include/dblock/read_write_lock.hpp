@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The reader-writer lock: many readers of a key at once, or one writer, and a waiting writer is
 // not starved by a stream of readers. Two Lock views of one object: reader() hands out shared
 // leases, writer() exclusive ones; both are leases with the semaphore's semantics (semaphore.hpp):

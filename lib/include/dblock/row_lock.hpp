@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The row lock: SELECT ... FOR UPDATE on a row keyed by the lock key, held by a transaction on a
 // connection dedicated to the lease.
 //

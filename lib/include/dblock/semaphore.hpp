@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The counting semaphore: at most N owners hold a key at once ("at most 3 report jobs", "at most
 // 20 calls to the partner's API"). Each acquire takes one of the key's N permits, a lease with
 // the unique-key lock's semantics: a TTL on the database clock, background renewal, owner- and

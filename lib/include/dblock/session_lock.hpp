@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The session lock: a native lock of the database server, held by the session of a connection
 // the lease keeps until it is released. For locks that avoid duplicate work (efficiency), where a
 // committed write per acquire and release (UniqueKeyLock, RowLock) costs more than it is worth.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PostgreSQL or MySQL/MariaDB through SOCI (target dblock::soci).
 //
 // wrap_soci() adapts a soci::session the service owns, soci_pool_source() draws sessions from

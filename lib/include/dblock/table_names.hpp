@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where dblock's tables live: an optional schema (PostgreSQL schema / MySQL database) and a name
 // prefix (default "dblock_"), so table "locks" is "dblock_locks".
 //

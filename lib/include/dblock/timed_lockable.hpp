@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Makes any dblock strategy a C++ TimedLockable, so std::unique_lock, std::scoped_lock and
 // std::lock_guard work with a database lock:
 //

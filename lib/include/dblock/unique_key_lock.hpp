@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The unique-key lock: one row per key in <prefix>locks. Acquire is one INSERT that wins when
 // the key is free (or expired), re-enters when the same owner holds it, and recognises a retry of
 // an attempt whose reply was lost. Release and renew are one owner- and token-checked statement

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Database URLs: postgresql://user:password@host:port/database?param=value and
 // mysql://user:password@host:port/database?param=value (also postgres:// and mariadb://).
 //

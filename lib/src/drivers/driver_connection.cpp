@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The transaction state machine and the refusals every driver shares (see driver_connection.hpp).
 //
 // Thread-safety: one thread at a time per connection; the error builders are pure functions.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The part of dblock::Connection that every driver shares: the transaction state machine (begin,
 // commit, rollback, a statement that failed inside the transaction, a transaction the server
 // ended on its own, a connection found lost) and the errors a driver raises without asking the

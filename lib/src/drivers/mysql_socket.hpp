@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The socket of a MYSQL connection, and which server it talks to, for the drivers that hold one
 // (libmysqlclient and SOCI's MySQL backend). Header-only: each driver target compiles it against
 // its own client headers. Internal.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Whether the server has ended a transaction dblock began on a MYSQL connection, for the drivers
 // that hold one (libmysqlclient and SOCI's MySQL backend). InnoDB ends a transaction on its own:
 // a deadlock rolls the whole transaction back, so does a lock wait timeout under

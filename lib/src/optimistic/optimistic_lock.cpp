@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "dblock/optimistic_lock.hpp"
 
 #include "dblock/error.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Permits of the semaphore tables, taken from a range of a key's slots: what Semaphore (every
 // slot) and ReadWriteLock (readers: slots 1 and up, refused while slot 0 is held; the writer:
 // slot 0) are built from. Internal.

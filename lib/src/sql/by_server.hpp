@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Statements rendered once for each server that speaks a dialect (PostgreSQL; or MySQL and
 // MariaDB), and picked per call by the server of the connection at hand (Connection::server()),
 // for the strategies that render their statements when they are built, before they have a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // dblock's SQL for MariaDB (10.6+): MySQL's set (mysql.cpp) with the statements MariaDB has
 // better forms of. MariaDB bounds a lock wait inside the statement (SET STATEMENT ... FOR, and
 // FOR UPDATE WAIT n), so a row lock needs no session setting set before and reset after its wait,

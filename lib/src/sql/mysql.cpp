@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // All of dblock's SQL for MySQL (8.0+), and for MariaDB (10.6+) but for the statements
 // mariadb.cpp replaces. Only syntax both accept, so a connection that cannot tell MariaDB from
 // MySQL (Connection::server()) works with this set on either.

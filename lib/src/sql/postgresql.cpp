@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // All of dblock's SQL for PostgreSQL (12+).
 #include "sql/server_sql.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every SQL statement dblock sends, per server, grouped by the code that sends them:
 // lib/src/sql/postgresql.cpp and lib/src/sql/mysql.cpp each hold the whole set for one database,
 // to be reviewed as a whole; lib/src/sql/mariadb.cpp holds the few statements where MariaDB

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A statement and its binding together: the template names its parameters ({{param:key}}), and
 // the caller binds values by name, so no caller keeps a per-dialect list of positions. Rendered
 // once (when a lock is built), bound per call. Internal.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "unique_key/release_listener.hpp"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Wakes waiters when a key is released, and hands keys to waiters of this process.
 //
 // Hand-over: a waiter that accepts one offers itself while it sleeps, and a release made through

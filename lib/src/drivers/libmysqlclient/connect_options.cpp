@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // URL parameters -> mysql_options() for MariaDB Connector/C and Oracle's libmysqlclient.
 #include "drivers/libmysqlclient/connect_options.hpp"
 

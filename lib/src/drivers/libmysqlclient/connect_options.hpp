@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The mysql:// URL parameters the libmysqlclient driver understands, and how they become
 // mysql_options() on a handle before mysql_real_connect(). Internal to the dblock_mysql target.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // dblock::Connection over the libmysqlclient API (MariaDB Connector/C or Oracle's
 // libmysqlclient): wrap_mysql() adapts a handle the service owns, connect_mysql() opens one from a
 // mysql:// URL.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Classification of libmysqlclient errors (MariaDB Connector/C and Oracle's libmysqlclient share
 // the error numbers and SQLSTATEs used here).
 #include "drivers/libmysqlclient/errors.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Turns libmysqlclient failures (error numbers, SQLSTATEs, messages) into dblock::Error: the one
 // place the MySQL/MariaDB driver classifies native errors. Internal to the dblock_mysql target.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Binding parameters and fetching text results through the prepared-statement API. Works with
 // MariaDB Connector/C (my_bool flags) and Oracle's libmysqlclient (bool flags).
 #include "drivers/libmysqlclient/prepared_statement.hpp"

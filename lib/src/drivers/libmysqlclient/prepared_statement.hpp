@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One execution of a server-side prepared statement: binds dblock::Values natively (int64 as
 // LONGLONG, double as DOUBLE, text as STRING, NULL as NULL), executes, and fetches every result
 // column as text (the client library converts numbers and dates), refetching a column whose value

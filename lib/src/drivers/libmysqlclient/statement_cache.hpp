@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A small least-recently-used cache of server-side prepared statements (MYSQL_STMT*), keyed by
 // SQL text, so a statement dblock runs again and again costs one round trip per execution.
 // The cache owns its statements and closes them (mysql_stmt_close) when it evicts, erases or is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // dblock::Connection over libpq itself: connect_libpq() opens one from a postgresql:// URL.
 //
 // A statement is one PQexecParams with text parameters and real NULLs, or one PQexec when it has

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What libpq makes of a URL (see conninfo.hpp).
 #include "drivers/libpq/conninfo.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What libpq makes of a postgresql:// URL: the connection string every PostgreSQL driver opens
 // (detail::libpq_uri), checked by libpq's own parser, and where it connects, for messages.
 // Shared by the libpq and libpqxx drivers. Internal to the dblock_postgresql target.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Classification of libpq failures for the libpq driver (see errors.hpp).
 #include "drivers/libpq/errors.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Turns libpq failures into dblock::Error for the libpq driver. Internal to the
 // dblock_postgresql target.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Waiting for PostgreSQL notifications on a libpq handle: shared by the libpq driver and the
 // SOCI driver's PostgreSQL sessions, both of which hold a PGconn. Internal; header-only so that
 // either driver target can use it without linking the other.

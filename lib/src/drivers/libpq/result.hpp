@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A libpq result as a dblock::Result: shared by the libpq driver and the SOCI driver's
 // PostgreSQL sessions. Internal; header-only so that either driver target can use it without
 // linking the other.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What differs between the libpqxx versions the driver supports (6.4, 7.x and 8.x), in one place:
 // closing a connection, its port, a statement with parameters, subscribing to a channel and
 // watching the server's notices. Everything else the driver calls is common to all three. The

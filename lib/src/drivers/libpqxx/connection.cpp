@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // dblock::Connection over libpqxx 6.4, 7.x and 8.x: wrap_pqxx() adapts a connection the service
 // owns, connect_pqxx() opens one from a postgresql:// URL. What differs between those versions
 // is in compat.hpp.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Classification of libpqxx / libpq failures for the PostgreSQL driver (see errors.hpp).
 //
 // Thread-safety: pure functions.

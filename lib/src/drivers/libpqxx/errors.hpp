@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Turns libpqxx and libpq failures into dblock::Error: the one place the PostgreSQL driver
 // classifies native errors. Internal to the dblock_postgresql target.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Connection strings for SOCI's PostgreSQL and MySQL backends (see connect_string.hpp).
 //
 // Thread-safety: pure functions.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The connection strings the SOCI driver opens sessions with, built from a dblock URL: the libpq
 // connection URI for SOCI's PostgreSQL backend, SOCI's key='value' form for its MySQL backend.
 // Internal to the dblock_soci target.

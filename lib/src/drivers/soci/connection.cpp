@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // dblock::Connection over SOCI 4.0 and 4.1 (PostgreSQL and MySQL backends): wrap_soci() adapts a
 // session the service owns, connect_soci() opens one from a URL.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Classification of SOCI failures for the SOCI driver (see errors.hpp).
 //
 // SOCI raises postgresql_soci_error (with the SQLSTATE) and mysql_soci_error (with the MySQL

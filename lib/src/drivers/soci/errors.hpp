@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Turns SOCI failures (from its PostgreSQL and MySQL backends) into dblock::Error: the one place
 // the SOCI driver classifies native errors. Internal to the dblock_soci target.
 //

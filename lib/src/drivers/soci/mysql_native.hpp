@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the SOCI driver reads off the native result under SOCI's MySQL backend: the rows of a
 // statement SOCI ran without into elements (see connection.cpp for why). The backend runs each
 // statement with mysql_real_query and keeps the whole result (mysql_store_result), so the rows

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // soci_pool_source(): a ConnectionSource lending the sessions of the service's
 // soci::connection_pool.
 //

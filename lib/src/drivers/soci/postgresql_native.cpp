@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Native libpq work for the SOCI driver's PostgreSQL sessions (see postgresql_native.hpp).
 //
 // Thread-safety: as in the header.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the SOCI driver reads off the native libpq handles under SOCI's PostgreSQL backend: a
 // statement's result, read as the libpq driver reads one (waiting for notifications is
 // drivers/libpq/notifications.hpp's). Internal to the dblock_soci target.

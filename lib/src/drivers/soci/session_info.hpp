@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the SOCI driver reads off an open soci::session: its dialect and where it points.
 // Implemented in connection.cpp; used by the pool source too. Internal to the dblock_soci target.
 //
