@@ -3,7 +3,7 @@
 # Build and test dblock inside a Debian root filesystem: that distribution's own compiler,
 # libraries (libpq, libpqxx, MariaDB Connector/C, SOCI) and PostgreSQL and MariaDB servers.
 #
-# Usage: scripts/distro-test.sh SUITE [--short | --full] [--clang] [--fresh]
+# Usage: scripts/distro-test.sh SUITE [--short | --full | --rootfs-only] [--clang] [--fresh]
 #
 #   SUITE    trixie (Debian 13), sid (Debian unstable) or bookworm (Debian 12)
 #   --short  (the default; what CI runs) build the library, the CLI and the unit and integration
@@ -13,6 +13,8 @@
 #   --full   build everything and run the whole suite but the clusters (label ha), the other
 #            PostgreSQL majors (versions) and the format check: unit, integration, config, model,
 #            faults, package
+#   --rootfs-only  make the root filesystem (or find it in the cache) and stop; CI makes both
+#            suites' this way in the background while it runs the suite on this machine
 #   --clang  also build the library, the CLI and the unit tests (with --full: everything) with the
 #            suite's clang, and run the unit tests
 #   --fresh  start cold: remove the cached root filesystem, the compiler cache and the build
@@ -63,6 +65,7 @@ parse_args() {
     case "$arg" in
       --short) form=short ;;
       --full) form=full ;;
+      --rootfs-only) form=rootfs-only ;;
       --clang) clang=1 ;;
       --fresh) fresh=1 ;;
       -h | --help) usage ;;
@@ -292,6 +295,14 @@ main() {
     log "--fresh: removing $build_dir, $clang_build_dir and the suite's compiler cache"
     rm -rf --one-file-system -- "$build_dir" "$clang_build_dir"
     [[ -n "$cache" ]] && rm -rf --one-file-system -- "$cache/ccache-$suite"
+  fi
+  if [[ "$form" == rootfs-only ]]; then
+    [[ -n "$cache" ]] ||
+      die "--rootfs-only keeps the root filesystem in DBLOCK_ROOTFS_CACHE, which is empty"
+    find_or_make_rootfs
+    print_times
+    printf 'distro-test %s: root filesystem ready: %s\n' "$suite" "$rootfs"
+    return 0
   fi
   find_or_make_rootfs
 

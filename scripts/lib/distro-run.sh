@@ -97,8 +97,14 @@ configure_flags+=" -DDBLOCK_WITH_LIBPQXX=ON -DDBLOCK_WITH_MYSQL=ON -DDBLOCK_WITH
 if [[ -n "$DISTRO_CCACHE" ]]; then
   configure_flags+=" -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache"
 fi
-# The full form builds the benchmark program too: every target there is.
-[[ "$DISTRO_FORM" == full ]] && configure_flags+=" -DDBLOCK_BUILD_BENCH=ON"
+# The full form builds the benchmark program too: every target there is. The short form builds
+# only the integration test files its tests are in (and no examples, which only ExamplesTest
+# runs): half the compile time.
+if [[ "$DISTRO_FORM" == full ]]; then
+  configure_flags+=" -DDBLOCK_BUILD_BENCH=ON -DDBLOCK_INTEGRATION_SOURCES=all"
+else
+  configure_flags+=" -DDBLOCK_INTEGRATION_SOURCES=statements -DDBLOCK_BUILD_EXAMPLES=OFF"
+fi
 read -r -a extra_cmake_args <<<"${DISTRO_CMAKE_ARGS:-}"
 for arg in "${extra_cmake_args[@]}"; do configure_flags+=" $(printf '%q' "$arg")"; done
 
