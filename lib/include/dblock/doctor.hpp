@@ -68,8 +68,7 @@ DBLOCK_EXPORT std::string_view to_string(DoctorRole role) noexcept;
 // Runs every check on `conn` for the tables `tables` names, the privileges for `role`. Throws
 // Error only when the connection fails (kConnectionLost, ...); what a check cannot read becomes
 // its finding.
-DBLOCK_EXPORT std::vector<Finding> check_deployment(Connection& conn,
-                                                    const TableNames& tables,
+DBLOCK_EXPORT std::vector<Finding> check_deployment(Connection& conn, const TableNames& tables,
                                                     DoctorRole role = DoctorRole::kApplication);
 
 }  // namespace dblock
