@@ -18,7 +18,8 @@ namespace {
 
 using Status = Finding::Status;
 
-// The oldest versions the suites run against (README, "Versions tested").
+// The oldest versions the suites run against (docs/testing.md, "PostgreSQL versions";
+// docs/platforms.md).
 constexpr int kTestedPostgreSQL = 12;
 constexpr int kTestedMariaDBMajor = 10, kTestedMariaDBMinor = 11;
 

@@ -11,7 +11,7 @@
 //
 // PostgreSQL only: MySQL and MariaDB have no session setting for the server's keepalive, so a
 // vanished holder's lock lasts until the server host's keepalive or wait_timeout ends the
-// session (README).
+// session (docs/connections.md, "Network timeouts").
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>

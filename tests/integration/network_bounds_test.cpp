@@ -16,7 +16,7 @@ namespace dblock::testing {
 namespace {
 
 class NetworkBoundsTest : public ::testing::TestWithParam<Backend> {};
-// PostgreSQL only: MySQL has no session setting for the server's keepalive (README).
+// PostgreSQL only: MySQL has no session setting for the server's keepalive (docs/connections.md).
 class ServerKeepaliveTest : public ::testing::TestWithParam<Backend> {};
 
 std::vector<Backend> postgresql_backends() {

@@ -39,8 +39,8 @@
 // session), so the lease reports lost() before the server frees the lock, and the lock is free
 // again within about 90 s. MySQL and MariaDB have no such session setting: the server keeps the
 // session, and the lock, until its TCP keepalive (two hours by default) or wait_timeout ends it
-// (README: Stuck networks). A URL that sets libpq's keepalives or tcp_user_timeout keeps the
-// server's own settings, which must then outlast the client's.
+// (docs/connections.md, "Network timeouts"). A URL that sets libpq's keepalives or tcp_user_timeout
+// keeps the server's own settings, which must then outlast the client's.
 //
 // Leases do not expire: the server holds a row lock until commit, rollback or disconnect.
 // LockOptions::ttl, auto_renew and on_lost are not used; renew() checks that the connection is
