@@ -1,74 +1,28 @@
 // SPDX-License-Identifier: Apache-2.0
-// The unique-key lock: one row per key in <prefix>locks. Acquire is one INSERT that wins when
-// the key is free (or expired), re-enters when the same owner holds it, and recognises a retry of
-// an attempt whose reply was lost. Release and renew are one owner- and token-checked statement
-// each. The lock runs on autocommit connections of its own source, never inside a caller's
-// transaction.
+// UniqueKeyLock, the default strategy: one row per key in <prefix>locks, taken by one INSERT when
+// the key is free or expired, on autocommit connections of its own source (never inside a
+// caller's transaction). Leases have a TTL on the database clock, background renewal, owner- and
+// token-checked release and renew, reentrancy per owner, and fencing tokens that strictly
+// increase per key. Waiters poll with backoff, are handed the key by releases through the same
+// lock object and, on PostgreSQL, are woken by LISTEN/NOTIFY; with `fair`, keys go to waiters in
+// order of arrival. claim() takes a key for good (idempotency keys).
 //
-// Waiting (acquire with a timeout) polls with exponential backoff and full jitter
-// (backoff.hpp). With notify (the default), a release made through the waiter's own lock object
-// hands the key straight to the waiter of that object that has waited longest: the release's one
-// statement moves the row to the waiter, with a new fencing token and the waiter's TTL and
-// metadata, so a handoff costs one commit instead of a release and an acquire, the key is never
-// free in between, and a holder that asks again at once waits behind the waiters already asleep.
-// Only a release that frees the key hands it over (not one of several reentrant holds, not one
-// whose lease is gone), and a waiter with the releaser's own owner is passed over; a fair lock
-// hands it only to the queue's head, when the head waits in the same lock object. After 16
-// hand-overs of a key in a row, the next release frees it for everyone (waiters here learn of it
-// as waiters elsewhere do), so waiters in other processes are not shut out; fair waiting is the
-// way to serve them in turn. A waiter being handed the key waits for that statement's outcome
-// even past its timeout, so acquire can return the lease that much late (one round trip, two
-// when the connection is lost on the way: the releaser takes its connection before it picks the
-// waiter) rather than leave the key with a waiter that gave up. While a lease of the same lock
-// object holds the key, its waiters poll only at the backoff's slowest pace. On
-// PostgreSQL, when the source can open a dedicated connection, waiters also sleep on LISTEN and
-// the last release NOTIFYs, so waiters of other lock objects and other processes wake in about
-// one round trip. Such a release wakes one waiter of the key per lock object; one made through
-// the waiter's own lock object that does not hand over wakes it at commit.
+// Deadlocks and serialization failures during an acquire are retried, then reported as "not
+// acquired", never thrown. An acquire or release whose connection is lost is retried once and
+// recognises an attempt the server applied; when the retry's reply is lost too, acquire throws
+// Error(kConnectionLost) (the server may have granted the key: the owner's next acquire of it
+// re-enters that hold, and releasing it frees the key).
 //
-// Fair waiting (UniqueKeyLockOptions::fair): a waiter takes a place in the key's queue (the
-// lock_waiters table, in order of arrival) once its first try fails, and a free key goes only to
-// the first live waiter, so keys are granted in the order waiters came, and a holder that asks
-// again at once queues behind them instead of taking the key back. A place is a lease too: the
-// waiter refreshes it while it waits (every third of waiter_ttl at most), and a waiter that died
-// drops out when it expires (the cleaner deletes the row later); a registration sent again
-// after a lost reply finds its own place instead of queueing twice; a waiter whose time runs out
-// (or that gets the key) leaves the queue, and so does one whose acquire ends in an error, even
-// when the error hid whether its place was taken (a lost reply). A try (try_acquire, or acquire
-// with no time) does not queue: it takes a free key only while no live waiter is queued, and the
-// owner's re-entry never waits for a turn. On PostgreSQL a release wakes the queue's head only, in
-// whatever process it waits, and a release through the head's own lock object hands it the key (see
-// above); a head that leaves while the key is free wakes the next waiter; and while the lock
-// object's LISTEN is in place a waiter polls only every BackoffPolicy::max_delay (against a lease
-// that ends by its TTL or a head that died, which nobody announces). Fairness holds among the fair
-// lock objects of a key: a lock object without fair = true on the same table does not look at the
-// queue and may take a free key before its head. A dead waiter at the head delays the key by at
-// most waiter_ttl. Costs (bench, hot_key fair): a fair try that finds the key free is one statement
-// on PostgreSQL, two on MySQL/MariaDB (a read of the queue first). On PostgreSQL a waiter's first
-// refused try takes its place in the same statement, whose commit alone does not wait for its WAL
-// flush (a place lost in a server crash is taken again, at the back, by the waiter's next refresh),
-// and the acquire that gets the key deletes the place; on MySQL/MariaDB a waiter adds a
-// registration and a leave. Both refresh the place while waiting. On MySQL/MariaDB, where no
-// release wakes a waiter, the first three waiters poll every BackoffPolicy::min_sleep and the rest
-// less often the further back they are.
-//
-// Deadlocks and serialization failures during an acquire storm (InnoDB takes next-key locks on
-// duplicate-key inserts) are retried a few times and then reported as "not acquired", never
-// thrown. A connection lost during acquire is retried once with the same lease id, so an insert
-// the server applied is recognised as ours; a release is retried once with the same release id,
-// written into the row's lease_id, so a decrement the server applied is not applied again. (The
-// retry is exact as long as one owner's calls do not run concurrently, as with the default
-// per-thread owner; a named owner shared by threads at once may see a retried release decrement
-// a second hold.) When the retry's reply is lost too, the caller gets Error(kConnectionLost)
-// and no lease although the server may have granted the key; the owner's next acquire of the
-// key re-enters that hold, and releasing it frees the key, since this process then holds no
-// other lease of that owner on the key.
-//
-// Claim-once: claim(key) takes a key for good (never expires, never released by dblock), for
-// idempotency keys such as "one order per user and voucher".
+//   dblock::UniqueKeyLock locks(*pool);  // or (*pool, {.fair = true}): turns in order of arrival
+//   if (auto lease = locks.acquire("asset:42", 10s)) {  // waits up to 10 s
+//     move_asset(42, lease->fencing_token());           // fence your writes with the token
+//   }                                                   // released here
+//   if (!locks.claim("order:user-9:voucher-7")) return;  // claimed already: never twice
 //
 // Thread-safety: all methods may be called from many threads at once. The ConnectionSource must
 // outlive this object and every lease it returned.
+//
+// Explained in docs/locks/unique-key.md (hand-over and fair waiting: docs/internals/waiting.md).
 #pragma once
 
 #include <memory>
@@ -96,23 +50,14 @@ struct UniqueKeyLockOptions {
   // Attempts for one try when the server reports a deadlock or serialization failure.
   int contention_retries = 3;
   // Relaxed durability, for locks used only for efficiency (avoiding duplicate work), never for
-  // correctness. Off by default.
-  //
-  // PostgreSQL: acquire, release and renew commit with synchronous_commit = off, set for each
-  // statement's own transaction only (no extra round trip; the session's setting is untouched),
-  // so a commit no longer waits for its WAL flush. The risk: a server crash (not a client crash,
-  // not a clean restart) can lose the last few hundred milliseconds of acknowledged lock
-  // changes (up to 3 x wal_writer_delay). After such a crash a lock thought released can
-  // reappear until its TTL ends, and a lock that was granted can vanish, so a second client can
-  // acquire it while the first still believes it holds it, and a fencing token can be handed
-  // out again. Claims (claim()) always commit durably. On a replica set-up,
-  // synchronous_commit = off also stops waiting for synchronous standbys.
-  //
-  // MySQL/MariaDB: no effect. InnoDB's flush-at-commit setting (innodb_flush_log_at_trx_commit)
-  // is global only and cannot be changed for one session or statement; set it on the server if
-  // the whole server may trade durability for speed.
+  // correctness. Off by default. PostgreSQL: acquire, release and renew commit with
+  // synchronous_commit = off, for each statement's own transaction only, so a server crash can
+  // lose the last few hundred milliseconds of acknowledged lock changes: a released lock can
+  // reappear until its TTL ends, a granted one can vanish (a second client may acquire it), and
+  // a fencing token can be handed out again. Claims always commit durably. MySQL/MariaDB: no
+  // effect. Explained in docs/locks/unique-key.md ("Relaxed durability").
   bool relaxed_durability = false;
-  // Fair waiting: keys go to waiters in order of arrival (see the top of this file).
+  // Fair waiting: keys go to waiters in order of arrival (docs/locks/fair-waiting.md).
   bool fair = false;
   // How long a fair waiter's place outlives the waiter's last refresh (from 300 ms to 1 hour):
   // a waiter that died holds up the ones behind it for at most this long.
