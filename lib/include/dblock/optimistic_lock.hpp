@@ -1,41 +1,28 @@
 // SPDX-License-Identifier: Apache-2.0
-// The optimistic strategy: version compare-and-set instead of exclusion.
+// OptimisticLock: version compare-and-set instead of exclusion. acquire reads the key's version
+// (a row of <prefix>versions) in a new transaction on a connection the lease keeps, and returns
+// at once: optimistic leases never exclude or wait for each other. release() commits only if
+// nobody committed under the key meanwhile (ReleaseOutcome::kReleased); otherwise it rolls back
+// and returns kConflict, and with_lock runs the critical section again under retry_policy().
+// A stale reader never wins, even after the version row was deleted. Every write must go through
+// Lease::connection(), and every writer of the protected data must use the same key. Not
+// reentrant. fencing_token() is the version read. For compare-and-set on the caller's own
+// tables without a version row, see conditional_update.hpp.
 //
 //   dblock::OptimisticLock versions(*pool);
 //   dblock::LockAttempts tries;
-//   auto sold = dblock::with_lock(versions, "voucher:7", 5s, {}, [&](dblock::Lease& lease) {
-//     auto& db = *lease.connection();              // the lease's transaction
-//     ... read stock, write the order, write stock - 1 ...
-//   }, &tries);   // commits only if no one else committed under "voucher:7" meanwhile;
-//                 // otherwise rolls back and runs the lambda again (tries.attempts)
-//
-// acquire reads the key's version (creating the key's row in <prefix>versions on first use) in
-// a new transaction on a connection dedicated to the lease, and returns at once: optimistic
-// leases never exclude or wait for each other. release() then runs
-// `UPDATE ... SET version = <next> WHERE key = ? AND version = <read>` and commits when exactly
-// one row changed (ReleaseOutcome::kReleased); otherwise another writer committed first, the
-// transaction is rolled back and release() returns ReleaseOutcome::kConflict. A lease dropped
-// without release() rolls back.
-//
-// Versions are the database clock in microseconds raised past the previous version, so a version
-// row deleted (by the cleaner, or by hand) and created again never repeats a version an old
-// reader holds: a stale reader can never win (no ABA). The lease's fencing_token() is the version
-// it read.
-//
-// Everything the critical section writes must go through the lease's connection, and every
-// writer of the protected data must use the same key: the compare-and-set protects exactly the
-// transactions that take part in it. Not reentrant: a second lease on the same key reads the same
-// version, so at most one of the two commits.
-//
-// with_lock retries a conflicted critical section under retry_policy() (bounded, with jittered
-// backoff); deadlocks and serialization failures thrown from inside it count as conflicts too.
-//
-// For compare-and-set on the caller's own tables without a version row, see
-// conditional_update.hpp.
+//   dblock::with_lock(versions, "page:7", 5s, {}, [&](dblock::Lease& lease) {
+//     dblock::Connection& db = *lease.connection();  // the lease's transaction
+//     dblock::Result page = db.execute("SELECT visits FROM pages WHERE id = $1", {7});
+//     db.execute("UPDATE pages SET visits = $1 WHERE id = 7", {page.int64_at(0, "visits") + 1});
+//   }, &tries);  // commits only if no one else committed under "page:7" meanwhile;
+//                // otherwise rolls back and runs the lambda again (tries.attempts)
 //
 // Thread-safety: all methods may be called from many threads at once. A lease and its
 // connection are used by one thread at a time. The ConnectionSource must outlive this object
 // and every lease it returned.
+//
+// Explained in docs/locks/optimistic.md.
 #pragma once
 
 #include <memory>
