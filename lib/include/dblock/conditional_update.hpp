@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Compare-and-set on the caller's own tables: one UPDATE of one row, by primary key, that applies
-// only while a condition holds, and says from the affected-row count whether it did.
+// only while a condition holds, and says from the affected-row count whether it did. Table and
+// column names are validated identifiers ("schema.table" allowed) and quoted; values are bound.
+// Run it on the connection of a transactional lease to commit it together with the lease, or on
+// any connection in autocommit.
 //
 //   // predicate CAS: sell one unit while any are left
 //   auto sold = dblock::conditional_update(conn, {
@@ -13,18 +16,15 @@
 //       .table = "accounts", .key_column = "id", .key = 9, .version_column = "version",
 //       .expected_version = 41, .set = {dblock::Assignment::value("balance", 120)}});
 //
-// kApplied when exactly one row matched and was updated; kConflict when none did (the condition
-// or version did not hold, or no row has that key). Counts are matched rows on every driver
-// (MySQL connections use CLIENT_FOUND_ROWS), so an assignment that leaves a value as it was
-// still counts as applied.
-//
-// Table and column names are validated identifiers ("schema.table" allowed) and quoted; values
-// are bound parameters. Comparison operators: = <> < <= > >=. Run it on the connection of a
-// transactional lease to commit it together with the lease, or on any connection in autocommit.
-// More than one matching row (key_column is not unique) throws Error(kInvalidArgument); inside a
-// transaction, roll back (drop the lease) to undo it.
+// Both return kApplied when exactly one row matched and was updated, kConflict when none did (the
+// condition or version did not hold, or no row has that key). Counts are matched rows on every
+// driver, so an assignment that leaves a value as it was still counts as applied. More than one
+// matching row (key_column is not unique) throws Error(kInvalidArgument) after the UPDATE ran;
+// inside a transaction, roll back (drop the lease) to undo it.
 //
 // Thread-safety: as the Connection it runs on.
+//
+// Explained in docs/locks/optimistic.md ("Compare-and-set on your own tables").
 #pragma once
 
 #include <cstdint>

@@ -1,21 +1,21 @@
 // SPDX-License-Identifier: Apache-2.0
-// The one interface every lock strategy implements, and the lease handle it returns.
+// The one interface every lock strategy implements (Lock), the lease handle it returns (Lease),
+// and with_lock(), which runs a critical section under a lock and releases it on every path.
+// Expected outcomes are values: try_acquire/acquire return an empty optional when someone else
+// holds the key or the wait timed out. Faults (database unreachable, table missing, bad key) are
+// dblock::Error exceptions. A lease belongs to the process that acquired it: a forked child has
+// an identity of its own, its copies of the parent's leases report lost() and send nothing when
+// released or destroyed, and it uses connections of its own.
 //
 //   dblock::UniqueKeyLock locks(*pool);                      // a strategy (unique_key_lock.hpp)
 //   if (auto lease = locks.try_acquire("asset:42")) {        // one round trip
 //     transfer(lease->fencing_token());                      // pass the token to your writes
 //   }                                                        // released here
 //
-// Expected outcomes are values: try_acquire/acquire return an empty optional when someone else
-// holds the key or the wait timed out. Faults (database unreachable, table missing, bad key) are
-// dblock::Error exceptions.
-//
 // Thread-safety: a Lock may be used from many threads at once. A Lease is used by one thread at
 // a time (it may move between threads); the background renewer touches it safely.
 //
-// fork(): a lease belongs to the process that acquired it. A forked child has an identity of its
-// own, its copies of the parent's leases report lost() and send nothing when released or
-// destroyed, and it uses connections of its own (docs/concepts.md, "Processes and fork()").
+// Explained in docs/concepts.md (leases, lost(), fencing tokens, owners, fork()), docs/errors.md.
 #pragma once
 
 #include <chrono>

@@ -1,33 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
 // Several keys at once, all or nothing, over any strategy: the transfer between two accounts
-// that must hold both, the job that needs three resources.
+// that must hold both, the job that needs three resources. A LeaseSet holds every key asked for,
+// or the call gives back what it took. Keys are taken one at a time in one global order (their
+// bytes, ascending), so sets never deadlock with each other; the timeout bounds the whole set.
+// Each key is a lease of the strategy with its own fencing token (and, for row and optimistic
+// locks, its own transaction: they commit one after another, not atomically).
 //
 //   dblock::UniqueKeyLock locks(*pool);
 //   std::vector<std::string> accounts{"account:17", "account:4"};
 //   if (auto both = dblock::acquire_all(locks, accounts, 5s)) {
 //     transfer(both->lease("account:17").fencing_token(),
-//     both->lease("account:4").fencing_token()); both->release();
+//              both->lease("account:4").fencing_token());
+//     both->release();  // or let it go out of scope
 //   }
 //
-// Guarantees:
-// - All or nothing: a LeaseSet holds every key asked for; a try or a wait that cannot have them
-//   all gives back the ones it took before it returns nothing (or throws the error that stopped
-//   it). A lease lost before the last key was taken (its session ended, or its TTL ran out while
-//   a later key was waited for) counts as a key not held: the set is given back, and a wait asks
-//   for it again while time is left.
-// - No deadlock between sets: keys are taken one at a time in one global order (their bytes,
-//   ascending; duplicates once), so two callers asking for overlapping sets in different orders
-//   wait for each other at most as two callers of one key do. A caller that already holds one
-//   of the keys through a single lease, and asks for a set, can still deadlock with another set
-//   as with any hold-and-wait: take the whole set at once instead.
-// - The timeout bounds the whole set, not each key. Keys taken early are held (and, with
-//   auto_renew, renewed) while the later ones are waited for.
-// - Each key is a lease of the strategy with its own fencing token. With a transactional
-//   strategy (row lock, optimistic) each key has its own transaction, and release() commits
-//   them one after another, not atomically: protect writes that must commit together with one
-//   key, or with a unique-key or session lock set and a transaction of your own.
-//
 // Thread-safety: as Lease: a LeaseSet is used by one thread at a time.
+//
+// Explained in docs/locks/lock-sets.md.
 #pragma once
 
 #include <chrono>
