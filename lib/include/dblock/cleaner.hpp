@@ -1,24 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
-// The expired-lock cleaner: deletes lock rows long past expiry, in bounded batches, so a run
-// never holds many row locks at once, never floods replication, and never stalls acquirers.
-// `dblock clean` runs it from cron; a service may call clean() itself.
+// clean(): deletes dblock's rows long past expiry, in bounded batches, so a run never holds many
+// row locks at once, never floods replication, and never stalls acquirers. Only the database
+// clock decides: a row goes once its expires_at lies more than `grace` in the past, which each
+// batch's DELETE re-checks, so a lease renewed or re-acquired meanwhile survives. Claims are never
+// deleted. Several cleaners may run at once. `dblock clean` runs it from cron.
 //
-// What it guarantees:
-// - Only the database clock decides expiry. A row goes only when its expires_at lies more than
-//   `grace` in the past, and the DELETE itself re-checks that, so a lease renewed or re-acquired
-//   while the cleaner runs is never deleted. Claims never expire and are never deleted.
-// - Each batch is one autocommit DELETE of at most `batch_size` rows, oldest expiry first.
-// - Two cleaners may run at once on the same tables: each row is deleted by exactly one DELETE,
-//   so both succeed and their counts add up to the rows removed.
-//
-// Why a grace period (default 5 minutes): release frees a row but keeps it, so the next
-// acquisition raises its fencing token past the previous one. A deleted row starts again from
-// the database clock in microseconds, which is only guaranteed to be past the old token if the
-// server clock has not stepped back by more than the time since the row expired. The grace is
-// that margin; it also leaves expired rows visible to `dblock locks` for a while.
+//   dblock::CleanOptions options;
+//   options.max_time = std::chrono::minutes(1);     // start no batch after a minute
+//   options.pause = std::chrono::milliseconds(50);  // between batches, for replication
+//   dblock::CleanResult done = dblock::clean(*conn, dblock::TableNames(), options);
+//   if (!done.complete) log("budget ran out; the next run continues");
 //
 // Thread-safety: clean() uses the connection it is given (one thread at a time); run several
 // cleaners on several connections freely.
+//
+// Explained in docs/operations/cleaner.md.
 #pragma once
 
 #include <atomic>
@@ -44,7 +40,9 @@ struct CleanProgress {
 struct CleanOptions {
   // Rows per DELETE (at least 1).
   std::uint64_t batch_size = 1000;
-  // Rows stay this long past expires_at (see the header comment). Not negative.
+  // Rows stay this long past expires_at, so the server clock may step back by up to this much
+  // before a deleted key's next fencing token could fail to rise past its old ones
+  // (docs/operations/cleaner.md, "Grace"). Not negative.
   std::chrono::milliseconds grace = std::chrono::minutes(5);
   // Stop after this many rows in all (0: no limit).
   std::uint64_t max_rows = 0;

@@ -1,28 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// Checks of a deployment: which of dblock's guarantees hold on the database a connection reaches,
+// check_deployment(): which of dblock's guarantees hold on the database a connection reaches,
 // and what to change where one does not (`dblock doctor` prints them; a service may run them at
-// start-up and log them).
-//
-// One finding per check, in this order:
-//   server       the server, its flavour and version, and whether this version is tested
-//   writable     a primary: not a standby or a read-only server (locks are writes)
-//   replication  PostgreSQL: standbys and the synchronous settings (an asynchronous standby
-//                that is promoted loses acknowledged lock writes); MariaDB: a Galera cluster's
-//                state, or replicas and semi-synchronous replication
-//   isolation    the session's default isolation level (informational: dblock sets what it
-//                needs per transaction)
-//   time_zone    the server's time zone (informational: dblock's times are UTC)
-//   clock        this host's clock against the server's (informational: leases run on the
-//                server clock only)
-//   migrations   dblock's migrations all applied, none changed
-//   privileges   what the role checked (DoctorRole) needs on dblock's tables, schema and
-//                sequence; each missing privilege named, with the GRANT that gives it
-//   cleaner      (role kApplication only) whether this user may also run the cleaner; a
-//                warning only, the cleaner may run as another user
-//
-// A privilege the user lacks, also one a check needs in order to look (the migrations table,
-// PostgreSQL's schema), is a finding, never an Error. schema/grants/<dialect>.sql lists what
-// each role needs (docs/operations/privileges.md).
+// start-up and log them). One finding per check, in this order: server, writable, replication,
+// isolation, time_zone, clock, migrations, privileges (what the DoctorRole given needs) and, for
+// kApplication only, cleaner. A privilege the user lacks, also one a check needs in order to
+// look, is a finding, never an Error.
 //
 //   for (const dblock::Finding& f : dblock::check_deployment(*conn, dblock::TableNames())) {
 //     if (f.status != dblock::Finding::Status::kOk) log(f.check, f.message, f.advice);
@@ -30,6 +12,8 @@
 //
 // Thread-safety: uses the connection it is given (one thread at a time). Changes nothing: no
 // row is written, no setting changed (the privilege probes are statements that match no row).
+//
+// Explained in docs/operations/replicated-databases.md and docs/operations/privileges.md.
 #pragma once
 
 #include <string>

@@ -1,29 +1,21 @@
 // SPDX-License-Identifier: Apache-2.0
-// Database URLs: postgresql://user:password@host:port/database?param=value and
-// mysql://user:password@host:port/database?param=value (also postgres:// and mariadb://).
+// DatabaseUrl: a parsed database URL, postgresql://user:password@host:port/database?param=value
+// or mysql://... (also postgres:// and mariadb://). User, password and database are
+// percent-decoded; a '/', '?' or '@' in them must be percent-encoded (an '@' past the host is
+// refused). The parameters `driver` and `pool_mode` are dblock's own; the others go to the driver
+// (PostgreSQL URLs take what libpq takes, several hosts and Unix sockets included). resolve() and
+// fill_password_from_env() take a missing password from DBLOCK_PASSWORD or the file named by
+// DBLOCK_PASSWORD_FILE. Every message and every redacted() form replaces the password with "***".
 //
-// User, password and database are percent-decoded; a '/', '?' or '@' in them must be
-// percent-encoded, and a URL with an '@' past the host is refused (it would otherwise read part
-// of a password as host, port, database or parameter). The query parameter `driver` picks the
-// driver (libpq, libpqxx, libmysqlclient or soci) and `pool_mode` (session or transaction) says
-// whether a transaction pooler stands in front; all other parameters go to the driver. When the URL
-// carries no password, DBLOCK_PASSWORD or the file named by DBLOCK_PASSWORD_FILE supplies it,
-// so passwords can stay out of command lines and crontabs.
-//
-// PostgreSQL URLs take what libpq takes (the PostgreSQL drivers hand them to libpq's own parser):
-// several hosts, each with its own port, tried in order (failover set-ups):
-//   postgresql://app@db1:5432,db2:5433/app?target_session_attrs=read-write
-// and a directory holding the server's Unix socket, percent-encoded as the host or as a
-// parameter:
-//   postgresql://app@%2Fvar%2Frun%2Fpostgresql/app
-//   postgresql:///app?host=/var/run/postgresql
-// Parameters are libpq's connection keywords (their names are checked when a driver opens the
-// connection); libpq applies host, port, user and dbname parameters over what the URL's other
-// parts say. MySQL URLs name one host; the Unix socket is the `socket` parameter.
-//
-// Every message and every redacted() form replaces the password with "***".
+//   dblock::DatabaseUrl url = dblock::DatabaseUrl::parse(
+//       "postgresql://app@db1:5432,db2:5433/app?target_session_attrs=read-write");
+//   url.fill_password_from_env();                // DBLOCK_PASSWORD or DBLOCK_PASSWORD_FILE
+//   log("locks on " + url.redacted());           // the password shown as ***
+//   auto pool = dblock::open_pool(url);          // open.hpp
 //
 // Thread-safety: DatabaseUrl is a plain value.
+//
+// Explained in docs/connections.md ("URLs").
 #pragma once
 
 #include <optional>
