@@ -55,7 +55,7 @@ struct CleanOptions {
   // When set and true, stop before the next batch (checked during pauses too). Not owned.
   const std::atomic<bool>* stop = nullptr;
   // Called after each batch (not in a dry run).
-  std::function<void(const CleanProgress&)> on_batch;
+  std::function<void(const CleanProgress&)> on_batch{};
 };
 
 struct CleanResult {
