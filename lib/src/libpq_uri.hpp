@@ -6,13 +6,16 @@
 //
 //   detail::libpq_uri(url, false)  // postgresql://db1:5432,db2:5433/app?target_session_attrs=...
 //
-// Internal. Thread-safety: pure function.
+// Internal, but called by the driver libraries: exported from a shared build like the public API
+// (this header is not installed). Thread-safety: pure function.
 #pragma once
 
 #include <string>
 #include <string_view>
 
 #include "dblock/url.hpp"
+
+#pragma GCC visibility push(default)
 
 namespace dblock::detail {
 
@@ -35,3 +38,5 @@ std::string postgresql_location(std::string_view hosts, std::string_view ports,
 std::string postgresql_location(const DatabaseUrl& url);
 
 }  // namespace dblock::detail
+
+#pragma GCC visibility pop
