@@ -44,8 +44,8 @@ bool forked_child = false;  // set in the children of in_child()
 // sanitizer runtime has no fork handler: a child forked while one of the parent's other threads
 // (a renewer, a listener) held one of its locks waits on it forever, inside the sanitizer, not
 // in dblock; the check at exit takes every one of those locks. The test process itself is still
-// checked. (A malloc or free in the child can meet the same lock: .ci/run leaves the test that
-// forks while the parent's renewer is busy to the normal build.)
+// checked. (A malloc or free in the child can meet the same lock, so .ci/run leaves these tests
+// to the normal build.)
 extern "C" int __lsan_is_turned_off() { return dblock::testing::forked_child ? 1 : 0; }
 #endif
 
