@@ -16,7 +16,7 @@ std::string text(const Result& r, std::string_view column) {
 }
 
 // `name` between `quote`s, a `quote` inside doubled.
-std::string quoted(std::string_view name, char quote) {
+std::string quote_name(std::string_view name, char quote) {
   std::string out(1, quote);
   for (char c : name) {
     if (c == quote) out += quote;
@@ -36,7 +36,7 @@ std::string mysql_account(std::string_view user_at_host) {
     if (!out.empty()) out += '@';
     std::string escaped;
     for (char c : *part) escaped += c == '\\' ? "\\\\" : std::string(1, c);
-    out += quoted(escaped, '\'');
+    out += quote_name(escaped, '\'');
   }
   return out;
 }
@@ -100,12 +100,12 @@ Privileges::Privileges(Connection& conn, const TableNames& tables)
   const Result who = conn_.execute(sql_.identity);
   schema_ = tables_.schema().empty() ? text(who, "schema_name") : tables_.schema();
   const std::string user = text(who, "user_name");
-  grantee_ = dialect_ == Dialect::kPostgreSQL ? quoted(user, '"') : mysql_account(user);
+  grantee_ = dialect_ == Dialect::kPostgreSQL ? quote_name(user, '"') : mysql_account(user);
 }
 
 std::string Privileges::qualified(std::string_view base) const {
   const char quote = dialect_ == Dialect::kPostgreSQL ? '"' : '`';
-  return quoted(schema_, quote) + "." + quoted(tables_.name(base), quote);
+  return quote_name(schema_, quote) + "." + quote_name(tables_.name(base), quote);
 }
 
 std::string Privileges::grant(const std::vector<std::string_view>& privileges,
@@ -158,8 +158,8 @@ std::vector<Privileges::Missing> Privileges::missing_for(DoctorRole role) {
     if (r.int64_at(0, "usage") != 1) lacking.push_back("USAGE");
     if (role == DoctorRole::kMigrator && r.int64_at(0, "create") != 1) lacking.push_back("CREATE");
     if (!lacking.empty()) {
-      out.push_back({"schema " + quoted(schema_, '"'), lacking,
-                     "GRANT " + join(lacking, ", ") + " ON SCHEMA " + quoted(schema_, '"') +
+      out.push_back({"schema " + quote_name(schema_, '"'), lacking,
+                     "GRANT " + join(lacking, ", ") + " ON SCHEMA " + quote_name(schema_, '"') +
                          " TO " + grantee_ + ";"});
     }
     // Without USAGE every probe of a table in the schema fails alike: give that first.
