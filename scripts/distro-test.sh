@@ -3,13 +3,16 @@
 # Build and test dblock inside a Debian root filesystem: that distribution's own compiler,
 # libraries (libpq, libpqxx, MariaDB Connector/C, SOCI) and PostgreSQL and MariaDB servers.
 #
-# Usage: scripts/distro-test.sh SUITE [--short | --full | --rootfs-only] [--clang] [--fresh]
+# Usage: scripts/distro-test.sh SUITE [--short | --build | --full | --rootfs-only] [--clang]
+#        [--fresh]
 #
 #   SUITE    trixie (Debian 13), sid (Debian unstable) or bookworm (Debian 12)
 #   --short  (the default; what CI runs) build the library, the CLI and the unit and integration
 #            test programs with GCC and warnings as errors; run the unit tests; start the suite's
 #            PostgreSQL and MariaDB with scripts/dev-db.sh; run the integration tests chosen to
 #            send each kind of statement dblock has, on every database x driver pair
+#   --build  build the library with every driver, the CLI and the unit tests with GCC and warnings
+#            as errors, and run the unit tests (no servers); CI runs it for trixie
 #   --full   build everything and run the whole suite but the clusters (label ha), the other
 #            PostgreSQL majors (versions) and the format check: unit, integration, config, model,
 #            faults, package
@@ -65,6 +68,7 @@ parse_args() {
     case "$arg" in
       --short) form=short ;;
       --full) form=full ;;
+      --build) form=build ;;
       --rootfs-only) form=rootfs-only ;;
       --clang) clang=1 ;;
       --fresh) fresh=1 ;;
