@@ -37,6 +37,24 @@ bool pause_for(std::chrono::milliseconds d, const CleanOptions& options) {
   return !stopped(options);
 }
 
+// Runs `batch` again, up to kBatchAttempts times with a short pause, while it fails with a
+// deadlock, a lock wait timeout or a serialization failure (cleaners and lock statements that
+// met on the same rows); any other error, or the last attempt's, is thrown.
+template <class Fn>
+auto retrying_contention(Fn&& batch) {
+  for (int attempt = 1;; ++attempt) {
+    try {
+      return batch();
+    } catch (const Error& e) {
+      const bool transient = e.code() == ErrorCode::kDeadlock ||
+                             e.code() == ErrorCode::kLockWaitTimeout ||
+                             e.code() == ErrorCode::kSerializationFailure;
+      if (!transient || attempt >= kBatchAttempts) throw;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10 * attempt));
+    }
+  }
+}
+
 // One batch, in autocommit; or, when `read_committed` (a PostgreSQL session whose default level
 // is stricter), in a transaction of its own at READ COMMITTED: under REPEATABLE READ or
 // SERIALIZABLE two cleaners (or a cleaner and the lock statements) abort each other's batches
@@ -46,26 +64,18 @@ std::uint64_t delete_batch(Connection& conn, const detail::Statement& statement,
                            bool read_committed) {
   const std::vector<Value> params = statement.bind(
       {{"grace_ms", Value(grace.count())}, {"limit", Value(static_cast<long long>(limit))}});
-  for (int attempt = 1;; ++attempt) {
+  return retrying_contention([&]() -> std::uint64_t {
+    if (!read_committed) return conn.execute(statement.sql(), params).affected_rows();
+    detail::begin_at(conn, detail::Isolation::kReadCommitted);
     try {
-      if (!read_committed) return conn.execute(statement.sql(), params).affected_rows();
-      detail::begin_at(conn, detail::Isolation::kReadCommitted);
-      try {
-        const std::uint64_t n = conn.execute(statement.sql(), params).affected_rows();
-        conn.commit();
-        return n;
-      } catch (...) {
-        conn.rollback();
-        throw;
-      }
-    } catch (const Error& e) {
-      const bool transient = e.code() == ErrorCode::kDeadlock ||
-                             e.code() == ErrorCode::kLockWaitTimeout ||
-                             e.code() == ErrorCode::kSerializationFailure;
-      if (!transient || attempt >= kBatchAttempts) throw;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10 * attempt));
+      const std::uint64_t n = conn.execute(statement.sql(), params).affected_rows();
+      conn.commit();
+      return n;
+    } catch (...) {
+      conn.rollback();
+      throw;
     }
-  }
+  });
 }
 
 // What one batch did.
@@ -82,36 +92,27 @@ Batch delete_locked_batch(Connection& conn, const detail::Statement& lock_statem
                           std::chrono::milliseconds grace, std::uint64_t limit) {
   const std::vector<Value> lock_params = lock_statement.bind(
       {{"grace_ms", Value(grace.count())}, {"limit", Value(static_cast<long long>(limit))}});
-  for (int attempt = 1;; ++attempt) {
+  return retrying_contention([&]() -> Batch {
+    detail::begin_at(conn, detail::Isolation::kReadCommitted);
     try {
-      detail::begin_at(conn, detail::Isolation::kReadCommitted);
-      try {
-        const Result locked = conn.execute(lock_statement.sql(), lock_params);
-        std::uint64_t deleted = 0;
-        if (!locked.empty()) {
-          nlohmann::json keys = nlohmann::json::array();
-          for (std::size_t i = 0; i < locked.size(); ++i) {
-            keys.push_back(locked.at(i, "lock_key").value_or(""));
-          }
-          const detail::Arg args[] = {{"keys", Value(keys.dump())}};
-          deleted =
-              conn.execute(delete_statement.sql(), delete_statement.bind(args)).affected_rows();
+      const Result locked = conn.execute(lock_statement.sql(), lock_params);
+      std::uint64_t deleted = 0;
+      if (!locked.empty()) {
+        nlohmann::json keys = nlohmann::json::array();
+        for (std::size_t i = 0; i < locked.size(); ++i) {
+          keys.push_back(locked.at(i, "lock_key").value_or(""));
         }
-        conn.commit();
-        // A row locked and then found in use (a permit committed just before the lock) is left.
-        return {deleted, locked.size() < limit};
-      } catch (...) {
-        conn.rollback();
-        throw;
+        const detail::Arg args[] = {{"keys", Value(keys.dump())}};
+        deleted = conn.execute(delete_statement.sql(), delete_statement.bind(args)).affected_rows();
       }
-    } catch (const Error& e) {
-      const bool transient = e.code() == ErrorCode::kDeadlock ||
-                             e.code() == ErrorCode::kLockWaitTimeout ||
-                             e.code() == ErrorCode::kSerializationFailure;
-      if (!transient || attempt >= kBatchAttempts) throw;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10 * attempt));
+      conn.commit();
+      // A row locked and then found in use (a permit committed just before the lock) is left.
+      return Batch{deleted, locked.size() < limit};
+    } catch (...) {
+      conn.rollback();
+      throw;
     }
-  }
+  });
 }
 
 void validate(const CleanOptions& options) {
