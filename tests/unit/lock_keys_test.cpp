@@ -2,7 +2,6 @@
 #include "lock_keys.hpp"
 
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -14,6 +13,7 @@
 #include "dblock/error.hpp"
 #include "dblock/owner.hpp"
 #include "dblock/unique_key_lock.hpp"
+#include "fork_child.hpp"
 
 namespace dblock {
 namespace {
@@ -79,42 +79,6 @@ TEST(Owner, ThreadsDifferAndNamesFollowTheCaller) {
   EXPECT_EQ(named_here, named_there);
   EXPECT_THROW(Owner::named(""), Error);
   EXPECT_EQ(process_instance().rfind(std::to_string(::getpid()) + "-", 0), 0u);
-}
-
-// What `child` returns, computed in a child of fork(), and the child's pid. Fails the test
-// unless the child exits cleanly.
-struct ChildAnswer {
-  pid_t pid = -1;
-  std::string text;
-};
-template <class Child>
-ChildAnswer ask_a_child(Child child) {
-  ChildAnswer out;
-  int fds[2];
-  if (::pipe(fds) != 0) {
-    ADD_FAILURE() << "pipe() failed";
-    return out;
-  }
-  out.pid = ::fork();
-  if (out.pid == 0) {
-    ::close(fds[0]);
-    const std::string text = child();
-    const ssize_t written = ::write(fds[1], text.data(), text.size());
-    ::_exit(written == static_cast<ssize_t>(text.size()) ? 0 : 1);
-  }
-  ::close(fds[1]);
-  if (out.pid < 0) {
-    ::close(fds[0]);
-    ADD_FAILURE() << "fork() failed";
-    return out;
-  }
-  char buf[128];
-  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) out.text.append(buf, std::size_t(n));
-  ::close(fds[0]);
-  int status = 0;
-  EXPECT_EQ(::waitpid(out.pid, &status, 0), out.pid);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  return out;
 }
 
 // A child of fork() is another process: its instance id is drawn anew, though the forking

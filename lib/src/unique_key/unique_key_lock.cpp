@@ -15,64 +15,22 @@
 #include "lease_core.hpp"
 #include "lock_keys.hpp"
 #include "metadata.hpp"
-#include "per_process.hpp"
 #include "renewer.hpp"
 #include "retry_until.hpp"
 #include "sql/by_server.hpp"
 #include "sql/server_sql.hpp"
 #include "sql/statement.hpp"
+#include "unique_key/live_holds.hpp"
+#include "unique_key/pending_releases.hpp"
 #include "unique_key/release_listener.hpp"
 
 namespace dblock {
 
 namespace {
 
-// The leases this process holds, counted per lock table, key, owner and fencing token. An owner's
-// row whose holds outnumber its live leases here carries holds of acquires whose reply never
-// came (the statement ran, the caller got an error and no lease), or of releases whose fate is
-// unknown and whose resending was overtaken by another one. Release gives those back too (see
-// the release_rest statement), or the owner's next acquire would re-enter them, get the token of a
-// hold the caller was told is gone, and its release leave the key held. The token tells the key's
-// tenures apart: a lease of an earlier tenure (expired, the row granted anew since) accounts
-// for none of the current one's holds.
-class LiveHolds {
- public:
-  // This process's (a forked child counts its own: see per_process.hpp).
-  static LiveHolds& instance() {
-    static detail::PerProcess<LiveHolds> each;
-    return each.get();
-  }
-  void add(const std::string& id) {
-    std::lock_guard lock(mu_);
-    ++counts_[id];
-  }
-  // How many there are now.
-  int count(const std::string& id) {
-    std::lock_guard lock(mu_);
-    auto it = counts_.find(id);
-    return it == counts_.end() ? 0 : it->second;
-  }
-  // Forgets one.
-  void remove(const std::string& id) {
-    std::lock_guard lock(mu_);
-    auto it = counts_.find(id);
-    if (it == counts_.end()) return;
-    if (--it->second <= 0) counts_.erase(it);
-  }
-
- private:
-  std::mutex mu_;
-  std::map<std::string, int> counts_;
-};
-
-// A release as sent: what to send again when its fate is unknown.
-struct ReleaseRequest {
-  std::string key;
-  Owner owner;
-  std::int64_t fencing_token = 0;
-  std::string release_id;        // the same id on every attempt: see the release statement
-  std::int64_t min_hold_ms = 0;  // LockOptions::min_hold of the lease
-};
+using detail::LiveHolds;
+using detail::PendingReleases;
+using detail::ReleaseRequest;
 
 }  // namespace
 
@@ -280,66 +238,6 @@ struct UniqueKeyLock::Impl : std::enable_shared_from_this<UniqueKeyLock::Impl> {
   std::unique_ptr<detail::ReleaseListener> listener_;
   std::once_flag listening_once;
 };
-
-namespace {
-
-// Releases whose fate is unknown (the connection failed on the way and on the retry), kept per
-// process by holds_id, so that the owner's next acquire of the key through any UniqueKeyLock on
-// the same table sends them first. Every kept release stays until it is sent: an owner may have
-// several, one per tenure of the key (a lease of an earlier tenure released after the current
-// one), and only the one with the current tenure's token frees its row. Each is sent through the
-// lock that made it while that lock exists (it is not kept alive for this: its connection source
-// may be gone with it), else through the acquiring lock.
-class PendingReleases {
- public:
-  struct Entry {
-    std::weak_ptr<UniqueKeyLock::Impl> lock;
-    ReleaseRequest request;
-  };
-  // This process's (a forked child keeps its own: see per_process.hpp).
-  static PendingReleases& instance() {
-    static detail::PerProcess<PendingReleases> each;
-    return each.get();
-  }
-  // Keeps `entry`, or replaces the one kept with its release id (a resend that failed again).
-  void keep(const std::string& id, Entry entry) {
-    std::lock_guard lock(mu_);
-    auto& kept = entries_[id];
-    auto same = std::find_if(kept.begin(), kept.end(), [&](const Entry& e) {
-      return e.request.release_id == entry.request.release_id;
-    });
-    if (same != kept.end()) {
-      *same = std::move(entry);
-    } else {
-      kept.push_back(std::move(entry));
-      ++count_;
-    }
-  }
-  void forget(const std::string& id, const std::string& release_id) {
-    if (count_.load() == 0) return;  // the usual case: no map lookup on the hot path
-    std::lock_guard lock(mu_);
-    auto it = entries_.find(id);
-    if (it == entries_.end()) return;
-    count_ -= std::erase_if(it->second,
-                            [&](const Entry& e) { return e.request.release_id == release_id; });
-    if (it->second.empty()) entries_.erase(it);
-  }
-  // The releases kept for `id`, oldest first.
-  std::vector<Entry> find(const std::string& id) {
-    if (count_.load() == 0) return {};
-    std::lock_guard lock(mu_);
-    auto it = entries_.find(id);
-    if (it == entries_.end()) return {};
-    return it->second;
-  }
-
- private:
-  std::mutex mu_;
-  std::map<std::string, std::vector<Entry>> entries_;  // by holds_id
-  std::atomic<std::size_t> count_{0};  // how many entries_ holds in all, read without the mutex
-};
-
-}  // namespace
 
 bool UniqueKeyLock::Impl::hand_over(const ReleaseRequest& q, detail::ReleaseListener& listener) {
   // Another live lease of this owner here shares the row, so this release only drops a hold.
