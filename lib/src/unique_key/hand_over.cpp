@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: Apache-2.0
+// The hand-over: a lease's release that moves the key straight to a waiter asleep in the same
+// lock object (one statement, one commit, a new fencing token), so that no other owner can take
+// the key in between. The waiting side is release_listener.hpp; the mechanics are explained in
+// docs/internals/waiting.md. Thread-safety: see lock_impl.hpp.
+#include <optional>
+
+#include "boot_clock.hpp"
+#include "dblock/error.hpp"
+#include "lock_keys.hpp"
+#include "metadata.hpp"
+#include "unique_key/live_holds.hpp"
+#include "unique_key/lock_impl.hpp"
+
+namespace dblock {
+
+bool UniqueKeyLock::Impl::hand_over(const detail::ReleaseRequest& q,
+                                    detail::ReleaseListener& listener) {
+  // Another live lease of this owner here shares the row, so this release only drops a hold.
+  if (detail::LiveHolds::instance().count(live_id(q.key, q.owner, q.fencing_token)) > 0)
+    return false;
+  if (listener.asleep(q.key) == 0) return false;  // no one to hand it to
+  // The connection first: a claimed waiter sleeps until the statement's outcome, even past its
+  // own timeout, so no wait for the pool may come in between.
+  PooledConnection conn = source.acquire();
+  // Fair: the queued waiter here with the lowest place, and only if it heads the queue.
+  detail::ReleaseListener::Interest* waiter = listener.claim_offer(q.key, q.owner, options.fair);
+  if (waiter == nullptr) return false;
+  std::optional<detail::ReleaseListener::Grant> grant;
+  // The claimed waiter sleeps until resolved, on every path out of here. Not handed over (or its
+  // fate unknown), it goes on trying with its lease id, which recognises a hand-over the server
+  // applied.
+  struct Resolve {
+    detail::ReleaseListener& listener;
+    detail::ReleaseListener::Interest& waiter;
+    std::optional<detail::ReleaseListener::Grant>& grant;
+    ~Resolve() { listener.resolve(waiter, grant); }
+  } resolve{listener, *waiter, grant};
+  const detail::LeaseInfo& to = waiter->lease();
+  const detail::Arg args[] = {{"key", Value(q.key)},
+                              {"host", Value(q.owner.host)},
+                              {"process", Value(q.owner.process)},
+                              {"thread", Value(q.owner.thread)},
+                              {"token", Value(q.fencing_token)},
+                              {"to_lease_id", Value(to.lease_id)},
+                              {"to_host", Value(to.owner.host)},
+                              {"to_process", Value(to.owner.process)},
+                              {"to_thread", Value(to.owner.thread)},
+                              {"ttl_ms", Value(static_cast<std::int64_t>(to.ttl.count()))},
+                              {"metadata", detail::metadata_param(waiter->metadata())},
+                              {"to_waiter_id", Value(waiter->waiter_id())}};
+  const auto sent = detail::BootClock::now();  // the waiter's lease runs from here at the latest
+  std::optional<Result> r;
+  for (bool retried = false;; retried = true) {
+    try {
+      const detail::Statement& statement = statements[conn->server()].hand_over;
+      r = conn->execute(statement.sql(), statement.bind(args));
+      break;
+    } catch (const Error& e) {
+      // Contention: not now; the plain release decides. A lost connection: once more, and a
+      // hand-over the server applied is found carrying the waiter's lease id (the same token).
+      if (detail::is_write_contention(e.code())) return false;
+      if (e.code() != ErrorCode::kConnectionLost || retried) throw;
+      conn = source.acquire();
+    }
+  }
+  if (rows ? r->empty() : r->affected_rows() != 1) return false;
+  const std::int64_t token =
+      rows ? r->int64_at(0, "fencing_token") : static_cast<std::int64_t>(r->last_insert_id());
+  // Counted before the waiter wakes: another thread of the waiter's owner that re-enters and
+  // releases meanwhile must find this hold live (else release_rest would free the row).
+  detail::LiveHolds::instance().add(live_id(q.key, to.owner, token));
+  listener.holding(q.key);  // for the waiter's lease, before this release stops holding
+  grant = detail::ReleaseListener::Grant{token, sent};
+  return true;
+}
+
+}  // namespace dblock

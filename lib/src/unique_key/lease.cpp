@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: Apache-2.0
+// The unique-key lease and held(): purpose and thread-safety in lease.hpp.
+#include "unique_key/lease.hpp"
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <utility>
+
+#include "dblock/error.hpp"
+#include "lock_keys.hpp"
+#include "renewer.hpp"
+#include "unique_key/live_holds.hpp"
+
+namespace dblock::detail {
+
+namespace {
+
+class UniqueKeyLease final : public LeaseCore {
+ public:
+  // `handed_over`: the lease came from a hand-over, which told the listener of it (holding).
+  UniqueKeyLease(std::shared_ptr<UniqueKeyLock::Impl> impl, LeaseInfo info,
+                 std::function<void(const std::string&)> on_lost, bool handed_over,
+                 std::chrono::milliseconds min_hold)
+      : LeaseCore(std::move(info), std::move(on_lost)),
+        min_hold_ms_(min_hold.count()),
+        impl_(std::move(impl)),
+        listener_(impl_->own_listener()) {
+    if (listener_ && !handed_over) listener_->holding(this->info().key);
+  }
+
+ protected:
+  ReleaseOutcome do_release() override {
+    const auto& i = info();
+    // This lease is gone from here on, whatever the statement's fate.
+    LiveHolds::instance().remove(impl_->live_id(i.key, i.owner, i.fencing_token));
+    // Held here until the release is over: it hands the key over or wakes a waiter.
+    struct NotHolding {
+      ReleaseListener* listener;
+      const std::string& key;
+      ~NotHolding() {
+        if (listener) listener->not_holding(key);
+      }
+    } not_holding{listener_, i.key};
+    // A key kept taken for a least time (min_hold) goes to no waiter before then.
+    return impl_->release({i.key, i.owner, i.fencing_token, "r-" + random_lease_id(), min_hold_ms_},
+                          min_hold_ms_ == 0);
+  }
+
+  bool do_renew(std::chrono::milliseconds ttl) override {
+    const auto& i = info();
+    const Arg args[] = {{"ttl_ms", Value(static_cast<std::int64_t>(ttl.count()))},
+                        {"key", Value(i.key)},
+                        {"host", Value(i.owner.host)},
+                        {"process", Value(i.owner.process)},
+                        {"thread", Value(i.owner.thread)},
+                        {"token", Value(i.fencing_token)}};
+    // Renewing twice is harmless.
+    auto r = impl_->run(&UniqueKeyLock::Impl::Statements::renew, args, true, this);
+    if (!r) throw Error(ErrorCode::kLockWaitTimeout, "renew of '" + i.key + "' kept contending");
+    return r->affected_rows() == 1;
+  }
+
+ private:
+  std::int64_t min_hold_ms_;
+  std::shared_ptr<UniqueKeyLock::Impl> impl_;
+  ReleaseListener* listener_;  // told of this lease (holding); nullptr without notify
+};
+
+}  // namespace
+
+Lease held(const std::shared_ptr<UniqueKeyLock::Impl>& impl, LeaseInfo info,
+           const LockOptions& options, ReleaseListener::Grant grant, bool handed_over) {
+  info.fencing_token = grant.fencing_token;
+  // A hand-over counted the lease before it woke the waiter.
+  if (!handed_over)
+    LiveHolds::instance().add(impl->live_id(info.key, info.owner, info.fencing_token));
+  auto core = std::make_shared<UniqueKeyLease>(impl, std::move(info), options.on_lost, handed_over,
+                                               options.min_hold);
+  core->note_renewed(grant.sent, options.ttl);  // lost() counts the TTL from here
+  if (options.auto_renew) Renewer::instance().watch(core, grant.sent);
+  return Lease(std::move(core));
+}
+
+}  // namespace dblock::detail

@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: Apache-2.0
+// QueuePlace, a fair waiter's place in its key's queue: purpose and thread-safety in
+// queue_place.hpp.
+#include "unique_key/queue_place.hpp"
+
+#include "dblock/error.hpp"
+#include "lock_keys.hpp"
+
+namespace dblock::detail {
+
+QueuePlace::QueuePlace(UniqueKeyLock::Impl& impl, const LeaseInfo& info, Clock& clock)
+    : impl_(impl), info_(info), clock_(clock), id_("w-" + random_lease_id()) {}
+
+QueuePlace::~QueuePlace() {
+  if (!seq_ && !in_doubt_) return;
+  try {
+    const Arg args[] = {{"waiter_id", Value(id_)}, {"channel", Value(impl_.channel)}};
+    impl_.run(&UniqueKeyLock::Impl::Statements::leave, args, true);
+  } catch (const Error&) {
+    // The place expires by itself within waiter_ttl.
+  }
+}
+
+bool QueuePlace::fresh() const {
+  return seq_ && clock_.now() < refreshed_ + impl_.options.waiter_ttl / 3;
+}
+
+void QueuePlace::join() {
+  const auto sent = clock_.now();
+  const Arg args[] = {
+      {"key", Value(info_.key)},
+      {"waiter_id", Value(id_)},
+      {"host", Value(info_.owner.host)},
+      {"process", Value(info_.owner.process)},
+      {"thread", Value(info_.owner.thread)},
+      {"ttl_ms", Value(static_cast<std::int64_t>(impl_.options.waiter_ttl.count()))}};
+  auto r = taking([&] { return impl_.run(&UniqueKeyLock::Impl::Statements::enqueue, args, true); });
+  if (!r) return;  // contended: tried again at the next refresh
+  placed(impl_.rows ? r->int64_at(0, "seq") : static_cast<std::int64_t>(r->last_insert_id()), sent);
+}
+
+}  // namespace dblock::detail

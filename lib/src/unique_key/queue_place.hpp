@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: Apache-2.0
+// Fair waiting's queue place: a fair waiter's place in its key's queue (lock_waiters), from its
+// first refused try until it leaves (when this object ends: with the key, out of time, or by an
+// error). Registering again (a refresh, or a resend after a lost reply) sends the same waiter id,
+// so the waiter keeps one place. A statement that may have taken the place and got no answer (its
+// reply lost, say) leaves the place in doubt: this object then sends the leave all the same when
+// it ends. Explained in docs/locks/fair-waiting.md. Internal.
+//
+//   QueuePlace place(impl, info, clock);
+//   place.join();                        // refused: take a place, then refresh it in time
+//   if (!place.fresh()) place.join();
+//   // ~QueuePlace: leaves the queue
+//
+// Thread-safety: one waiter's, used by the acquiring thread only.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "clock.hpp"
+#include "lease_core.hpp"
+#include "unique_key/lock_impl.hpp"
+
+namespace dblock::detail {
+
+class QueuePlace {
+ public:
+  QueuePlace(UniqueKeyLock::Impl& impl, const LeaseInfo& info, Clock& clock);
+  // Leaves the queue, if this waiter has (or may have) a place; never throws.
+  ~QueuePlace();
+  QueuePlace(const QueuePlace&) = delete;
+  QueuePlace& operator=(const QueuePlace&) = delete;
+
+  const std::string& id() const noexcept { return id_; }
+  // The waiter got the key, and the acquire took its place away already (acquire_leaves_queue).
+  void left() noexcept { seq_.reset(); }
+  // Runs `send`, a statement that may take the place (join(), or an acquire that joins): if it
+  // throws, the server may have committed the place all the same.
+  template <class Send>
+  auto taking(Send&& send) {
+    in_doubt_ = true;
+    auto answer = send();
+    in_doubt_ = false;
+    return answer;
+  }
+  std::optional<std::int64_t> seq() const noexcept { return seq_; }
+  // Registered and not yet due for a refresh.
+  bool fresh() const;
+  // Registered at `seq` by a statement sent at `sent` (an acquire that joins the queue).
+  void placed(std::int64_t seq, Clock::time_point sent) {
+    seq_ = seq;
+    refreshed_ = sent;
+  }
+  // Registers, or refreshes the place.
+  void join();
+
+ private:
+  UniqueKeyLock::Impl& impl_;
+  const LeaseInfo& info_;
+  Clock& clock_;
+  std::string id_;
+  std::optional<std::int64_t> seq_;
+  bool in_doubt_ = false;  // a statement that may have taken the place got no answer
+  Clock::time_point refreshed_{};
+};
+
+}  // namespace dblock::detail

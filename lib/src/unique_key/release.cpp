@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: Apache-2.0
+// The unique-key lock's release path: a lease's release (or its hand-over to a waiter, in
+// hand_over.cpp), the release_rest that frees holds no live lease accounts for, and the releases
+// kept when their fate is unknown (pending_releases.hpp), sent again before the owner's next
+// acquire of the key. Thread-safety: see lock_impl.hpp.
+#include <memory>
+#include <string>
+
+#include "dblock/error.hpp"
+#include "unique_key/live_holds.hpp"
+#include "unique_key/lock_impl.hpp"
+#include "unique_key/pending_releases.hpp"
+
+namespace dblock {
+
+std::array<detail::Arg, 8> UniqueKeyLock::Impl::release_args(
+    const detail::ReleaseRequest& q) const {
+  return {{{"key", Value(q.key)},
+           {"host", Value(q.owner.host)},
+           {"process", Value(q.owner.process)},
+           {"thread", Value(q.owner.thread)},
+           {"token", Value(q.fencing_token)},
+           {"channel", Value(channel)},
+           {"release_id", Value(q.release_id)},
+           {"min_hold_ms", Value(q.min_hold_ms)}}};
+}
+
+ReleaseOutcome UniqueKeyLock::Impl::send_release(const detail::ReleaseRequest& q,
+                                                 std::string& head) {
+  // A retry after a lost connection sends the same release id, which the statement
+  // recognises as its own earlier attempt (see the release statement), so it is safe to repeat.
+  auto r = run(&Statements::release, release_args(q), true);
+  if (!r) {
+    throw Error(ErrorCode::kDeadlock,
+                "release of '" + q.key + "' kept meeting deadlocks; the lease ends by its TTL");
+  }
+  if (r->affected_rows() == 0) return ReleaseOutcome::kNotHeld;
+  std::int64_t remaining =
+      rows ? r->int64_at(0, "hold_count") : static_cast<std::int64_t>(r->last_insert_id());
+  if (rows && options.fair) head = r->at(0, "head").value_or("");
+  // Counted now, not when the release was first sent: a release kept after a lost connection
+  // may be sent again after the owner acquired the key anew (through any UniqueKeyLock on
+  // this table), and that live hold must not be freed by release_rest.
+  if (remaining > 0 &&
+      detail::LiveHolds::instance().count(live_id(q.key, q.owner, q.fencing_token)) == 0 &&
+      release_rest(q)) {
+    return ReleaseOutcome::kReleased;
+  }
+  return remaining == 0 ? ReleaseOutcome::kReleased : ReleaseOutcome::kDecremented;
+}
+
+bool UniqueKeyLock::Impl::release_rest(const detail::ReleaseRequest& q) {
+  // Idempotent: frees or not.
+  auto r = run(&Statements::release_rest, release_args(q), true);
+  return r && r->affected_rows() == 1;
+}
+
+ReleaseOutcome UniqueKeyLock::Impl::release(const detail::ReleaseRequest& q, bool may_hand_over) {
+  const std::string id = holds_id(q.key, q.owner);
+  // Waiters in this process are handed the key, or woken as soon as the release is committed.
+  detail::ReleaseListener* listener = own_listener();
+  bool announced = false;  // releasing() was called
+  try {
+    if (may_hand_over && listener && hand_over(q, *listener)) return ReleaseOutcome::kReleased;
+    if (listener) {
+      listener->releasing(q.key);
+      announced = true;
+    }
+    std::string head;
+    ReleaseOutcome outcome = send_release(q, head);
+    detail::PendingReleases::instance().forget(id, q.release_id);
+    if (listener) listener->released(q.key, outcome == ReleaseOutcome::kReleased, head);
+    return outcome;
+  } catch (const Error& e) {
+    if (announced) listener->released(q.key, false, "");
+    if (e.code() == ErrorCode::kConnectionLost || e.code() == ErrorCode::kConnectFailed) {
+      detail::PendingReleases::instance().keep(id, {shared_from_this(), q});
+    }
+    throw;
+  }
+}
+
+void UniqueKeyLock::Impl::finish_pending_release(const std::string& key, const Owner& owner) {
+  for (const auto& entry : detail::PendingReleases::instance().find(holds_id(key, owner))) {
+    const std::shared_ptr<Impl> sender = entry.lock.lock();
+    (sender ? *sender : *this).release(entry.request);
+  }
+}
+
+}  // namespace dblock

@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: Apache-2.0
+// The unique-key lock's statements: rendered for each server of the lock's dialect when the lock
+// object is built (the SQL itself is in lib/src/sql/), and run with the lock's retries for
+// contention and a lost connection. Thread-safety: see lock_impl.hpp.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dblock/error.hpp"
+#include "lock_keys.hpp"
+#include "sql/server_sql.hpp"
+#include "unique_key/lock_impl.hpp"
+
+namespace dblock {
+
+namespace {
+
+// The unique-key SQL of `dialect`, for what is alike on its servers (MySQL stands for MariaDB).
+const detail::UniqueKeySql& dialect_sql(Dialect dialect) {
+  return detail::server_sql(dialect == Dialect::kPostgreSQL ? Server::kPostgreSQL : Server::kMySQL)
+      .unique_key;
+}
+
+}  // namespace
+
+UniqueKeyLock::Impl::Impl(ConnectionSource& src, UniqueKeyLockOptions opts)
+    : source(src),
+      options(std::move(opts)),
+      dialect(src.dialect()),
+      statements(dialect,
+                 [&](const detail::ServerSql& server) {
+                   const detail::UniqueKeySql& sql = server.unique_key;
+                   const bool relaxed = options.relaxed_durability;
+                   const bool fair = options.fair;  // else lock_waiters is never read
+                   const TableNames& tables = options.tables;
+                   return Statements{
+                       detail::Statement(sql.acquire, dialect, tables, relaxed, fair),
+                       detail::Statement(sql.release, dialect, tables, relaxed, fair),
+                       detail::Statement(sql.release_rest, dialect, tables, relaxed, fair),
+                       detail::Statement(sql.hand_over, dialect, tables, relaxed, fair),
+                       detail::Statement(sql.renew, dialect, tables, relaxed),
+                       detail::Statement(sql.claim, dialect, tables),
+                       detail::Statement(sql.fair_check, dialect, tables),
+                       detail::Statement(sql.enqueue, dialect, tables),
+                       detail::Statement(sql.leave, dialect, tables)};
+                 }),
+      holds_scope(std::string(to_string(dialect)) + '\n' +
+                  options.tables.qualified(dialect, "locks") + '\n'),
+      rows(dialect_sql(dialect).results_in_rows),
+      leaves_queue(dialect_sql(dialect).acquire_leaves_queue),
+      joins_queue(dialect_sql(dialect).acquire_joins_queue),
+      channel(options.tables.name("locks")) {
+  if (options.fair && (options.waiter_ttl < std::chrono::milliseconds(300) ||
+                       options.waiter_ttl > std::chrono::hours(1))) {
+    throw Error(ErrorCode::kInvalidArgument, "waiter_ttl must be from 300 ms to 1 hour; got " +
+                                                 std::to_string(options.waiter_ttl.count()) +
+                                                 " ms");
+  }
+  if (options.notify) {
+    listener_ =
+        std::make_unique<detail::ReleaseListener>(source, channel, dialect == Dialect::kPostgreSQL);
+  }
+}
+
+UniqueKeyLock::Impl::~Impl() {
+  // A forked child's copy of the listener is left as it is (see release_listener.hpp).
+  if (listener_ && listener_->made_elsewhere()) (void)listener_.release();
+}
+
+std::optional<Result> UniqueKeyLock::Impl::run(detail::Statement Statements::*which,
+                                               std::span<const detail::Arg> args, bool idempotent,
+                                               detail::LeaseCore* renewing) {
+  bool retried_lost = false;
+  for (int attempt = 0;; ++attempt) {
+    if (renewing != nullptr && renewing->released()) {
+      throw Error(ErrorCode::kConnectionLost, "the lease was released during its renewal");
+    }
+    try {
+      PooledConnection conn = source.acquire();
+      const detail::Statement& statement = statements[conn->server()].*which;
+      if (statement.empty()) return Result();
+      const std::vector<Value> params = statement.bind(args);
+      if (renewing != nullptr) {
+        // Declared after conn, so the socket is withdrawn before the connection goes back.
+        detail::LeaseCore::RenewingOn published(*renewing, conn->native_socket());
+        return conn->execute(statement.sql(), params);
+      }
+      return conn->execute(statement.sql(), params);
+    } catch (const Error& e) {
+      if (detail::is_write_contention(e.code())) {
+        if (attempt >= options.contention_retries) return std::nullopt;
+        detail::pause_after_contention(attempt);
+        continue;
+      }
+      if (e.code() == ErrorCode::kConnectionLost && idempotent && !retried_lost) {
+        retried_lost = true;
+        continue;
+      }
+      throw;
+    }
+  }
+}
+
+std::optional<std::int64_t> UniqueKeyLock::Impl::token_from(const Result& r) const {
+  if (rows) {
+    if (r.empty()) return std::nullopt;
+    return r.int64_at(0, "fencing_token");
+  }
+  if (r.last_insert_id() == 0) return std::nullopt;
+  return static_cast<std::int64_t>(r.last_insert_id());
+}
+
+}  // namespace dblock
