@@ -8,11 +8,11 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <functional>
 #include <string>
 #include <vector>
 
 #include "dblock/error.hpp"
+#include "scripted_connection.hpp"
 #include "sha256.hpp"
 
 namespace dblock {
@@ -20,49 +20,6 @@ namespace {
 
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
-
-class ScriptedConnection final : public Connection {
- public:
-  struct Sent {
-    std::string sql;
-    std::vector<Value> params;
-  };
-
-  explicit ScriptedConnection(Server server) : server_(server) {}
-  Dialect dialect() const noexcept override { return dialect_of(server_); }
-  Server server() const noexcept override { return server_; }
-  Result execute(std::string_view sql, std::span<const Value> params) override {
-    sent.push_back({std::string(sql), {params.begin(), params.end()}});
-    return answer(sent.back().sql);
-  }
-  void begin() override {}
-  void commit() override {}
-  void rollback() noexcept override {}
-  bool in_transaction() const noexcept override { return false; }
-  bool broken() const noexcept override { return false; }
-  std::string describe() const override { return "scripted"; }
-
-  // The statements sent that contain `fragment`.
-  std::vector<Sent> sent_with(std::string_view fragment) const {
-    std::vector<Sent> out;
-    for (const Sent& s : sent) {
-      if (s.sql.find(fragment) != std::string::npos) out.push_back(s);
-    }
-    return out;
-  }
-
-  // Answers every statement; by default: not a Galera node, the lock busy.
-  std::function<Result(const std::string&)> answer = [](const std::string& sql) {
-    if (sql.find("wsrep") != std::string::npos) return Result({"v"}, {{"OFF"}}, 1);
-    return Result({"fencing_token"}, {{std::nullopt}}, 1);
-  };
-  std::vector<Sent> sent;
-
- private:
-  Server server_;
-};
-
-Result token(std::string text) { return Result({"fencing_token"}, {{std::move(text)}}, 1); }
 
 std::string text_of(const Value& v) { return v.to_text().value_or("NULL"); }
 
