@@ -217,8 +217,9 @@ class Permit final : public detail::LeaseCore {
       return conn.execute(st.release.sql(), st.release.bind(a)).affected_rows();
     });
     if (!matched) {
-      throw Error(ErrorCode::kDeadlock, "release of a permit of '" + info().key +
-                                            "' kept meeting deadlocks; it ends by its TTL");
+      // As a renewal that kept contending: no transaction of the caller's was rolled back.
+      throw Error(ErrorCode::kLockWaitTimeout, "release of a permit of '" + info().key +
+                                                   "' kept contending; it ends by its TTL");
     }
     return *matched == 1 ? ReleaseOutcome::kReleased : ReleaseOutcome::kNotHeld;
   }

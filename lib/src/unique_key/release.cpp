@@ -31,8 +31,9 @@ ReleaseOutcome UniqueKeyLock::Impl::send_release(const detail::ReleaseRequest& q
   // recognises as its own earlier attempt (see the release statement), so it is safe to repeat.
   auto r = run(&Statements::release, release_args(q), true);
   if (!r) {
-    throw Error(ErrorCode::kDeadlock,
-                "release of '" + q.key + "' kept meeting deadlocks; the lease ends by its TTL");
+    // As a renewal that kept contending: no transaction of the caller's was rolled back.
+    throw Error(ErrorCode::kLockWaitTimeout,
+                "release of '" + q.key + "' kept contending; the lease ends by its TTL");
   }
   if (r->affected_rows() == 0) return ReleaseOutcome::kNotHeld;
   std::int64_t remaining =
