@@ -10,12 +10,12 @@
 #include "lock_keys.hpp"
 #include "metadata.hpp"
 #include "random.hpp"
-#include "renewer.hpp"
 #include "retry_until.hpp"
 #include "semaphore/permits.hpp"
 #include "sql/by_server.hpp"
 #include "sql/server_sql.hpp"
 #include "sql/statement.hpp"
+#include "ttl_lease.hpp"
 
 namespace dblock {
 
@@ -57,54 +57,26 @@ struct Semaphore::Impl {
               detail::Statement(sql.renew, d, t),        detail::Statement(sql.live_in, d, t)};
         }) {}
 
-  // Runs `fn(conn, statements)` on a pooled connection. Contention (deadlock, serialization
-  // failure) is retried a few times, after a short random pause, and then reported as nullopt; a
-  // lost connection is retried once (every statement here is safe to send again: see SemaphoreSql).
+  // Runs `fn(conn, statements)` with run_pooled's retries (ttl_lease.hpp): nullopt when it kept
+  // contending. Every statement here is safe to send again (see SemaphoreSql).
   template <class Fn>
-  auto run(Fn&& fn, detail::LeaseCore* renewing = nullptr)
-      -> std::optional<decltype(fn(std::declval<Connection&>(), std::declval<Statements&>()))> {
-    bool retried_lost = false;
-    for (int attempt = 0;; ++attempt) {
-      if (renewing != nullptr && renewing->released()) {
-        throw Error(ErrorCode::kConnectionLost, "the permit was released during its renewal");
-      }
-      try {
-        PooledConnection conn = source.acquire();
-        const Statements& st = statements[conn->server()];
-        if (renewing != nullptr) {
-          detail::LeaseCore::RenewingOn published(*renewing, conn->native_socket());
-          return fn(*conn, st);
-        }
-        return fn(*conn, st);
-      } catch (const Error& e) {
-        if (detail::is_write_contention(e.code())) {
-          if (attempt >= options.contention_retries) return std::nullopt;
-          detail::pause_after_contention(attempt);
-          continue;
-        }
-        if (e.code() == ErrorCode::kConnectionLost && !retried_lost) {
-          retried_lost = true;
-          continue;
-        }
-        throw;
-      }
-    }
+  auto run(Fn&& fn, detail::LeaseCore* renewing = nullptr) {
+    return detail::run_pooled(
+        source, options.contention_retries, true, renewing,
+        [&](Connection& conn) { return fn(conn, statements[conn.server()]); });
   }
 
   // One attempt at a permit for `info` (key, lease id, owner).
   std::optional<Attempt> take(const detail::LeaseInfo& info, const LockOptions& lock) {
-    const std::vector<detail::Arg> base = {
-        {"key", Value(info.key)},
-        {"permits", Value(static_cast<std::int64_t>(permits))},
-        {"lease_id", Value(info.lease_id)},
-        {"host", Value(info.owner.host)},
-        {"process", Value(info.owner.process)},
-        {"thread", Value(info.owner.thread)},
-        {"ttl_ms", Value(static_cast<std::int64_t>(lock.ttl.count()))},
-        {"metadata", detail::metadata_param(lock.metadata)},
-        {"first", Value(static_cast<std::int64_t>(slots.first))},
-        {"last", Value(static_cast<std::int64_t>(slots.last))},
-        {"blocked_by", Value(static_cast<std::int64_t>(slots.blocked_by))}};
+    const std::vector<detail::Arg> base = detail::owner_args(
+        info.owner, {{"key", Value(info.key)},
+                     {"permits", Value(static_cast<std::int64_t>(permits))},
+                     {"lease_id", Value(info.lease_id)},
+                     {"ttl_ms", Value(static_cast<std::int64_t>(lock.ttl.count()))},
+                     {"metadata", detail::metadata_param(lock.metadata)},
+                     {"first", Value(static_cast<std::int64_t>(slots.first))},
+                     {"last", Value(static_cast<std::int64_t>(slots.last))},
+                     {"blocked_by", Value(static_cast<std::int64_t>(slots.blocked_by))}});
     return run([&](Connection& conn, const Statements& st) {
       Attempt out;
       if (!st.acquire.empty()) {  // the server picks the slot (PostgreSQL)
@@ -143,8 +115,8 @@ struct Semaphore::Impl {
                                            0, free.size() - 1)(detail::jitter_generator())];
       std::vector<detail::Arg> args = base;
       args.push_back({"slot", Value(slot)});
-      const Result a = conn.execute(st.acquire_slot.sql(), st.acquire_slot.bind(args));
-      if (a.last_insert_id() != 0) out.token = static_cast<std::int64_t>(a.last_insert_id());
+      out.token = detail::returned_id(
+          conn.execute(st.acquire_slot.sql(), st.acquire_slot.bind(args)), false, "");
       return out;
     });
   }
@@ -158,10 +130,8 @@ struct Semaphore::Impl {
       conn.execute(s.sql(), s.bind(args));
       return true;
     });
-    if (!done) {
-      throw Error(ErrorCode::kLockWaitTimeout,
-                  "storing the limit of semaphore '" + key + "' kept contending; try again");
-    }
+    if (!done)
+      throw detail::kept_contending("storing the limit of semaphore '" + key + "'", "try again");
   }
 
   // Live permits of `key` in slots `first` to `last`.
@@ -172,10 +142,7 @@ struct Semaphore::Impl {
     auto n = run([&](Connection& conn, const Statements& st) {
       return conn.execute(st.live_in.sql(), st.live_in.bind(args)).int64_at(0, "n");
     });
-    if (!n) {
-      throw Error(ErrorCode::kLockWaitTimeout,
-                  "counting the holders of '" + key + "' kept contending; try again");
-    }
+    if (!n) throw detail::kept_contending("counting the holders of '" + key + "'", "try again");
     return *n;
   }
 
@@ -199,13 +166,10 @@ class Permit final : public detail::LeaseCore {
  protected:
   std::vector<detail::Arg> args() const {
     const auto& i = info();
-    return {{"key", Value(i.key)},
-            {"slot", Value(i.fencing_token % kSlots)},
-            {"token", Value(i.fencing_token)},
-            {"lease_id", Value(i.lease_id)},
-            {"host", Value(i.owner.host)},
-            {"process", Value(i.owner.process)},
-            {"thread", Value(i.owner.thread)}};
+    return detail::owner_args(i.owner, {{"key", Value(i.key)},
+                                        {"slot", Value(i.fencing_token % kSlots)},
+                                        {"token", Value(i.fencing_token)},
+                                        {"lease_id", Value(i.lease_id)}});
   }
 
   ReleaseOutcome do_release() override {
@@ -217,9 +181,8 @@ class Permit final : public detail::LeaseCore {
       return conn.execute(st.release.sql(), st.release.bind(a)).affected_rows();
     });
     if (!matched) {
-      // As a renewal that kept contending: no transaction of the caller's was rolled back.
-      throw Error(ErrorCode::kLockWaitTimeout, "release of a permit of '" + info().key +
-                                                   "' kept contending; it ends by its TTL");
+      throw detail::kept_contending("release of a permit of '" + info().key + "'",
+                                    "the permit ends by its TTL");
     }
     return *matched == 1 ? ReleaseOutcome::kReleased : ReleaseOutcome::kNotHeld;
   }
@@ -232,10 +195,9 @@ class Permit final : public detail::LeaseCore {
           return conn.execute(st.renew.sql(), st.renew.bind(a)).affected_rows();
         },
         this);
-    if (!matched) {
-      throw Error(ErrorCode::kLockWaitTimeout,
-                  "renewal of a permit of '" + info().key + "' kept contending");
-    }
+    if (!matched)
+      throw detail::kept_contending("renewal of a permit of '" + info().key + "'",
+                                    "the permit ends by its TTL unless a renewal gets through");
     return *matched == 1;
   }
 
@@ -288,24 +250,13 @@ std::optional<Lease> attempt(const std::shared_ptr<Semaphore::Impl>& impl, detai
     }
     if (a->token) {
       info.fencing_token = *a->token;
-      auto core =
-          std::make_shared<Permit>(impl, std::move(info), options.on_lost, options.min_hold);
-      core->note_renewed(sent, options.ttl);  // lost() counts the TTL from here
-      if (options.auto_renew) detail::Renewer::instance().watch(core, sent);
-      return Lease(std::move(core));
+      return detail::start_lease(
+          std::make_shared<Permit>(impl, std::move(info), options.on_lost, options.min_hold), sent,
+          options);
     }
     // Every permit held, or the slots picked were taken by concurrent acquirers that many times.
     if (a->free == 0 || race >= impl->options.contention_retries) return std::nullopt;
   }
-}
-
-detail::LeaseInfo new_permit(std::string_view key, const LockOptions& options) {
-  validate_lock_key(key);
-  detail::validate_ttl(options.ttl, "the permit TTL");
-  detail::validate_metadata(options.metadata);
-  detail::validate_min_hold(options.min_hold);
-  return {std::string(key), 0, detail::random_lease_id(),
-          options.owner ? *options.owner : Owner::current_thread(), options.ttl};
 }
 
 void check_permits(int n, int most, std::string_view what) {
@@ -327,7 +278,7 @@ std::shared_ptr<Semaphore::Impl> make_permits(ConnectionSource& source, PermitSl
 
 std::optional<Lease> take_permit(const std::shared_ptr<Semaphore::Impl>& impl, std::string_view key,
                                  milliseconds timeout, const LockOptions& options) {
-  const detail::LeaseInfo info = new_permit(key, options);
+  const detail::LeaseInfo info = detail::new_ttl_lease(key, options, "the permit TTL");
   const bool forever = detail::is_forever_wait(timeout);
   if (timeout == milliseconds(0)) return attempt(impl, info, options);
   Backoff backoff(impl->options.backoff);

@@ -4,11 +4,13 @@
 // the key in between. The waiting side is release_listener.hpp; the mechanics are explained in
 // docs/internals/waiting.md. Thread-safety: see lock_impl.hpp.
 #include <optional>
+#include <vector>
 
 #include "boot_clock.hpp"
 #include "dblock/error.hpp"
 #include "lock_keys.hpp"
 #include "metadata.hpp"
+#include "ttl_lease.hpp"
 #include "unique_key/live_holds.hpp"
 #include "unique_key/lock_impl.hpp"
 
@@ -37,18 +39,16 @@ bool UniqueKeyLock::Impl::hand_over(const detail::ReleaseRequest& q,
     ~Resolve() { listener.resolve(waiter, grant); }
   } resolve{listener, *waiter, grant};
   const detail::LeaseInfo& to = waiter->lease();
-  const detail::Arg args[] = {{"key", Value(q.key)},
-                              {"host", Value(q.owner.host)},
-                              {"process", Value(q.owner.process)},
-                              {"thread", Value(q.owner.thread)},
-                              {"token", Value(q.fencing_token)},
-                              {"to_lease_id", Value(to.lease_id)},
-                              {"to_host", Value(to.owner.host)},
-                              {"to_process", Value(to.owner.process)},
-                              {"to_thread", Value(to.owner.thread)},
-                              {"ttl_ms", Value(static_cast<std::int64_t>(to.ttl.count()))},
-                              {"metadata", detail::metadata_param(waiter->metadata())},
-                              {"to_waiter_id", Value(waiter->waiter_id())}};
+  const std::vector<detail::Arg> args =
+      detail::owner_args(q.owner, {{"key", Value(q.key)},
+                                   {"token", Value(q.fencing_token)},
+                                   {"to_lease_id", Value(to.lease_id)},
+                                   {"to_host", Value(to.owner.host)},
+                                   {"to_process", Value(to.owner.process)},
+                                   {"to_thread", Value(to.owner.thread)},
+                                   {"ttl_ms", Value(static_cast<std::int64_t>(to.ttl.count()))},
+                                   {"metadata", detail::metadata_param(waiter->metadata())},
+                                   {"to_waiter_id", Value(waiter->waiter_id())}});
   const auto sent = detail::BootClock::now();  // the waiter's lease runs from here at the latest
   std::optional<Result> r;
   for (bool retried = false;; retried = true) {
@@ -64,14 +64,14 @@ bool UniqueKeyLock::Impl::hand_over(const detail::ReleaseRequest& q,
       conn = source.acquire();
     }
   }
-  if (rows ? r->empty() : r->affected_rows() != 1) return false;
-  const std::int64_t token =
-      rows ? r->int64_at(0, "fencing_token") : static_cast<std::int64_t>(r->last_insert_id());
+  if (!rows && r->affected_rows() != 1) return false;
+  const std::optional<std::int64_t> token = detail::returned_id(*r, rows, "fencing_token");
+  if (!token) return false;
   // Counted before the waiter wakes: another thread of the waiter's owner that re-enters and
   // releases meanwhile must find this hold live (else release_rest would free the row).
-  detail::LiveHolds::instance().add(live_id(q.key, to.owner, token));
+  detail::LiveHolds::instance().add(live_id(q.key, to.owner, *token));
   listener.holding(q.key);  // for the waiter's lease, before this release stops holding
-  grant = detail::ReleaseListener::Grant{token, sent};
+  grant = detail::ReleaseListener::Grant{*token, sent};
   return true;
 }
 

@@ -6,10 +6,10 @@
 #include <functional>
 #include <string>
 #include <utility>
+#include <vector>
 
-#include "dblock/error.hpp"
 #include "lock_keys.hpp"
-#include "renewer.hpp"
+#include "ttl_lease.hpp"
 #include "unique_key/live_holds.hpp"
 
 namespace dblock::detail {
@@ -49,15 +49,15 @@ class UniqueKeyLease final : public LeaseCore {
 
   bool do_renew(std::chrono::milliseconds ttl) override {
     const auto& i = info();
-    const Arg args[] = {{"ttl_ms", Value(static_cast<std::int64_t>(ttl.count()))},
-                        {"key", Value(i.key)},
-                        {"host", Value(i.owner.host)},
-                        {"process", Value(i.owner.process)},
-                        {"thread", Value(i.owner.thread)},
-                        {"token", Value(i.fencing_token)}};
+    const std::vector<Arg> args =
+        owner_args(i.owner, {{"ttl_ms", Value(static_cast<std::int64_t>(ttl.count()))},
+                             {"key", Value(i.key)},
+                             {"token", Value(i.fencing_token)}});
     // Renewing twice is harmless.
     auto r = impl_->run(&UniqueKeyLock::Impl::Statements::renew, args, true, this);
-    if (!r) throw Error(ErrorCode::kLockWaitTimeout, "renew of '" + i.key + "' kept contending");
+    if (!r)
+      throw kept_contending("renew of '" + i.key + "'",
+                            "the lease ends by its TTL unless a renewal gets through");
     return r->affected_rows() == 1;
   }
 
@@ -75,11 +75,9 @@ Lease held(const std::shared_ptr<UniqueKeyLock::Impl>& impl, LeaseInfo info,
   // A hand-over counted the lease before it woke the waiter.
   if (!handed_over)
     LiveHolds::instance().add(impl->live_id(info.key, info.owner, info.fencing_token));
-  auto core = std::make_shared<UniqueKeyLease>(impl, std::move(info), options.on_lost, handed_over,
-                                               options.min_hold);
-  core->note_renewed(grant.sent, options.ttl);  // lost() counts the TTL from here
-  if (options.auto_renew) Renewer::instance().watch(core, grant.sent);
-  return Lease(std::move(core));
+  return start_lease(std::make_shared<UniqueKeyLease>(impl, std::move(info), options.on_lost,
+                                                      handed_over, options.min_hold),
+                     grant.sent, options);
 }
 
 }  // namespace dblock::detail

@@ -10,13 +10,13 @@
 // the listener once, whichever thread asks first.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "dblock/unique_key_lock.hpp"
 #include "lease_core.hpp"
@@ -40,17 +40,12 @@ struct UniqueKeyLock::Impl : std::enable_shared_from_this<UniqueKeyLock::Impl> {
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
 
-  // Runs one lock statement. Contention (deadlock, serialization failure) is retried a few
-  // times and then reported as nullopt; a lost connection is retried once when `idempotent`.
-  // A renewal passes its lease (`renewing`): its connection's socket is published for a release
-  // to cut (LeaseCore::RenewingOn), and nothing is retried once the lease is released.
-  // `which` is the statement, bound from `args`, for the server of the connection it runs on; an
-  // empty statement (a step that server does not have) is not sent and gives an empty result.
+  // Runs one lock statement with run_pooled's retries (ttl_lease.hpp): nullopt when it kept
+  // contending. `which` is the statement, bound from `args`, for the server of the connection it
+  // runs on; an empty statement (a step that server does not have) is not sent and gives an empty
+  // result.
   std::optional<Result> run(detail::Statement Statements::*which, std::span<const detail::Arg> args,
                             bool idempotent, detail::LeaseCore* renewing = nullptr);
-
-  // The fencing token when acquired, nullopt when held by another owner.
-  std::optional<std::int64_t> token_from(const Result& r) const;
 
   // Wakes and hands over to this lock object's waiters (nullptr without notify). On PostgreSQL
   // its thread listens for releases made elsewhere from the first blocking acquire on.
@@ -79,7 +74,7 @@ struct UniqueKeyLock::Impl : std::enable_shared_from_this<UniqueKeyLock::Impl> {
   }
 
   // The arguments of the release and release_rest statements.
-  std::array<detail::Arg, 8> release_args(const detail::ReleaseRequest& q) const;
+  std::vector<detail::Arg> release_args(const detail::ReleaseRequest& q) const;
   // `head`: the fair queue's head the release reported, when it freed the key.
   ReleaseOutcome send_release(const detail::ReleaseRequest& q, std::string& head);
   // Frees the holds left behind by acquires whose reply was lost (release_rest). True

@@ -3,8 +3,11 @@
 // queue_place.hpp.
 #include "unique_key/queue_place.hpp"
 
+#include <vector>
+
 #include "dblock/error.hpp"
 #include "lock_keys.hpp"
+#include "ttl_lease.hpp"
 
 namespace dblock::detail {
 
@@ -27,16 +30,14 @@ bool QueuePlace::fresh() const {
 
 void QueuePlace::join() {
   const auto sent = clock_.now();
-  const Arg args[] = {
-      {"key", Value(info_.key)},
-      {"waiter_id", Value(id_)},
-      {"host", Value(info_.owner.host)},
-      {"process", Value(info_.owner.process)},
-      {"thread", Value(info_.owner.thread)},
-      {"ttl_ms", Value(static_cast<std::int64_t>(impl_.options.waiter_ttl.count()))}};
+  const std::vector<Arg> args =
+      owner_args(info_.owner,
+                 {{"key", Value(info_.key)},
+                  {"waiter_id", Value(id_)},
+                  {"ttl_ms", Value(static_cast<std::int64_t>(impl_.options.waiter_ttl.count()))}});
   auto r = taking([&] { return impl_.run(&UniqueKeyLock::Impl::Statements::enqueue, args, true); });
   if (!r) return;  // contended: tried again at the next refresh
-  placed(impl_.rows ? r->int64_at(0, "seq") : static_cast<std::int64_t>(r->last_insert_id()), sent);
+  if (auto seq = returned_id(*r, impl_.rows, "seq")) placed(*seq, sent);
 }
 
 }  // namespace dblock::detail

@@ -5,24 +5,22 @@
 // acquire of the key. Thread-safety: see lock_impl.hpp.
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "dblock/error.hpp"
+#include "ttl_lease.hpp"
 #include "unique_key/live_holds.hpp"
 #include "unique_key/lock_impl.hpp"
 #include "unique_key/pending_releases.hpp"
 
 namespace dblock {
 
-std::array<detail::Arg, 8> UniqueKeyLock::Impl::release_args(
-    const detail::ReleaseRequest& q) const {
-  return {{{"key", Value(q.key)},
-           {"host", Value(q.owner.host)},
-           {"process", Value(q.owner.process)},
-           {"thread", Value(q.owner.thread)},
-           {"token", Value(q.fencing_token)},
-           {"channel", Value(channel)},
-           {"release_id", Value(q.release_id)},
-           {"min_hold_ms", Value(q.min_hold_ms)}}};
+std::vector<detail::Arg> UniqueKeyLock::Impl::release_args(const detail::ReleaseRequest& q) const {
+  return detail::owner_args(q.owner, {{"key", Value(q.key)},
+                                      {"token", Value(q.fencing_token)},
+                                      {"channel", Value(channel)},
+                                      {"release_id", Value(q.release_id)},
+                                      {"min_hold_ms", Value(q.min_hold_ms)}});
 }
 
 ReleaseOutcome UniqueKeyLock::Impl::send_release(const detail::ReleaseRequest& q,
@@ -30,14 +28,9 @@ ReleaseOutcome UniqueKeyLock::Impl::send_release(const detail::ReleaseRequest& q
   // A retry after a lost connection sends the same release id, which the statement
   // recognises as its own earlier attempt (see the release statement), so it is safe to repeat.
   auto r = run(&Statements::release, release_args(q), true);
-  if (!r) {
-    // As a renewal that kept contending: no transaction of the caller's was rolled back.
-    throw Error(ErrorCode::kLockWaitTimeout,
-                "release of '" + q.key + "' kept contending; the lease ends by its TTL");
-  }
+  if (!r) throw detail::kept_contending("release of '" + q.key + "'", "the lease ends by its TTL");
   if (r->affected_rows() == 0) return ReleaseOutcome::kNotHeld;
-  std::int64_t remaining =
-      rows ? r->int64_at(0, "hold_count") : static_cast<std::int64_t>(r->last_insert_id());
+  const std::int64_t remaining = detail::returned_id(*r, rows, "hold_count").value_or(0);
   if (rows && options.fair) head = r->at(0, "head").value_or("");
   // Counted now, not when the release was first sent: a release kept after a lost connection
   // may be sent again after the owner acquired the key anew (through any UniqueKeyLock on

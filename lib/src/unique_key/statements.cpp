@@ -4,11 +4,10 @@
 // contention and a lost connection. Thread-safety: see lock_impl.hpp.
 #include <string>
 #include <utility>
-#include <vector>
 
 #include "dblock/error.hpp"
-#include "lock_keys.hpp"
 #include "sql/server_sql.hpp"
+#include "ttl_lease.hpp"
 #include "unique_key/lock_impl.hpp"
 
 namespace dblock {
@@ -70,44 +69,12 @@ UniqueKeyLock::Impl::~Impl() {
 std::optional<Result> UniqueKeyLock::Impl::run(detail::Statement Statements::*which,
                                                std::span<const detail::Arg> args, bool idempotent,
                                                detail::LeaseCore* renewing) {
-  bool retried_lost = false;
-  for (int attempt = 0;; ++attempt) {
-    if (renewing != nullptr && renewing->released()) {
-      throw Error(ErrorCode::kConnectionLost, "the lease was released during its renewal");
-    }
-    try {
-      PooledConnection conn = source.acquire();
-      const detail::Statement& statement = statements[conn->server()].*which;
-      if (statement.empty()) return Result();
-      const std::vector<Value> params = statement.bind(args);
-      if (renewing != nullptr) {
-        // Declared after conn, so the socket is withdrawn before the connection goes back.
-        detail::LeaseCore::RenewingOn published(*renewing, conn->native_socket());
-        return conn->execute(statement.sql(), params);
-      }
-      return conn->execute(statement.sql(), params);
-    } catch (const Error& e) {
-      if (detail::is_write_contention(e.code())) {
-        if (attempt >= options.contention_retries) return std::nullopt;
-        detail::pause_after_contention(attempt);
-        continue;
-      }
-      if (e.code() == ErrorCode::kConnectionLost && idempotent && !retried_lost) {
-        retried_lost = true;
-        continue;
-      }
-      throw;
-    }
-  }
-}
-
-std::optional<std::int64_t> UniqueKeyLock::Impl::token_from(const Result& r) const {
-  if (rows) {
-    if (r.empty()) return std::nullopt;
-    return r.int64_at(0, "fencing_token");
-  }
-  if (r.last_insert_id() == 0) return std::nullopt;
-  return static_cast<std::int64_t>(r.last_insert_id());
+  return detail::run_pooled(source, options.contention_retries, idempotent, renewing,
+                            [&](Connection& conn) {
+                              const detail::Statement& statement = statements[conn.server()].*which;
+                              if (statement.empty()) return Result();
+                              return conn.execute(statement.sql(), statement.bind(args));
+                            });
 }
 
 }  // namespace dblock

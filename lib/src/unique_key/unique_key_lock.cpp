@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "boot_clock.hpp"
 #include "dblock/error.hpp"
@@ -18,6 +19,7 @@
 #include "lock_keys.hpp"
 #include "metadata.hpp"
 #include "retry_until.hpp"
+#include "ttl_lease.hpp"
 #include "unique_key/lease.hpp"
 #include "unique_key/lock_impl.hpp"
 #include "unique_key/queue_place.hpp"
@@ -43,16 +45,14 @@ std::optional<Lease> attempt(const std::shared_ptr<UniqueKeyLock::Impl>& impl,
   impl->finish_pending_release(info.key, info.owner);
   const bool named = seq || joined != nullptr;  // the statement knows the waiter's id
   const std::int64_t place_ttl_ms = impl->options.waiter_ttl.count();
-  const detail::Arg args[] = {{"key", Value(info.key)},
-                              {"lease_id", Value(info.lease_id)},
-                              {"host", Value(info.owner.host)},
-                              {"process", Value(info.owner.process)},
-                              {"thread", Value(info.owner.thread)},
-                              {"ttl_ms", Value(static_cast<std::int64_t>(options.ttl.count()))},
-                              {"metadata", detail::metadata_param(options.metadata)},
-                              {"seq", seq ? Value(*seq) : Value()},
-                              {"waiter_id", named ? Value(*waiter_id) : Value()},
-                              {"join_ttl_ms", joined ? Value(place_ttl_ms) : Value()}};
+  const std::vector<detail::Arg> args = detail::owner_args(
+      info.owner, {{"key", Value(info.key)},
+                   {"lease_id", Value(info.lease_id)},
+                   {"ttl_ms", Value(static_cast<std::int64_t>(options.ttl.count()))},
+                   {"metadata", detail::metadata_param(options.metadata)},
+                   {"seq", seq ? Value(*seq) : Value()},
+                   {"waiter_id", named ? Value(*waiter_id) : Value()},
+                   {"join_ttl_ms", joined ? Value(place_ttl_ms) : Value()}});
   if (impl->options.fair) {
     // Where acquire cannot check the queue itself. A read: safe to repeat.
     auto wait = impl->run(&UniqueKeyLock::Impl::Statements::fair_check, args, true);
@@ -70,18 +70,9 @@ std::optional<Lease> attempt(const std::shared_ptr<UniqueKeyLock::Impl>& impl,
     *joined = r->int64_at(0, "seq");  // refused, and queued
     return std::nullopt;
   }
-  auto token = impl->token_from(*r);
-  if (!token) return std::nullopt;
+  auto token = detail::returned_id(*r, impl->rows, "fencing_token");
+  if (!token) return std::nullopt;  // held by another owner
   return held(impl, std::move(info), options, {*token, sent}, false);
-}
-
-detail::LeaseInfo new_lease(std::string_view key, const LockOptions& options) {
-  validate_lock_key(key);
-  detail::validate_ttl(options.ttl, "the lock TTL");
-  detail::validate_metadata(options.metadata);
-  detail::validate_min_hold(options.min_hold);
-  return {std::string(key), 0, detail::random_lease_id(),
-          options.owner ? *options.owner : Owner::current_thread(), options.ttl};
 }
 
 }  // namespace
@@ -92,12 +83,12 @@ UniqueKeyLock::UniqueKeyLock(ConnectionSource& source, UniqueKeyLockOptions opti
 UniqueKeyLock::~UniqueKeyLock() = default;
 
 std::optional<Lease> UniqueKeyLock::try_acquire(std::string_view key, const LockOptions& options) {
-  return attempt(impl_, new_lease(key, options), options, std::nullopt);
+  return attempt(impl_, detail::new_ttl_lease(key, options, "the lock TTL"), options, std::nullopt);
 }
 
 std::optional<Lease> UniqueKeyLock::acquire(std::string_view key, std::chrono::milliseconds timeout,
                                             const LockOptions& options) {
-  const detail::LeaseInfo info = new_lease(key, options);
+  const detail::LeaseInfo info = detail::new_ttl_lease(key, options, "the lock TTL");
   const bool forever = detail::is_forever_wait(timeout);
   Backoff backoff(impl_->options.backoff);
   detail::ReleaseListener* listener = impl_->listener();
@@ -222,13 +213,13 @@ std::optional<Claim> UniqueKeyLock::claim(std::string_view key, const ClaimOptio
   // Tagged so that no lease owner ever equals a claim's owner: a claim is never re-entered,
   // renewed or released by a lease of the same thread.
   owner.thread = "claim:" + owner.thread;
-  const detail::Arg args[] = {
-      {"key", Value(claim.key)},       {"claim_id", Value(claim.claim_id)},
-      {"host", Value(owner.host)},     {"process", Value(owner.process)},
-      {"thread", Value(owner.thread)}, {"metadata", detail::metadata_param(options.metadata)}};
+  const std::vector<detail::Arg> args =
+      detail::owner_args(owner, {{"key", Value(claim.key)},
+                                 {"claim_id", Value(claim.claim_id)},
+                                 {"metadata", detail::metadata_param(options.metadata)}});
   auto r = impl_->run(&Impl::Statements::claim, args, true);  // a retry reuses the claim id
   if (!r) return std::nullopt;
-  auto token = impl_->token_from(*r);
+  auto token = detail::returned_id(*r, impl_->rows, "fencing_token");
   if (!token) return std::nullopt;
   claim.fencing_token = *token;
   return claim;
