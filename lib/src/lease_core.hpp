@@ -102,6 +102,11 @@ class LeaseCore {
     LeaseCore& lease_;
   };
 
+  // Makes `conn`'s open transaction commit only while this lease is held (dblock/fence.hpp);
+  // throws Error(kLeaseLost) when it is not. Default: a lease held by a connection of its own
+  // (connection()) is fenced by it when `conn` is that connection; any other is refused.
+  virtual void fence(Connection& conn);
+
   virtual Connection* connection() { return nullptr; }
   // False for leases the database does not expire (a transaction holds them until it ends):
   // for those, time without a renewal says nothing about whether they are still held.
@@ -138,6 +143,13 @@ class LeaseCore {
   std::atomic<bool> lost_{false};
   std::atomic<std::int64_t> ttl_ms_;
   std::atomic<BootClock::rep> renewed_at_;
+};
+
+// What dblock's own code reads of a Lease handle.
+class LeaseAccess {
+ public:
+  // The lease's core; nullptr for an empty handle.
+  static LeaseCore* core(const Lease& lease) noexcept { return lease.core_.get(); }
 };
 
 }  // namespace dblock::detail

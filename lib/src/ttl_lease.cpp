@@ -42,6 +42,27 @@ Error kept_contending(const std::string& what, std::string_view then) {
   return Error(ErrorCode::kLockWaitTimeout, what + " kept contending; " + std::string(then));
 }
 
+Error fence_lease_lost(const std::string& key) {
+  return Error(ErrorCode::kLeaseLost,
+               "the lease on '" + key +
+                   "' is no longer held (it expired, was taken over or released): roll this "
+                   "transaction back, since another owner may hold the key");
+}
+
+void check_fence_connection(Connection& conn, Dialect dialect, GaleraCheck& galera) {
+  if (conn.dialect() != dialect) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "fence() got a connection to " + std::string(to_string(conn.server())) +
+                    ", and the lock's table is on " + std::string(to_string(dialect)) +
+                    ": fence through a connection to the lock's own database");
+  }
+  galera.refuse_on_galera(
+      conn,
+      "fence() cannot protect a transaction on a Galera cluster: a share lock on one node holds "
+      "back no takeover committed on another; check the fencing token in the write instead "
+      "(docs/locks/fencing.md)");
+}
+
 Lease start_lease(std::shared_ptr<LeaseCore> core, BootClock::time_point sent,
                   const LockOptions& options) {
   core->note_renewed(sent, options.ttl);  // lost() counts the TTL from here

@@ -2,9 +2,9 @@
 // What every lock kind whose leases expire on the database clock (unique-key leases, semaphore
 // and reader-writer permits) shares: a new lease's checked description, the owner's statement
 // arguments, a statement run on a pooled connection with the retries such a kind needs, the id a
-// statement returns (in a row, or as LAST_INSERT_ID()), and a granted lease's start. A new TTL kind
-// writes its statements (lib/src/sql/) and its LeaseCore's release and renew on top of these;
-// docs/internals/architecture.md lists the files it adds. Internal.
+// statement returns (in a row, or as LAST_INSERT_ID()), a granted lease's start, and its fence. A
+// new TTL kind writes its statements (lib/src/sql/) and its LeaseCore's release and renew on top of
+// these; docs/internals/architecture.md lists the files it adds. Internal.
 //
 //   LeaseInfo info = new_ttl_lease(key, options, "the lock TTL");
 //   auto r = run_pooled(source, options.contention_retries, true, nullptr,
@@ -20,6 +20,7 @@
 #include <initializer_list>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -29,8 +30,10 @@
 #include "dblock/connection_source.hpp"
 #include "dblock/error.hpp"
 #include "dblock/lock.hpp"
+#include "galera.hpp"
 #include "lease_core.hpp"
 #include "lock_keys.hpp"
+#include "sql/by_server.hpp"
 #include "sql/statement.hpp"
 
 namespace dblock::detail {
@@ -58,6 +61,25 @@ Error kept_contending(const std::string& what, std::string_view then);
 // and the renewer keeps it (options.auto_renew).
 Lease start_lease(std::shared_ptr<LeaseCore> core, BootClock::time_point sent,
                   const LockOptions& options);
+
+// Error(kLeaseLost) for a fence (dblock/fence.hpp) of a lease on `key` that is no longer held.
+Error fence_lease_lost(const std::string& key);
+
+// What send_fence checks of `conn` before sending anything.
+void check_fence_connection(Connection& conn, Dialect dialect, GaleraCheck& galera);
+
+// Sends a TTL kind's fence statement (`which`, for `conn`'s server), bound from `args`, in
+// `conn`'s open transaction. Throws Error(kInvalidArgument) when `conn` speaks another dialect
+// than the lock's table (`dialect`), Error(kFailedPrecondition) on a Galera node (asked once per
+// `galera`), and fence_lease_lost(key) when no row matched.
+template <class Statements>
+void send_fence(Connection& conn, const ByServer<Statements>& statements,
+                Statement Statements::*which, Dialect dialect, GaleraCheck& galera,
+                std::span<const Arg> args, const std::string& key) {
+  check_fence_connection(conn, dialect, galera);
+  const Statement& fence = statements[conn.server()].*which;
+  if (conn.execute(fence.sql(), fence.bind(args)).empty()) throw fence_lease_lost(key);
+}
 
 // Runs `fn(conn)` on a connection from `source` and returns what it returns. Contention
 // (deadlock, serialization failure, lock wait timeout) is retried `contention_retries` times,

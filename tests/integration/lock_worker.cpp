@@ -10,6 +10,12 @@
 //   lock_worker hold URL PREFIX KEY TTL_MS
 //     Acquires KEY (auto-renewed), prints "token <n> wall <its clock, s>" and waits. On SIGUSR1 it
 //     renews and releases, prints "renew=<0|1> release=<outcome> lost=<0|1>" and exits.
+//   lock_worker fence URL PREFIX KIND KEY TTL_MS TABLE FENCED WHEN
+//     Acquires KEY (KIND "unique": UniqueKeyLock; "semaphore": Semaphore of 1 permit; auto-renewed)
+//     and prints "token <n>". Then writes one row (token, 'worker') into TABLE in a transaction,
+//     fenced when FENCED is 1: WHEN "before" waits for SIGUSR1 before the transaction begins;
+//     "inside" begins, fences, inserts, prints "fenced" and waits for SIGUSR1 before the commit.
+//     Prints "commit=ok", "commit=lease_lost" (fence refused) or "commit=error <code>".
 //
 // URL carries ?driver= to pick the driver. Exit status 0 on success.
 #include <signal.h>
@@ -26,8 +32,10 @@
 #include <vector>
 
 #include "dblock/error.hpp"
+#include "dblock/fence.hpp"
 #include "dblock/open.hpp"
 #include "dblock/row_lock.hpp"
+#include "dblock/semaphore.hpp"
 #include "dblock/session_lock.hpp"
 #include "dblock/table_names.hpp"
 #include "dblock/unique_key_lock.hpp"
@@ -135,6 +143,64 @@ int hold_mode(char** argv) {
   return 0;
 }
 
+void wait_for_usr1() {
+  while (!g_usr1) std::this_thread::sleep_for(milliseconds(5));
+}
+
+int fence_mode(char** argv) {
+  signal(SIGUSR1, [](int) { g_usr1 = true; });  // before "token": the test signals after it
+  auto url = dblock::DatabaseUrl::parse(argv[2]);
+  auto pool = dblock::open_pool(url, {.max_size = 3});
+  const dblock::TableNames tables(argv[3]);
+  const std::string kind = argv[4];
+  dblock::LockOptions lo;
+  lo.ttl = milliseconds(std::stoll(argv[6]));
+  lo.owner = dblock::Owner::named("worker");
+  const std::string table = argv[7];
+  const bool fenced = std::string(argv[8]) == "1";
+  const bool inside = std::string(argv[9]) == "inside";
+  std::unique_ptr<dblock::Lock> lock;
+  if (kind == "semaphore") {
+    lock = std::make_unique<dblock::Semaphore>(*pool, 1, dblock::SemaphoreOptions{tables});
+  } else {
+    lock = std::make_unique<dblock::UniqueKeyLock>(*pool, dblock::UniqueKeyLockOptions{tables});
+  }
+  auto lease = lock->try_acquire(argv[5], lo);
+  if (!lease) {
+    std::printf("busy\n");
+    return 3;
+  }
+  std::printf("token %lld\n", static_cast<long long>(lease->fencing_token()));
+  std::fflush(stdout);
+  if (!inside) wait_for_usr1();
+  auto conn = pool->acquire();
+  const char* param = url.dialect == dblock::Dialect::kPostgreSQL ? "$1" : "?";
+  try {
+    conn->begin();
+    if (fenced) dblock::fence(*lease, *conn);
+    conn->execute("INSERT INTO " + table + " (token, writer) VALUES (" + param + ", 'worker')",
+                  {dblock::Value(lease->fencing_token())});
+    if (inside) {
+      std::printf("fenced\n");
+      std::fflush(stdout);
+      wait_for_usr1();
+    }
+    conn->commit();
+    std::printf("commit=ok\n");
+  } catch (const dblock::Error& e) {
+    conn->rollback();
+    if (e.code() == dblock::ErrorCode::kLeaseLost) {
+      std::printf("commit=lease_lost\n");
+    } else {
+      std::printf("commit=error %s: %s\n", std::string(dblock::to_string(e.code())).c_str(),
+                  e.what());
+    }
+  }
+  std::fflush(stdout);
+  lease->release();
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -142,7 +208,8 @@ int main(int argc, char** argv) {
     std::string mode = argc > 1 ? argv[1] : "";
     if (mode == "count" && (argc == 9 || argc == 10)) return count_mode(argc, argv);
     if (mode == "hold" && argc == 6) return hold_mode(argv);
-    std::cerr << "usage: lock_worker count|hold ...\n";
+    if (mode == "fence" && argc == 10) return fence_mode(argv);
+    std::cerr << "usage: lock_worker count|hold|fence ...\n";
     return 64;
   } catch (const std::exception& e) {
     std::cerr << "lock_worker: " << e.what() << '\n';

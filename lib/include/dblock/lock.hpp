@@ -37,8 +37,9 @@
 namespace dblock {
 
 namespace detail {
-class LeaseCore;  // strategy-specific state shared by a Lease and the renewer
-}
+class LeaseCore;    // strategy-specific state shared by a Lease and the renewer
+class LeaseAccess;  // what dblock's own code reads of a Lease
+}  // namespace detail
 
 struct LockOptions {
   // How long the lease lasts without renewal, measured on the database clock.
@@ -138,6 +139,7 @@ class DBLOCK_EXPORT Lease {
   Connection* connection() const;
 
  private:
+  friend class detail::LeaseAccess;
   std::shared_ptr<detail::LeaseCore> core_;
 };
 

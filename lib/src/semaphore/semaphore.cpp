@@ -28,7 +28,7 @@ constexpr std::int64_t kSlots = 1024;
 static_assert(Semaphore::kMaxPermits <= kSlots);
 
 struct Statements {
-  detail::Statement acquire, slots, acquire_slot, define, set_limit, release, renew, live_in;
+  detail::Statement acquire, slots, acquire_slot, define, set_limit, release, renew, live_in, fence;
 };
 
 // What one attempt at a permit found.
@@ -54,7 +54,8 @@ struct Semaphore::Impl {
               detail::Statement(sql.acquire, d, t),      detail::Statement(sql.slots, d, t),
               detail::Statement(sql.acquire_slot, d, t), detail::Statement(sql.define, d, t),
               detail::Statement(sql.set_limit, d, t),    detail::Statement(sql.release, d, t),
-              detail::Statement(sql.renew, d, t),        detail::Statement(sql.live_in, d, t)};
+              detail::Statement(sql.renew, d, t),        detail::Statement(sql.live_in, d, t),
+              detail::Statement(sql.fence, d, t)};
         }) {}
 
   // Runs `fn(conn, statements)` with run_pooled's retries (ttl_lease.hpp): nullopt when it kept
@@ -151,6 +152,7 @@ struct Semaphore::Impl {
   detail::PermitSlots slots;
   SemaphoreOptions options;
   detail::ByServer<Statements> statements;
+  detail::GaleraCheck galera;  // fence() refuses a Galera node
 };
 
 namespace {
@@ -162,6 +164,19 @@ class Permit final : public detail::LeaseCore {
       : LeaseCore(std::move(info), std::move(on_lost)),
         impl_(std::move(impl)),
         min_hold_ms_(min_hold.count()) {}
+
+  void fence(Connection& conn) override {
+    if (impl_->slots.read_write) {
+      // Readers and the writer exclude each other by reading the other slots, not by writing
+      // one row, so a share lock on this permit's row would hold back none of them.
+      throw Error(ErrorCode::kFailedPrecondition,
+                  "fence() cannot protect a transaction with a reader-writer lease yet: its "
+                  "readers and writer do not share a row to lock; check the fencing token in "
+                  "the write instead (docs/locks/fencing.md)");
+    }
+    detail::send_fence(conn, impl_->statements, &Statements::fence, impl_->source.dialect(),
+                       impl_->galera, args(), info().key);
+  }
 
  protected:
   std::vector<detail::Arg> args() const {

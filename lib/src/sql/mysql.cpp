@@ -223,6 +223,15 @@ constexpr UniqueKeySql kUniqueKey = {
         " UTC_TIMESTAMP(6) + INTERVAL {{param:ttl_ms}} * 1000 MICROSECOND)"
         " ON DUPLICATE KEY UPDATE seq = LAST_INSERT_ID(seq), expires_at = VALUES(expires_at)",
     .leave = "DELETE FROM {{table:lock_waiters}} WHERE waiter_id = {{param:waiter_id}}",
+    // A locking read (LOCK IN SHARE MODE, which MySQL 8 and MariaDB both accept): it reads the
+    // latest committed row whatever the transaction's snapshot, and holds a shared lock on it
+    // until the transaction ends, so a takeover, release, renewal or cleaner waits for the commit.
+    // UTC_TIMESTAMP(6) is this statement's start.
+    .fence =
+        "SELECT fencing_token FROM {{table:locks}} WHERE lock_key = {{param:key}}"
+        " AND owner_host = {{param:host}} AND owner_process = {{param:process}}"
+        " AND owner_thread = {{param:thread}} AND fencing_token = {{param:token}}"
+        " AND hold_count > 0 AND expires_at > UTC_TIMESTAMP(6) LOCK IN SHARE MODE",
 };
 
 // The counting semaphore. Times are UTC_TIMESTAMP(6), as in the unique-key lock. A permit row
@@ -309,6 +318,9 @@ constexpr SemaphoreSql kSemaphore = {
     .live_in =
         "SELECT COUNT(*) AS n FROM {{table:semaphore_permits}} WHERE lock_key = {{param:key}}"
         " AND slot BETWEEN {{param:first}} AND {{param:last}} AND expires_at > UTC_TIMESTAMP(6)",
+    .fence =
+        "SELECT fencing_token FROM {{table:semaphore_permits}} WHERE" DBLOCK_PERMIT_OWNER
+        " AND lease_id = {{param:lease_id}} AND expires_at > UTC_TIMESTAMP(6) LOCK IN SHARE MODE",
 };
 
 #undef DBLOCK_PERMIT_OWNER

@@ -300,6 +300,15 @@ constexpr UniqueKeySql kUniqueKey = {
         "   AND l.expires_at > statement_timestamp()))"
         " SELECT pg_notify({{param:channel}}, n.head || chr(10) || n.lock_key)::text AS notified"
         " FROM n WHERE n.head IS NOT NULL",
+    // FOR SHARE: a takeover (ON CONFLICT DO UPDATE), a release, a renewal and the cleaner's
+    // DELETE wait for the fencing transaction to end; other fences do not. statement_timestamp():
+    // this statement's clock, not the transaction's start. Under READ COMMITTED a row changed by
+    // a takeover committed while this statement waited is read anew and no longer matches.
+    .fence =
+        "SELECT fencing_token FROM {{table:locks}} WHERE lock_key = {{param:key}}"
+        " AND owner_host = {{param:host}} AND owner_process = {{param:process}}"
+        " AND owner_thread = {{param:thread}} AND fencing_token = {{param:token}}"
+        " AND hold_count > 0 AND expires_at > statement_timestamp() FOR SHARE",
 };
 
 // The counting semaphore. Times come from statement_timestamp(), as in the unique-key lock.
@@ -393,6 +402,8 @@ constexpr SemaphoreSql kSemaphore = {
         "SELECT count(*) AS n FROM {{table:semaphore_permits}} WHERE lock_key = {{param:key}}"
         " AND slot BETWEEN {{param:first}}::integer AND {{param:last}}::integer"
         " AND expires_at > statement_timestamp()",
+    .fence = "SELECT fencing_token FROM {{table:semaphore_permits}} WHERE" DBLOCK_PERMIT_OWNER
+             " AND lease_id = {{param:lease_id}} AND expires_at > statement_timestamp() FOR SHARE",
 };
 
 // The tables the cleaner empties, and whose privileges `dblock doctor` checks: a table of a

@@ -101,6 +101,11 @@ struct UniqueKeySql {
   // waiter_id, channel: the waiter leaves the queue; where releases notify (PostgreSQL), a head
   // that leaves a free key notifies the next live waiter as a release would.
   std::string_view leave;
+  // Fencing (dblock/fence.hpp), sent inside the caller's transaction: key, host, process, thread,
+  // token. One row (column "fencing_token") while the lease is held and unexpired on the
+  // statement's clock, and the row share-locked until the transaction ends, so that no takeover,
+  // release or cleaner can change it before; no row when the lease is gone.
+  std::string_view fence;
 };
 
 // The counting semaphore (the semaphores and semaphore_permits tables), and the reader-writer
@@ -133,6 +138,9 @@ struct SemaphoreSql {
   std::string_view renew;
   // Column "n": the key's live permits in slots `first` to `last`.
   std::string_view live_in;
+  // Fencing, as UniqueKeySql::fence, for a permit: key, slot, token, lease_id, host, process,
+  // thread.
+  std::string_view fence;
 };
 
 // The cleaner. Each statement is one autocommit statement.

@@ -29,6 +29,14 @@ class UniqueKeyLease final : public LeaseCore {
     if (listener_ && !handed_over) listener_->holding(this->info().key);
   }
 
+  void fence(Connection& conn) override {
+    const auto& i = info();
+    const std::vector<Arg> args =
+        owner_args(i.owner, {{"key", Value(i.key)}, {"token", Value(i.fencing_token)}});
+    send_fence(conn, impl_->statements, &UniqueKeyLock::Impl::Statements::fence, impl_->dialect,
+               impl_->galera, args, i.key);
+  }
+
  protected:
   ReleaseOutcome do_release() override {
     const auto& i = info();

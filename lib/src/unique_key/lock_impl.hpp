@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "dblock/unique_key_lock.hpp"
+#include "galera.hpp"
 #include "lease_core.hpp"
 #include "sql/by_server.hpp"
 #include "sql/statement.hpp"
@@ -32,6 +33,7 @@ struct UniqueKeyLock::Impl : std::enable_shared_from_this<UniqueKeyLock::Impl> {
   struct Statements {
     detail::Statement acquire, release, release_rest, hand_over, renew, claim;
     detail::Statement fair_check, enqueue, leave;  // fair waiting
+    detail::Statement fence;
   };
 
   // Throws Error(kInvalidArgument) for a fair lock's waiter_ttl out of its range.
@@ -103,6 +105,7 @@ struct UniqueKeyLock::Impl : std::enable_shared_from_this<UniqueKeyLock::Impl> {
   bool leaves_queue;  // an acquire that gets the key deletes the waiter's place
   bool joins_queue;   // a refused acquire can take the waiter's place (join_ttl_ms)
   std::string channel;
+  detail::GaleraCheck galera;  // fence() refuses a Galera node
   // With notify, from construction on, so that every lease of this lock object is counted
   // (holding) and every release can hand over; it starts listening in listener().
   std::unique_ptr<detail::ReleaseListener> listener_;

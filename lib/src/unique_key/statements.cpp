@@ -41,7 +41,8 @@ UniqueKeyLock::Impl::Impl(ConnectionSource& src, UniqueKeyLockOptions opts)
                        detail::Statement(sql.claim, dialect, tables),
                        detail::Statement(sql.fair_check, dialect, tables),
                        detail::Statement(sql.enqueue, dialect, tables),
-                       detail::Statement(sql.leave, dialect, tables)};
+                       detail::Statement(sql.leave, dialect, tables),
+                       detail::Statement(sql.fence, dialect, tables)};
                  }),
       holds_scope(std::string(to_string(dialect)) + '\n' +
                   options.tables.qualified(dialect, "locks") + '\n'),
