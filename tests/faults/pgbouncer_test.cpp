@@ -16,9 +16,11 @@
 #include "pgbouncer.hpp"
 
 #include <atomic>
+#include <future>
 #include <thread>
 
 #include "dblock/error.hpp"
+#include "dblock/fence.hpp"
 #include "dblock/lock_table.hpp"
 #include "dblock/migrator.hpp"
 #include "dblock/open.hpp"
@@ -207,6 +209,51 @@ TEST_P(PgBouncerTest, LocksWorkThroughTransactionPoolingWaitersPollAndNothingLea
   EXPECT_EQ(b.release(), "released");
   expect_nothing_leaks(bouncer);
   check_histories();
+}
+
+// A fenced transaction (dblock/fence.hpp) through the pooler: the fence and the write share the
+// transaction, so the pooler keeps one server connection for both, and a takeover of the key
+// after the lease's TTL waits for the fenced commit; a fence once the key was taken over is
+// refused and writes nothing.
+TEST_P(PgBouncerTest, AFencedTransactionThroughThePoolerHoldsTheTakeoverBack) {
+  const std::string& name = strategy().name;
+  if (name != "unique_key" && name != "unique_key_fair" && name != "semaphore") {
+    not_applicable("fence() sends a statement for unique-key leases and semaphore permits only");
+    return;
+  }
+  PgBouncer bouncer(backend().url());
+  auto pool = open_pool(bouncer.through(backend().url()), {.max_size = 4});
+  auto lock = make_lock(*pool);
+  LockOptions short_lived;
+  short_lived.owner = Owner::named("a");
+  short_lived.ttl = milliseconds(500);
+  short_lived.auto_renew = false;
+  auto lease = lock->try_acquire("k", short_lived);
+  ASSERT_TRUE(lease);
+  auto conn = pool->acquire();
+  conn->begin();
+  fence(*lease, *conn);
+  EXPECT_EQ(increment_counter(*conn, tables_, "a"), 1u);
+  std::this_thread::sleep_for(milliseconds(800));  // past the lease's TTL
+  LockOptions next;
+  next.owner = Owner::named("b");
+  auto taken =
+      std::async(std::launch::async, [&] { return lock->acquire("k", milliseconds(10000), next); });
+  EXPECT_EQ(taken.wait_for(milliseconds(1000)), std::future_status::timeout)
+      << "the key was taken over while a fenced transaction was open";
+  conn->commit();
+  conn.reset();
+  auto b = taken.get();
+  ASSERT_TRUE(b);
+  EXPECT_GT(b->fencing_token(), lease->fencing_token());
+  auto again = pool->acquire();
+  again->begin();
+  EXPECT_EQ(error_code_of([&] { fence(*lease, *again); }), ErrorCode::kLeaseLost);
+  again->rollback();
+  again.reset();
+  EXPECT_EQ(counter(), 1);
+  EXPECT_EQ(b->release(), ReleaseOutcome::kReleased);
+  expect_nothing_leaks(bouncer);
 }
 
 // Why the pooler needs saying: a LISTEN sent through it (by a client that believes it has a

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Galera (MariaDB 10.11 + galera-4), three nodes on one machine (scripts/ha-galera.sh): clients
 // spread over the nodes contend for one key, a node is killed and rejoins under load, row locks
-// are shown to be node-local, and two migrators on two nodes run at once.
+// are shown to be node-local (and fences refused), and two migrators on two nodes run at once.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,9 +12,12 @@
 
 #include "contention.hpp"
 #include "dblock/error.hpp"
+#include "dblock/fence.hpp"
 #include "dblock/migrator.hpp"
 #include "dblock/open.hpp"
 #include "dblock/row_lock.hpp"
+#include "dblock/semaphore.hpp"
+#include "dblock/unique_key_lock.hpp"
 #include "ha_fixture.hpp"
 
 namespace dblock::testing {
@@ -175,6 +178,37 @@ TEST_F(GaleraRowLock, RefusedOnGaleraAndNodeLocalWhenDeclaredSingleWriter) {
           " rounds granted the same key on two nodes at once; " + std::to_string(commit_errors) +
           " releases threw");
   EXPECT_EQ(both, rounds) << "FOR UPDATE was expected to be node-local on Galera";
+}
+
+class GaleraFence : public HaTest {};
+
+// A share lock (FOR SHARE, LOCK IN SHARE MODE) is node-local on Galera, and reads are not
+// certified: a fence on node 1 would hold back no takeover committed on node 2. fence() refuses a
+// Galera node before it sends its statement, for unique-key leases and semaphore permits alike.
+TEST_F(GaleraFence, RefusedOnGaleraBeforeAnythingIsLocked) {
+  const auto urls = galera_urls();
+  prepare_tables(urls[0], tables_);
+  auto pool = open_pool(DatabaseUrl::parse(urls[0]), {.max_size = 3});
+  UniqueKeyLock locks(*pool, UniqueKeyLockOptions{tables_});
+  Semaphore permits(*pool, 2, SemaphoreOptions{tables_});
+  std::optional<Lease> lease = locks.try_acquire("fenced");
+  std::optional<Lease> permit = permits.try_acquire("fenced-permits");
+  ASSERT_TRUE(lease);
+  ASSERT_TRUE(permit);
+  for (Lease* held : {&*lease, &*permit}) {
+    auto conn = pool->acquire();
+    conn->begin();
+    try {
+      fence(*held, *conn);
+      ADD_FAILURE() << "a fence was accepted on a Galera node";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kFailedPrecondition) << e.what();
+      EXPECT_NE(std::string(e.what()).find("Galera"), std::string::npos) << e.what();
+    }
+    conn->rollback();
+  }
+  EXPECT_EQ(lease->release(), ReleaseOutcome::kReleased);
+  EXPECT_EQ(permit->release(), ReleaseOutcome::kReleased);
 }
 
 class GaleraMigrator : public HaTest {};
