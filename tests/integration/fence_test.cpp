@@ -276,6 +276,46 @@ TEST_P(FenceTest, ARenewedLeaseThatTheLocalClockCallsLostIsRefusedWithoutAStatem
   conn->rollback();
 }
 
+// For a resource a fence cannot cover (another database, a service): the recipe of
+// docs/locks/fencing.md, a last_token column that only a larger token may move. A holder taken
+// over writes with its smaller token and changes nothing, whatever the order of the writes.
+TEST_P(FenceTest, ATokenColumnRefusesTheWriteOfAHolderTakenOver) {
+  const std::string resource = tables_.prefix() + "resource";
+  pool_->acquire()->execute("CREATE TABLE " + resource +
+                            " (id INT PRIMARY KEY, owner VARCHAR(20) NOT NULL,"
+                            " last_token BIGINT NOT NULL)");
+  pool_->acquire()->execute("INSERT INTO " + resource + " VALUES (1, 'nobody', 0)");
+  const bool pg = backend().dialect == Dialect::kPostgreSQL;
+  const std::string write = "UPDATE " + resource + " SET owner = " + (pg ? "$1" : "?") +
+                            ", last_token = " + (pg ? "$2" : "?") +
+                            " WHERE id = 1 AND last_token < " + (pg ? "$2" : "?");
+  const auto write_as = [&](const std::string& owner, std::int64_t token) {
+    const std::vector<Value> params =
+        pg ? std::vector<Value>{Value(owner), Value(token)}
+           : std::vector<Value>{Value(owner), Value(token), Value(token)};
+    return pool_->acquire()->execute(write, params).affected_rows();
+  };
+  UniqueKeyLock locks(*pool_, UniqueKeyLockOptions{tables_});
+  LockOptions short_lived = as("a", milliseconds(300));
+  short_lived.auto_renew = false;
+  auto stale = locks.try_acquire("resource:1", short_lived);
+  ASSERT_TRUE(stale);
+  std::optional<Lease> next;
+  const auto deadline = Clock::now() + milliseconds(10000);
+  while (!next && Clock::now() < deadline) {
+    next = locks.try_acquire("resource:1", as("b"));
+    if (!next) std::this_thread::sleep_for(milliseconds(50));
+  }
+  ASSERT_TRUE(next);
+  EXPECT_EQ(write_as("b", next->fencing_token()), 1u);
+  EXPECT_EQ(write_as("a", stale->fencing_token()), 0u) << "a holder taken over wrote";
+  const Result r =
+      pool_->acquire()->execute("SELECT owner, last_token FROM " + resource + " WHERE id = 1");
+  EXPECT_EQ(r.at(0, "owner"), "b");
+  EXPECT_EQ(r.int64_at(0, "last_token"), next->fencing_token());
+  pool_->acquire()->execute("DROP TABLE " + resource);
+}
+
 TEST_P(FenceTest, AFenceOutsideATransactionIsRefused) {
   UniqueKeyLock locks(*pool_, UniqueKeyLockOptions{tables_});
   auto lease = locks.try_acquire("asset", as("a"));
