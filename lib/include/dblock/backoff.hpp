@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// Exponential backoff with full jitter, for waiting on a lock held by someone else.
-//
-// The n-th wait is a uniformly random time in [min_sleep, min(max_delay, initial * 2^n)], never
-// more than the time left. With the defaults one waiter sends at most 1 / min_sleep = 200
-// statements per second in the worst case, and about 4 per second once the delay has grown to
-// max_delay (mean wait 250 ms). On PostgreSQL a release also wakes waiters at once by
-// notification, so the backoff only bounds how often they re-check.
-//
-// Thread-safety: a BackoffPolicy is a plain value; a Backoff is used by one thread.
+/// @file
+/// Exponential backoff with full jitter, for waiting on a lock held by someone else.
+///
+/// The n-th wait is a uniformly random time in [min_sleep, min(max_delay, initial * 2^n)], never
+/// more than the time left. With the defaults one waiter sends at most 1 / min_sleep = 200
+/// statements per second in the worst case, and about 4 per second once the delay has grown to
+/// max_delay (mean wait 250 ms). On PostgreSQL a release also wakes waiters at once by
+/// notification, so the backoff only bounds how often they re-check.
+///
+/// Thread-safety: a BackoffPolicy is a plain value; a Backoff is used by one thread.
 #pragma once
 
 #include <chrono>
@@ -27,7 +28,7 @@ struct BackoffPolicy {
 class DBLOCK_EXPORT Backoff {
  public:
   explicit Backoff(BackoffPolicy policy = {});
-  // The next wait, at most `remaining`.
+  /// The next wait, at most `remaining`.
   std::chrono::milliseconds next(std::chrono::milliseconds remaining);
   void reset() noexcept { attempt_ = 0; }
 

@@ -1,19 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
-// check_deployment(): which of dblock's guarantees hold on the database a connection reaches,
-// and what to change where one does not (`dblock doctor` prints them; a service may run them at
-// start-up and log them). One finding per check, in this order: server, writable, replication,
-// isolation, time_zone, clock, migrations, privileges (what the DoctorRole given needs) and, for
-// kApplication only, cleaner. A privilege the user lacks, also one a check needs in order to
-// look, is a finding, never an Error.
-//
-//   for (const dblock::Finding& f : dblock::check_deployment(*conn, dblock::TableNames())) {
-//     if (f.status != dblock::Finding::Status::kOk) log(f.check, f.message, f.advice);
-//   }
-//
-// Thread-safety: uses the connection it is given (one thread at a time). Changes nothing: no
-// row is written, no setting changed (the privilege probes are statements that match no row).
-//
-// Explained in docs/operations/replicated-databases.md and docs/operations/privileges.md.
+/// @file
+/// check_deployment(): which of dblock's guarantees hold on the database a connection reaches,
+/// and what to change where one does not (`dblock doctor` prints them; a service may run them at
+/// start-up and log them). One finding per check, in this order: server, writable, replication,
+/// isolation, time_zone, clock, migrations, privileges (what the DoctorRole given needs) and, for
+/// kApplication only, cleaner. A privilege the user lacks, also one a check needs in order to
+/// look, is a finding, never an Error.
+///
+/// @code
+///   for (const dblock::Finding& f : dblock::check_deployment(*conn, dblock::TableNames())) {
+///     if (f.status != dblock::Finding::Status::kOk) log(f.check, f.message, f.advice);
+///   }
+/// @endcode
+///
+/// Thread-safety: uses the connection it is given (one thread at a time). Changes nothing: no
+/// row is written, no setting changed (the privilege probes are statements that match no row).
+///
+/// Explained in docs/operations/replicated-databases.md and docs/operations/privileges.md.
 #pragma once
 
 #include <string>
@@ -28,30 +31,30 @@ namespace dblock {
 
 struct Finding {
   enum class Status {
-    kOk,       // the guarantee holds (or the check is informational)
-    kWarning,  // holds, with a caveat worth acting on
-    kFailure,  // a guarantee does not hold here
+    kOk,       ///< the guarantee holds (or the check is informational)
+    kWarning,  ///< holds, with a caveat worth acting on
+    kFailure,  ///< a guarantee does not hold here
   };
-  std::string check;  // "server", "writable", "replication", ... (see above)
+  std::string check;  ///< "server", "writable", "replication", ... (see above)
   Status status = Status::kOk;
-  std::string message;  // what was found
-  std::string advice;   // what to change; empty when nothing
+  std::string message;  ///< what was found
+  std::string advice;   ///< what to change; empty when nothing
 };
 
 DBLOCK_EXPORT std::string_view to_string(Finding::Status status) noexcept;
 
-// What the user the connection logs in as is for: whose privileges "privileges" checks.
+/// What the user the connection logs in as is for: whose privileges "privileges" checks.
 enum class DoctorRole {
-  kApplication,  // takes locks: every strategy's statements, `dblock locks` and `release`
-  kCleaner,      // runs `dblock clean`
-  kMigrator,     // applies the migrations: creates and alters dblock's tables
+  kApplication,  ///< takes locks: every strategy's statements, `dblock locks` and `release`
+  kCleaner,      ///< runs `dblock clean`
+  kMigrator,     ///< applies the migrations: creates and alters dblock's tables
 };
 
 DBLOCK_EXPORT std::string_view to_string(DoctorRole role) noexcept;
 
-// Runs every check on `conn` for the tables `tables` names, the privileges for `role`. Throws
-// Error only when the connection fails (kConnectionLost, ...); what a check cannot read becomes
-// its finding.
+/// Runs every check on `conn` for the tables `tables` names, the privileges for `role`. Throws
+/// Error only when the connection fails (kConnectionLost, ...); what a check cannot read becomes
+/// its finding.
 DBLOCK_EXPORT std::vector<Finding> check_deployment(Connection& conn, const TableNames& tables,
                                                     DoctorRole role = DoctorRole::kApplication);
 

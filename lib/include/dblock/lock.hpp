@@ -1,21 +1,24 @@
 // SPDX-License-Identifier: Apache-2.0
-// The one interface every lock strategy implements (Lock), the lease handle it returns (Lease),
-// and with_lock(), which runs a critical section under a lock and releases it on every path.
-// Expected outcomes are values: try_acquire/acquire return an empty optional when someone else
-// holds the key or the wait timed out. Faults (database unreachable, table missing, bad key) are
-// dblock::Error exceptions. A lease belongs to the process that acquired it: a forked child has
-// an identity of its own, its copies of the parent's leases report lost() and send nothing when
-// released or destroyed, and it uses connections of its own.
-//
-//   dblock::UniqueKeyLock locks(*pool);                      // a strategy (unique_key_lock.hpp)
-//   if (auto lease = locks.try_acquire("asset:42")) {        // one round trip
-//     transfer(lease->fencing_token());                      // pass the token to your writes
-//   }                                                        // released here
-//
-// Thread-safety: a Lock may be used from many threads at once. A Lease is used by one thread at
-// a time (it may move between threads); the background renewer touches it safely.
-//
-// Explained in docs/concepts.md (leases, lost(), fencing tokens, owners, fork()), docs/errors.md.
+/// @file
+/// The one interface every lock strategy implements (Lock), the lease handle it returns (Lease),
+/// and with_lock(), which runs a critical section under a lock and releases it on every path.
+/// Expected outcomes are values: try_acquire/acquire return an empty optional when someone else
+/// holds the key or the wait timed out. Faults (database unreachable, table missing, bad key) are
+/// dblock::Error exceptions. A lease belongs to the process that acquired it: a forked child has
+/// an identity of its own, its copies of the parent's leases report lost() and send nothing when
+/// released or destroyed, and it uses connections of its own.
+///
+/// @code
+///   dblock::UniqueKeyLock locks(*pool);                      // a strategy (unique_key_lock.hpp)
+///   if (auto lease = locks.try_acquire("asset:42")) {        // one round trip
+///     transfer(lease->fencing_token());                      // pass the token to your writes
+///   }                                                        // released here
+/// @endcode
+///
+/// Thread-safety: a Lock may be used from many threads at once. A Lease is used by one thread at
+/// a time (it may move between threads); the background renewer touches it safely.
+///
+/// Explained in docs/concepts.md (leases, lost(), fencing tokens, owners, fork()), docs/errors.md.
 #pragma once
 
 #include <chrono>
@@ -42,100 +45,100 @@ class LeaseAccess;  // what dblock's own code reads of a Lease
 }  // namespace detail
 
 struct LockOptions {
-  // How long the lease lasts without renewal, measured on the database clock.
-  // 1 ms to 365 days.
+  /// How long the lease lasts without renewal, measured on the database clock.
+  /// 1 ms to 365 days.
   std::chrono::milliseconds ttl = std::chrono::seconds(30);
-  // The least time the key stays taken, from the acquisition, on the database clock: a release
-  // sooner leaves the key taken, by no one (nobody can re-enter or renew it), until then. For a
-  // job run on a schedule by several hosts whose clocks or cron start times differ: a job that
-  // finishes in 0.3 s is not run again by a host that fires 0.5 s later (ShedLock calls this
-  // lockAtLeastFor). 0 (default): a release frees the key at once. A holder that dies frees the
-  // key at its TTL as always. 0 to 365 days; unique-key locks (lock sets of them) and semaphore
-  // permits only: the other strategies refuse it (Error kInvalidArgument).
+  /// The least time the key stays taken, from the acquisition, on the database clock: a release
+  /// sooner leaves the key taken, by no one (nobody can re-enter or renew it), until then. For a
+  /// job run on a schedule by several hosts whose clocks or cron start times differ: a job that
+  /// finishes in 0.3 s is not run again by a host that fires 0.5 s later (ShedLock calls this
+  /// lockAtLeastFor). 0 (default): a release frees the key at once. A holder that dies frees the
+  /// key at its TTL as always. 0 to 365 days; unique-key locks (lock sets of them) and semaphore
+  /// permits only: the other strategies refuse it (Error kInvalidArgument).
   std::chrono::milliseconds min_hold{0};
-  // Who holds it. Default: the calling thread (Owner::current_thread()).
+  /// Who holds it. Default: the calling thread (Owner::current_thread()).
   std::optional<Owner> owner{};
-  // Stored with the lock row and shown by `dblock locks`: one JSON value as text, such as
-  // R"({"job":"nightly"})"; empty for none. Checked before anything is sent: text that is not
-  // JSON (or that a supported server would refuse) throws Error(kInvalidArgument). With
-  // nlohmann::json, dblock/json.hpp's metadata_text() makes the text. Strategies that keep no
-  // row (row, optimistic and session locks) ignore it.
+  /// Stored with the lock row and shown by `dblock locks`: one JSON value as text, such as
+  /// R"({"job":"nightly"})"; empty for none. Checked before anything is sent: text that is not
+  /// JSON (or that a supported server would refuse) throws Error(kInvalidArgument). With
+  /// nlohmann::json, dblock/json.hpp's metadata_text() makes the text. Strategies that keep no
+  /// row (row, optimistic and session locks) ignore it.
   std::string metadata{};
-  // Renew in the background at a third of the TTL until released. A renewal that finds the
-  // lease gone marks it lost and calls on_lost.
+  /// Renew in the background at a third of the TTL until released. A renewal that finds the
+  /// lease gone marks it lost and calls on_lost.
   bool auto_renew = true;
-  // Called (from the renewer's or its watchdog's thread) when the lease is found lost, at the
-  // latest when a TTL has passed since the last successful renewal was sent. Must not block long.
+  /// Called (from the renewer's or its watchdog's thread) when the lease is found lost, at the
+  /// latest when a TTL has passed since the last successful renewal was sent. Must not block long.
   std::function<void(const std::string& key)> on_lost{};
 };
 
 enum class ReleaseOutcome {
-  kReleased,     // the key is free now
-  kDecremented,  // a reentrant hold was given back; the owner still holds the key
-  kNotHeld,      // the lease was lost (expired, taken over) or already released; nothing changed
-  kConflict,     // optimistic strategy: another writer committed first; the transaction was
-                 // rolled back and nothing of the critical section was kept
+  kReleased,     ///< the key is free now
+  kDecremented,  ///< a reentrant hold was given back; the owner still holds the key
+  kNotHeld,      ///< the lease was lost (expired, taken over) or already released; nothing changed
+  kConflict,     ///< optimistic strategy: another writer committed first; the transaction was
+                 ///< rolled back and nothing of the critical section was kept
 };
 
 DBLOCK_EXPORT std::string_view to_string(ReleaseOutcome outcome) noexcept;
 
-// A held lock. Move-only; releasing on destruction, never throwing from the destructor.
-// Destroying a transactional strategy's lease without release() rolls its transaction back
-// (the exception path of a critical section); only release() commits.
+/// A held lock. Move-only; releasing on destruction, never throwing from the destructor.
+/// Destroying a transactional strategy's lease without release() rolls its transaction back
+/// (the exception path of a critical section); only release() commits.
 class DBLOCK_EXPORT Lease {
  public:
   Lease() noexcept;
   explicit Lease(std::shared_ptr<detail::LeaseCore> core) noexcept;
   Lease(Lease&& other) noexcept;
-  Lease& operator=(Lease&& other) noexcept;  // releases what this held first
+  Lease& operator=(Lease&& other) noexcept;  ///< releases what this held first
   Lease(const Lease&) = delete;
   Lease& operator=(const Lease&) = delete;
   ~Lease();
 
-  // True until release() (or a move) empties the handle. A lost lease is still a handle: ask
-  // lost().
+  /// True until release() (or a move) empties the handle. A lost lease is still a handle: ask
+  /// lost().
   bool valid() const noexcept;
   explicit operator bool() const noexcept { return valid(); }
 
   const std::string& key() const;
-  // Strictly increasing per key over every acquisition (reentrant acquisitions share one).
-  // Pass it to the writes the lock protects and have them reject smaller tokens.
+  /// Strictly increasing per key over every acquisition (reentrant acquisitions share one).
+  /// Pass it to the writes the lock protects and have them reject smaller tokens.
   std::int64_t fencing_token() const;
-  // The random id of this acquisition.
+  /// The random id of this acquisition.
   const std::string& lease_id() const;
   const Owner& owner() const;
-  // True once dblock found the lease gone (a renewal or release matched no row of ours), or
-  // once a whole TTL has passed since the latest successful acquire or renewal was sent (by this
-  // process's CLOCK_BOOTTIME, which keeps counting through a system suspend): the database may
-  // have expired the lease by then, even if a renewal is still stuck on a connection that
-  // stopped answering. Never false while the database would grant the key to another owner (no
-  // statement moves the key's expiry earlier than a live hold's). Transactional leases (row lock,
-  // optimistic) have no TTL: they are lost once their connection broke, the server closed their
-  // session, or the server ended their transaction (a deadlock, an implicit commit).
+  /// True once dblock found the lease gone (a renewal or release matched no row of ours), or
+  /// once a whole TTL has passed since the latest successful acquire or renewal was sent (by this
+  /// process's CLOCK_BOOTTIME, which keeps counting through a system suspend): the database may
+  /// have expired the lease by then, even if a renewal is still stuck on a connection that
+  /// stopped answering. Never false while the database would grant the key to another owner (no
+  /// statement moves the key's expiry earlier than a live hold's). Transactional leases (row lock,
+  /// optimistic) have no TTL: they are lost once their connection broke, the server closed their
+  /// session, or the server ended their transaction (a deadlock, an implicit commit).
   bool lost() const noexcept;
 
-  // Gives the hold back (owner- and token-checked in one statement). Empties the handle.
-  // Transactional strategies commit the lease's transaction here: kReleased means the critical
-  // section's writes are committed; kConflict (optimistic) means they were rolled back.
-  // A unique-key release whose connection is lost on the way is retried once; the retry
-  // recognises an attempt the server already applied, so a hold is never given back twice.
-  // Throws dblock::Error on faults that remain (a unique-key lease then expires by its TTL, or
-  // sooner: the owner's next acquire of the key sends the release again first). A transactional
-  // lease throws kLeaseLost when its transaction ended before the commit (the server rolled the
-  // writes back) and kCommitInDoubt when the commit's outcome is unknown (the connection broke
-  // while the COMMIT was on its way, or, on PostgreSQL, its wait for a synchronous standby was
-  // cancelled).
+  /// Gives the hold back (owner- and token-checked in one statement). Empties the handle.
+  /// Transactional strategies commit the lease's transaction here: kReleased means the critical
+  /// section's writes are committed; kConflict (optimistic) means they were rolled back.
+  /// A unique-key release whose connection is lost on the way is retried once; the retry
+  /// recognises an attempt the server already applied, so a hold is never given back twice.
+  /// Throws dblock::Error on faults that remain (a unique-key lease then expires by its TTL, or
+  /// sooner: the owner's next acquire of the key sends the release again first). A transactional
+  /// lease throws kLeaseLost when its transaction ended before the commit (the server rolled the
+  /// writes back) and kCommitInDoubt when the commit's outcome is unknown (the connection broke
+  /// while the COMMIT was on its way, or, on PostgreSQL, its wait for a synchronous standby was
+  /// cancelled).
   ReleaseOutcome release();
-  // Extends the lease to `ttl` from now on the database clock; never ends it earlier than it
-  // would have ended (the key's row is shared by every reentrant hold of the owner, and another
-  // may rely on a later expiry). lost() counts `ttl` from now. Returns false and marks the lease
-  // lost when it is no longer held. Throws Error(kInvalidArgument) unless 1 ms <= ttl <= 365
-  // days, before sending anything.
+  /// Extends the lease to `ttl` from now on the database clock; never ends it earlier than it
+  /// would have ended (the key's row is shared by every reentrant hold of the owner, and another
+  /// may rely on a later expiry). lost() counts `ttl` from now. Returns false and marks the lease
+  /// lost when it is no longer held. Throws Error(kInvalidArgument) unless 1 ms <= ttl <= 365
+  /// days, before sending anything.
   bool renew(std::chrono::milliseconds ttl);
-  bool renew();  // with the TTL it was acquired with
+  bool renew();  ///< with the TTL it was acquired with
 
-  // For transactional strategies: the connection (and open transaction) the critical section
-  // must use. nullptr for the unique-key strategy, which holds no transaction.
+  /// For transactional strategies: the connection (and open transaction) the critical section
+  /// must use. nullptr for the unique-key strategy, which holds no transaction.
   Connection* connection() const;
 
  private:
@@ -143,37 +146,37 @@ class DBLOCK_EXPORT Lease {
   std::shared_ptr<detail::LeaseCore> core_;
 };
 
-// How with_lock retries a critical section that lost a race it could not see coming: an
-// optimistic commit that found the version moved (ReleaseOutcome::kConflict), or a deadlock or
-// serialization failure thrown from inside the critical section. Waits between attempts follow
-// `backoff` (full jitter).
+/// How with_lock retries a critical section that lost a race it could not see coming: an
+/// optimistic commit that found the version moved (ReleaseOutcome::kConflict), or a deadlock or
+/// serialization failure thrown from inside the critical section. Waits between attempts follow
+/// `backoff` (full jitter).
 struct RetryPolicy {
-  int max_attempts = 1;  // 1: no retry
+  int max_attempts = 1;  ///< 1: no retry
   BackoffPolicy backoff{};
 };
 
-// What with_lock did: how many times it acquired the lock and ran fn, and how many of those
-// runs ended in a conflict (rolled back and, while attempts were left, retried).
+/// What with_lock did: how many times it acquired the lock and ran fn, and how many of those
+/// runs ended in a conflict (rolled back and, while attempts were left, retried).
 struct LockAttempts {
   int attempts = 0;
   int conflicts = 0;
 };
 
-// The interface of every lock strategy.
+/// The interface of every lock strategy.
 class DBLOCK_EXPORT Lock {
  public:
   virtual ~Lock() = default;
 
-  // How with_lock retries on conflict. Only the optimistic strategy retries by default.
+  /// How with_lock retries on conflict. Only the optimistic strategy retries by default.
   virtual RetryPolicy retry_policy() const { return {}; }
 
-  // One attempt: a lease, or nothing if another owner holds the key.
+  /// One attempt: a lease, or nothing if another owner holds the key.
   virtual std::optional<Lease> try_acquire(std::string_view key,
                                            const LockOptions& options = {}) = 0;
-  // Waits up to `timeout` (bounded by backoff with jitter, or notification where available).
+  /// Waits up to `timeout` (bounded by backoff with jitter, or notification where available).
   virtual std::optional<Lease> acquire(std::string_view key, std::chrono::milliseconds timeout,
                                        const LockOptions& options = {}) = 0;
-  // Waits without a limit.
+  /// Waits without a limit.
   std::optional<Lease> acquire(std::string_view key, const LockOptions& options = {}) {
     return acquire(key, std::chrono::milliseconds::max(), options);
   }
@@ -188,18 +191,18 @@ DBLOCK_EXPORT void pause_before_retry(Backoff& backoff);
 [[noreturn]] DBLOCK_EXPORT void throw_lease_lost(const std::string& key);
 }  // namespace detail
 
-// Runs fn(lease) under the lock and releases it on every path (return or exception): release()
-// after fn returns (a transactional strategy commits), the lease's destructor when fn throws (a
-// transactional strategy rolls back). Returns nothing when the lock was not obtained within
-// `timeout`, or when every attempt the lock's retry_policy() allows ended in a conflict;
-// otherwise fn's result (true for a void fn), and only when the lease was held for the whole
-// call: when the lease reports lost() once fn returns (its TTL ran out without a renewal, its
-// connection broke), or the release finds it gone (ReleaseOutcome::kNotHeld: it expired or was
-// taken over while fn ran), the lease is given back and with_lock throws Error(kLeaseLost)
-// instead of returning fn's result, so a critical section that ran unprotected is never
-// reported as done under the lock. fn may run more than once: on a conflict its
-// transaction is rolled back and it runs again, so side effects outside the lease's transaction
-// must be idempotent. `attempts`, when given, receives what happened.
+/// Runs fn(lease) under the lock and releases it on every path (return or exception): release()
+/// after fn returns (a transactional strategy commits), the lease's destructor when fn throws (a
+/// transactional strategy rolls back). Returns nothing when the lock was not obtained within
+/// `timeout`, or when every attempt the lock's retry_policy() allows ended in a conflict;
+/// otherwise fn's result (true for a void fn), and only when the lease was held for the whole
+/// call: when the lease reports lost() once fn returns (its TTL ran out without a renewal, its
+/// connection broke), or the release finds it gone (ReleaseOutcome::kNotHeld: it expired or was
+/// taken over while fn ran), the lease is given back and with_lock throws Error(kLeaseLost)
+/// instead of returning fn's result, so a critical section that ran unprotected is never
+/// reported as done under the lock. fn may run more than once: on a conflict its
+/// transaction is rolled back and it runs again, so side effects outside the lease's transaction
+/// must be idempotent. `attempts`, when given, receives what happened.
 template <class Fn>
 auto with_lock(Lock& lock, std::string_view key, std::chrono::milliseconds timeout,
                const LockOptions& options, Fn&& fn, LockAttempts* attempts = nullptr) {
@@ -237,8 +240,8 @@ auto with_lock(Lock& lock, std::string_view key, std::chrono::milliseconds timeo
   }
 }
 
-// Throws Error(kInvalidArgument) unless `key` is 1 to 255 characters of valid UTF-8 without NUL:
-// the keys every strategy accepts.
+/// Throws Error(kInvalidArgument) unless `key` is 1 to 255 characters of valid UTF-8 without NUL:
+/// the keys every strategy accepts.
 DBLOCK_EXPORT void validate_lock_key(std::string_view key);
 
 }  // namespace dblock

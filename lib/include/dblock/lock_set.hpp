@@ -1,22 +1,25 @@
 // SPDX-License-Identifier: Apache-2.0
-// Several keys at once, all or nothing, over any strategy: the transfer between two accounts
-// that must hold both, the job that needs three resources. A LeaseSet holds every key asked for,
-// or the call gives back what it took. Keys are taken one at a time in one global order (their
-// bytes, ascending), so sets never deadlock with each other; the timeout bounds the whole set.
-// Each key is a lease of the strategy with its own fencing token (and, for row and optimistic
-// locks, its own transaction: they commit one after another, not atomically).
-//
-//   dblock::UniqueKeyLock locks(*pool);
-//   std::vector<std::string> accounts{"account:17", "account:4"};
-//   if (auto both = dblock::acquire_all(locks, accounts, 5s)) {
-//     transfer(both->lease("account:17").fencing_token(),
-//              both->lease("account:4").fencing_token());
-//     both->release();  // or let it go out of scope
-//   }
-//
-// Thread-safety: as Lease: a LeaseSet is used by one thread at a time.
-//
-// Explained in docs/locks/lock-sets.md.
+/// @file
+/// Several keys at once, all or nothing, over any strategy: the transfer between two accounts
+/// that must hold both, the job that needs three resources. A LeaseSet holds every key asked for,
+/// or the call gives back what it took. Keys are taken one at a time in one global order (their
+/// bytes, ascending), so sets never deadlock with each other; the timeout bounds the whole set.
+/// Each key is a lease of the strategy with its own fencing token (and, for row and optimistic
+/// locks, its own transaction: they commit one after another, not atomically).
+///
+/// @code
+///   dblock::UniqueKeyLock locks(*pool);
+///   std::vector<std::string> accounts{"account:17", "account:4"};
+///   if (auto both = dblock::acquire_all(locks, accounts, 5s)) {
+///     transfer(both->lease("account:17").fencing_token(),
+///              both->lease("account:4").fencing_token());
+///     both->release();  // or let it go out of scope
+///   }
+/// @endcode
+///
+/// Thread-safety: as Lease: a LeaseSet is used by one thread at a time.
+///
+/// Explained in docs/locks/lock-sets.md.
 #pragma once
 
 #include <chrono>
@@ -32,8 +35,8 @@
 
 namespace dblock {
 
-// The leases of a set of keys, held together. Move-only; releases every lease on destruction
-// (a transactional strategy's transactions roll back, as a dropped Lease's do).
+/// The leases of a set of keys, held together. Move-only; releases every lease on destruction
+/// (a transactional strategy's transactions roll back, as a dropped Lease's do).
 class DBLOCK_EXPORT LeaseSet {
  public:
   LeaseSet() = default;
@@ -41,37 +44,37 @@ class DBLOCK_EXPORT LeaseSet {
   LeaseSet(LeaseSet&&) noexcept = default;
   LeaseSet& operator=(LeaseSet&&) noexcept = default;
 
-  // The leases, in the order they were taken (keys ascending by their bytes).
+  /// The leases, in the order they were taken (keys ascending by their bytes).
   const std::vector<Lease>& leases() const noexcept { return leases_; }
-  // The lease on `key`. Throws Error(kInvalidArgument) when the set does not hold it.
+  /// The lease on `key`. Throws Error(kInvalidArgument) when the set does not hold it.
   Lease& lease(std::string_view key);
-  // True once any of the leases is lost (Lease::lost()).
+  /// True once any of the leases is lost (Lease::lost()).
   bool lost() const noexcept;
-  // Gives every key back, in the reverse of the order they were taken, each even when an
-  // earlier one failed. Returns kNotHeld when any lease had been lost, otherwise kConflict when
-  // any optimistic commit conflicted, otherwise kDecremented when the owner still holds any key
-  // through a reentrant hold, otherwise kReleased. Throws the first Error once every lease has
-  // been tried. Empties the set.
+  /// Gives every key back, in the reverse of the order they were taken, each even when an
+  /// earlier one failed. Returns kNotHeld when any lease had been lost, otherwise kConflict when
+  /// any optimistic commit conflicted, otherwise kDecremented when the owner still holds any key
+  /// through a reentrant hold, otherwise kReleased. Throws the first Error once every lease has
+  /// been tried. Empties the set.
   ReleaseOutcome release();
 
  private:
   std::vector<Lease> leases_;
 };
 
-// One attempt at every key (each a try_acquire): the set, or nothing when another owner holds
-// any of them (or a lease taken was lost before the last key was). Throws Error(kInvalidArgument)
-// before taking anything for an empty set or an invalid key.
+/// One attempt at every key (each a try_acquire): the set, or nothing when another owner holds
+/// any of them (or a lease taken was lost before the last key was). Throws Error(kInvalidArgument)
+/// before taking anything for an empty set or an invalid key.
 DBLOCK_EXPORT std::optional<LeaseSet> try_acquire_all(Lock& lock, std::span<const std::string> keys,
                                                       const LockOptions& options = {});
-// Waits up to `timeout` for the whole set (std::chrono::milliseconds::max(): without a limit).
+/// Waits up to `timeout` for the whole set (std::chrono::milliseconds::max(): without a limit).
 DBLOCK_EXPORT std::optional<LeaseSet> acquire_all(Lock& lock, std::span<const std::string> keys,
                                                   std::chrono::milliseconds timeout,
                                                   const LockOptions& options = {});
 
-// Runs fn(set) with every key held and releases them on every path, as with_lock does for one
-// key: returns nothing when the set was not obtained within `timeout` or a commit conflicted
-// (no retry), fn's result (true for a void fn) otherwise, and throws Error(kLeaseLost) instead
-// when any lease was lost by the time fn returned.
+/// Runs fn(set) with every key held and releases them on every path, as with_lock does for one
+/// key: returns nothing when the set was not obtained within `timeout` or a commit conflicted
+/// (no retry), fn's result (true for a void fn) otherwise, and throws Error(kLeaseLost) instead
+/// when any lease was lost by the time fn returned.
 template <class Fn>
 auto with_locks(Lock& lock, std::span<const std::string> keys, std::chrono::milliseconds timeout,
                 const LockOptions& options, Fn&& fn) {

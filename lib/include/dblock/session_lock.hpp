@@ -1,27 +1,30 @@
 // SPDX-License-Identifier: Apache-2.0
-// SessionLock: the database server's native lock (a session-level advisory lock on PostgreSQL,
-// GET_LOCK on MySQL and MariaDB), held by the session of a connection the lease keeps until it
-// is released. No table row is written: an acquire and a release cost one round trip each. For
-// locks that avoid duplicate work: not durable, no TTL, not listed by `dblock locks`. Two
-// sessions never hold one key at once while the lease's connection lives; when the session ends
-// (the connection breaks, the server kills the session or restarts) the server frees the lock at
-// once, the lease reports lost() and release() throws Error(kLeaseLost). Fencing tokens strictly
-// increase over every key: writes that must not overlap check them. Reentrant per owner through
-// one SessionLock. LockOptions::ttl, auto_renew, on_lost and metadata are not used. Each lease
-// (and each waiter) keeps one connection of the source for its whole life.
-//
-//   dblock::SessionLock locks(*pool);
-//   if (auto lease = locks.try_acquire("report:2024-06")) {  // one round trip
-//     build_report(lease->fencing_token());
-//   }                                                         // unlocked here, one round trip
-//
-// Thread-safety: all methods may be called from many threads at once. A lease is used by one
-// thread at a time. Reentrant leases of one owner share one connection and may each be used by a
-// thread of its own: their statements (renew, the last release) take turns on it, and lost() on
-// one is not misled by the reply to another's statement. The ConnectionSource must outlive this
-// object and every lease it returned.
-//
-// Explained in docs/locks/session-lock.md (a vanished holder: docs/connections.md).
+/// @file
+/// SessionLock: the database server's native lock (a session-level advisory lock on PostgreSQL,
+/// GET_LOCK on MySQL and MariaDB), held by the session of a connection the lease keeps until it
+/// is released. No table row is written: an acquire and a release cost one round trip each. For
+/// locks that avoid duplicate work: not durable, no TTL, not listed by `dblock locks`. Two
+/// sessions never hold one key at once while the lease's connection lives; when the session ends
+/// (the connection breaks, the server kills the session or restarts) the server frees the lock at
+/// once, the lease reports lost() and release() throws Error(kLeaseLost). Fencing tokens strictly
+/// increase over every key: writes that must not overlap check them. Reentrant per owner through
+/// one SessionLock. LockOptions::ttl, auto_renew, on_lost and metadata are not used. Each lease
+/// (and each waiter) keeps one connection of the source for its whole life.
+///
+/// @code
+///   dblock::SessionLock locks(*pool);
+///   if (auto lease = locks.try_acquire("report:2024-06")) {  // one round trip
+///     build_report(lease->fencing_token());
+///   }                                                         // unlocked here, one round trip
+/// @endcode
+///
+/// Thread-safety: all methods may be called from many threads at once. A lease is used by one
+/// thread at a time. Reentrant leases of one owner share one connection and may each be used by a
+/// thread of its own: their statements (renew, the last release) take turns on it, and lost() on
+/// one is not misled by the reply to another's statement. The ConnectionSource must outlive this
+/// object and every lease it returned.
+///
+/// Explained in docs/locks/session-lock.md (a vanished holder: docs/connections.md).
 #pragma once
 
 #include <chrono>
@@ -37,22 +40,22 @@
 namespace dblock {
 
 struct SessionLockOptions {
-  // The schema and prefix go into each lock's hash (so two applications with different prefixes
-  // on one server never share a lock), and name the token sequence on PostgreSQL.
+  /// The schema and prefix go into each lock's hash (so two applications with different prefixes
+  /// on one server never share a lock), and name the token sequence on PostgreSQL.
   TableNames tables{};
 };
 
 class DBLOCK_EXPORT SessionLock final : public Lock {
  public:
-  // Throws Error(kFailedPrecondition) for a source behind a transaction pooler
-  // (ConnectionSource::keeps_sessions() false).
+  /// Throws Error(kFailedPrecondition) for a source behind a transaction pooler
+  /// (ConnectionSource::keeps_sessions() false).
   explicit SessionLock(ConnectionSource& source, SessionLockOptions options = {});
   ~SessionLock() override;
 
-  // One round trip on a connection of the source (plus, the first time on MySQL, one asking
-  // whether the server is a Galera node). Throws Error(kFailedPrecondition) on a Galera node.
+  /// One round trip on a connection of the source (plus, the first time on MySQL, one asking
+  /// whether the server is a Galera node). Throws Error(kFailedPrecondition) on a Galera node.
   std::optional<Lease> try_acquire(std::string_view key, const LockOptions& options = {}) override;
-  // Waits in the server, up to `timeout`, for the lock; nothing when it is still held then.
+  /// Waits in the server, up to `timeout`, for the lock; nothing when it is still held then.
   std::optional<Lease> acquire(std::string_view key, std::chrono::milliseconds timeout,
                                const LockOptions& options = {}) override;
   using Lock::acquire;

@@ -1,17 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
-// Makes any dblock strategy a C++ TimedLockable, so std::unique_lock, std::scoped_lock and
-// std::lock_guard work with a database lock:
-//
-//   dblock::LockableKey nightly(locks, "cron:nightly-report");
-//   std::unique_lock guard(nightly, std::chrono::seconds(5));   // try_lock_for
-//   if (guard) run_report();
-//
-// lock() waits without a limit; unlock() releases (and throws dblock::Error only on faults,
-// like a failed release statement — std::unique_lock's destructor calls it, so faults there
-// terminate; call release() yourself when you need to handle them).
-//
-// Thread-safety: like std::mutex ownership, one LockableKey is locked and unlocked by one owner at
-// a time. Give each thread (or async owner, via LockOptions::owner) its own LockableKey.
+/// @file
+/// Makes any dblock strategy a C++ TimedLockable, so std::unique_lock, std::scoped_lock and
+/// std::lock_guard work with a database lock:
+///
+/// @code
+///   dblock::LockableKey nightly(locks, "cron:nightly-report");
+///   std::unique_lock guard(nightly, std::chrono::seconds(5));   // try_lock_for
+///   if (guard) run_report();
+/// @endcode
+///
+/// lock() waits without a limit; unlock() releases (and throws dblock::Error only on faults,
+/// like a failed release statement — std::unique_lock's destructor calls it, so faults there
+/// terminate; call release() yourself when you need to handle them).
+///
+/// Thread-safety: like std::mutex ownership, one LockableKey is locked and unlocked by one owner at
+/// a time. Give each thread (or async owner, via LockOptions::owner) its own LockableKey.
 #pragma once
 
 #include <chrono>
@@ -53,7 +56,7 @@ class LockableKey {
     lease.release();
   }
 
-  // The lease while locked (for its fencing token), else nullptr.
+  /// The lease while locked (for its fencing token), else nullptr.
   const Lease* lease() const noexcept { return lease_ ? &*lease_ : nullptr; }
 
  private:
