@@ -45,8 +45,8 @@ DBLOCK_EXPORT std::vector<LockRow> list_locks(Connection& conn, const TableNames
 
 /// How many live fair waiters (UniqueKeyLockOptions::fair) are queued for each key that has any.
 /// Needs the lock_waiters table (migration 5).
-std::map<std::string, std::int64_t> queued_waiters(Connection& conn,
-                                                   const TableNames& tables = TableNames());
+DBLOCK_EXPORT std::map<std::string, std::int64_t> queued_waiters(
+    Connection& conn, const TableNames& tables = TableNames());
 
 /// A permit of a counting semaphore (semaphore.hpp), held or expired and not yet cleaned.
 /// hold_count is always 1 (permits are not reentrant).
