@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "dblock/connection.hpp"
+#include "dblock/dialect.hpp"
 #include "dblock/export.hpp"
 
 namespace dblock {

@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "dblock/connection.hpp"
+#include "dblock/dialect.hpp"
 #include "dblock/export.hpp"
 
 namespace dblock {

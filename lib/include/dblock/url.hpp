@@ -24,7 +24,7 @@
 #include <utility>
 #include <vector>
 
-#include "dblock/connection.hpp"
+#include "dblock/dialect.hpp"
 #include "dblock/export.hpp"
 
 namespace dblock {
