@@ -95,6 +95,13 @@ function(dblock_driver_definitions target)
   endforeach()
 endfunction()
 
+# lib/src as an include directory: for the code that includes the library's internal headers
+# (sql/server_sql.hpp, renewer.hpp, drivers/error_mapping.hpp, ...), that is the libraries' own
+# sources and dblock's tests and benchmark, which link it beside the libraries they use. Never
+# installed or exported; the CLI and the examples see the public headers only.
+add_library(dblock_internal_headers INTERFACE)
+target_include_directories(dblock_internal_headers INTERFACE "${PROJECT_SOURCE_DIR}/lib/src")
+
 # dblock_add_component(<component>
 #   SOURCES <files>            relative to the calling directory
 #   COMPONENTS <components>    the dblock components it builds on (core, postgresql)
@@ -128,9 +135,9 @@ function(dblock_add_component component)
     VISIBILITY_INLINES_HIDDEN ON
     OPTIMIZE_DEPENDENCIES ON)
   target_compile_features(${name}_objects PRIVATE cxx_std_20)
-  target_include_directories(${name}_objects PRIVATE ${include_dirs}
-                                                     "${PROJECT_SOURCE_DIR}/lib/src")
-  target_link_libraries(${name}_objects PRIVATE ${uses} ${public_deps} ${private_deps})
+  target_include_directories(${name}_objects PRIVATE ${include_dirs})
+  target_link_libraries(${name}_objects PRIVATE dblock_internal_headers ${uses} ${public_deps}
+                                                ${private_deps})
   dblock_set_warnings(${name}_objects)
 
   # What users link.

@@ -26,7 +26,7 @@ CHECKS = [
     ("semaphore.hpp", "file", "semaphore.hpp"),
     ("open.hpp", "file", "open.hpp"),
     ("open.hpp", "function", "dblock::open_pool"),
-    ("lock.hpp", "enumvalue", "dblock::ReleaseOutcome::kNotHeld"),  # a trailing ///<
+    ("release_outcome.hpp", "enumvalue", "dblock::ReleaseOutcome::kNotHeld"),  # a trailing ///<
 ]
 
 DOC = re.compile(r"^\s*///<?(?: (.*))?$")

@@ -9,26 +9,6 @@
 
 namespace dblock {
 
-std::string_view to_string(Dialect dialect) noexcept {
-  return dialect == Dialect::kPostgreSQL ? "postgresql" : "mysql";
-}
-
-std::string_view to_string(Server server) noexcept {
-  switch (server) {
-    case Server::kPostgreSQL:
-      return "postgresql";
-    case Server::kMySQL:
-      return "mysql";
-    case Server::kMariaDB:
-      return "mariadb";
-  }
-  return "unknown";
-}
-
-Dialect dialect_of(Server server) noexcept {
-  return server == Server::kPostgreSQL ? Dialect::kPostgreSQL : Dialect::kMySQL;
-}
-
 std::optional<std::string> Value::to_text() const {
   struct Visitor {
     std::optional<std::string> operator()(std::monostate) const { return std::nullopt; }

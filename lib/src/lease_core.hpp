@@ -23,12 +23,15 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <mutex>
 #include <string>
 
 #include "clock.hpp"
-#include "dblock/lock.hpp"
+#include "dblock/connection.hpp"
+#include "dblock/owner.hpp"
+#include "dblock/release_outcome.hpp"
 
 namespace dblock::detail {
 

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "dblock/connection.hpp"
+#include "dblock/dialect.hpp"
 
 namespace dblock::detail {
 

@@ -2,7 +2,7 @@
 #include "transaction_hold.hpp"
 
 #include "dblock/error.hpp"
-#include "driver_support.hpp"
+#include "socket_probes.hpp"
 
 namespace dblock::detail {
 

@@ -8,7 +8,6 @@
 #include <sstream>
 
 #include "dblock/error.hpp"
-#include "driver_support.hpp"
 #include "url_encoding.hpp"
 
 namespace dblock {

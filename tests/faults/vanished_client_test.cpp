@@ -3,7 +3,7 @@
 // vanishes: no FIN, no RST, every packet between it and the server dropped (an nftables rule on
 // this machine's loopback, matching the holder's port). Neither side hears anything; each one
 // gives the other up only when its TCP keepalive fails. On PostgreSQL dblock sets both bounds
-// (driver_support.hpp: the client gives up after 25 s, the server after 90 s, checked by
+// (drivers/connect_options.hpp: the client gives up after 25 s, the server after 90 s, checked by
 // network_bounds_test.cpp); here both are shortened through the URL in the same proportion
 // (client 3 s, server 6 s) to keep the test short. The guarantee: the holder reports its lease
 // lost before anyone else gets the lock, and the lock is free again in bounded time, not after

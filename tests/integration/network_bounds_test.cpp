@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Connections dblock opens bound how long a statement can hang on a network that stopped
-// delivering: TCP keepalive and TCP_USER_TIMEOUT on their sockets (driver_support.hpp), so a
-// renewal or release on a dead route fails within seconds, not the kernel's many minutes. On
+// delivering: TCP keepalive and TCP_USER_TIMEOUT on their sockets (drivers/connect_options.hpp), so
+// a renewal or release on a dead route fails within seconds, not the kernel's many minutes. On
 // PostgreSQL they also bound how long the server keeps the session of a client that vanished
 // (and its locks), to longer than the client's own bound.
 #include <netinet/in.h>
@@ -10,7 +10,8 @@
 
 #include "backends.hpp"
 #include "dblock/open.hpp"
-#include "driver_support.hpp"
+#include "drivers/connect_options.hpp"
+#include "socket_probes.hpp"
 
 namespace dblock::testing {
 namespace {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "driver_support.hpp"
-
 #include <gtest/gtest.h>
+
+#include "drivers/error_mapping.hpp"
 
 namespace dblock::detail {
 namespace {

@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "driver_support.hpp"
+#include "drivers/placeholders.hpp"
 
 namespace dblock::detail {
 namespace {

@@ -23,25 +23,10 @@
 #include <variant>
 #include <vector>
 
+#include "dblock/dialect.hpp"
 #include "dblock/export.hpp"
 
 namespace dblock {
-
-/// The SQL a connection speaks: placeholders, quoting, and which statements dblock sends.
-enum class Dialect { kPostgreSQL, kMySQL };
-
-/// "postgresql" or "mysql".
-DBLOCK_EXPORT std::string_view to_string(Dialect dialect) noexcept;
-
-/// The server behind a connection. MySQL and MariaDB share the MySQL dialect but differ in what
-/// they accept beyond it (MariaDB's SET STATEMENT and FOR UPDATE WAIT n, MySQL 8.0's optimizer
-/// hints), so dblock picks some statements by server.
-enum class Server { kPostgreSQL, kMySQL, kMariaDB };
-
-/// "postgresql", "mysql" or "mariadb".
-DBLOCK_EXPORT std::string_view to_string(Server server) noexcept;
-/// kPostgreSQL for kPostgreSQL, kMySQL for kMySQL and kMariaDB.
-DBLOCK_EXPORT Dialect dialect_of(Server server) noexcept;
 
 /// A bound parameter: NULL, a 64-bit integer, a double, or text (bytes, UTF-8 expected).
 class DBLOCK_EXPORT Value {

@@ -36,6 +36,7 @@
 #include "dblock/error.hpp"
 #include "dblock/export.hpp"
 #include "dblock/owner.hpp"
+#include "dblock/release_outcome.hpp"
 
 namespace dblock {
 
@@ -71,16 +72,6 @@ struct LockOptions {
   /// latest when a TTL has passed since the last successful renewal was sent. Must not block long.
   std::function<void(const std::string& key)> on_lost{};
 };
-
-enum class ReleaseOutcome {
-  kReleased,     ///< the key is free now
-  kDecremented,  ///< a reentrant hold was given back; the owner still holds the key
-  kNotHeld,      ///< the lease was lost (expired, taken over) or already released; nothing changed
-  kConflict,     ///< optimistic strategy: another writer committed first; the transaction was
-                 ///< rolled back and nothing of the critical section was kept
-};
-
-DBLOCK_EXPORT std::string_view to_string(ReleaseOutcome outcome) noexcept;
 
 /// A held lock. Move-only; releasing on destruction, never throwing from the destructor.
 /// Destroying a transactional strategy's lease without release() rolls its transaction back

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "dblock/connection.hpp"
+#include "dblock/dialect.hpp"
 #include "dblock/export.hpp"
 
 namespace dblock {

@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-#include "dblock/connection.hpp"
+#include "dblock/dialect.hpp"
 #include "dblock/export.hpp"
 
 namespace dblock {

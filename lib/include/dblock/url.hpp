@@ -27,7 +27,7 @@
 #include <utility>
 #include <vector>
 
-#include "dblock/connection.hpp"
+#include "dblock/dialect.hpp"
 #include "dblock/export.hpp"
 
 namespace dblock {

@@ -9,7 +9,7 @@
 
 #include <utility>
 
-#include "driver_support.hpp"
+#include "drivers/error_mapping.hpp"
 
 namespace dblock::detail {
 

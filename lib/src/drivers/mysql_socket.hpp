@@ -10,7 +10,7 @@
 
 #include <string_view>
 
-#include "dblock/connection.hpp"
+#include "dblock/dialect.hpp"
 
 namespace dblock::detail {
 

@@ -8,13 +8,13 @@
 #include <string>
 
 #include "dblock/error.hpp"
-#include "driver_support.hpp"
 #include "galera.hpp"
 #include "hold_registry.hpp"
 #include "lease_core.hpp"
 #include "lock_keys.hpp"
 #include "retry_until.hpp"
 #include "sha256.hpp"
+#include "socket_probes.hpp"
 #include "sql/by_server.hpp"
 #include "sql/server_sql.hpp"
 #include "sql/statement.hpp"

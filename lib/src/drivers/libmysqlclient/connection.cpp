@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "dblock/libmysqlclient.hpp"
-#include "driver_support.hpp"
+#include "drivers/connect_options.hpp"
 #include "drivers/driver_connection.hpp"
 #include "drivers/libmysqlclient/connect_options.hpp"
 #include "drivers/libmysqlclient/errors.hpp"

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "driver_support.hpp"
+#include "drivers/error_mapping.hpp"
 
 namespace dblock::mysql_driver {
 namespace {

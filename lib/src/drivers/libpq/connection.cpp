@@ -27,8 +27,9 @@
 #include <vector>
 
 #include "dblock/libpq.hpp"
-#include "driver_support.hpp"
+#include "drivers/connect_options.hpp"
 #include "drivers/driver_connection.hpp"
+#include "drivers/error_mapping.hpp"
 #include "drivers/libpq/conninfo.hpp"
 #include "drivers/libpq/errors.hpp"
 #include "drivers/libpq/notifications.hpp"

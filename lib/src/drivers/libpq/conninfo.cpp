@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <memory>
 
-#include "driver_support.hpp"
+#include "drivers/error_mapping.hpp"
 #include "libpq_uri.hpp"
 
 namespace dblock::libpq_driver {

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "driver_support.hpp"
+#include "drivers/error_mapping.hpp"
 
 namespace dblock::libpq_driver {
 

@@ -44,8 +44,9 @@
 
 #include "dblock/libpqxx.hpp"
 #include "dblock/table_names.hpp"
-#include "driver_support.hpp"
+#include "drivers/connect_options.hpp"
 #include "drivers/driver_connection.hpp"
+#include "drivers/error_mapping.hpp"
 #include "drivers/libpq/conninfo.hpp"
 #include "drivers/libpqxx/compat.hpp"
 #include "drivers/libpqxx/errors.hpp"

@@ -7,7 +7,7 @@
 #include <pqxx/except>
 #include <string>
 
-#include "driver_support.hpp"
+#include "drivers/error_mapping.hpp"
 
 namespace dblock::pqxx_driver {
 namespace {

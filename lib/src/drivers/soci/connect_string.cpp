@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "driver_support.hpp"
+#include "drivers/connect_options.hpp"
 #include "drivers/soci/errors.hpp"
 #include "libpq_uri.hpp"
 

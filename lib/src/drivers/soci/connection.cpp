@@ -48,11 +48,13 @@
 #include <vector>
 
 #include "dblock/soci.hpp"
-#include "driver_support.hpp"
+#include "drivers/connect_options.hpp"
 #include "drivers/driver_connection.hpp"
+#include "drivers/error_mapping.hpp"
 #include "drivers/libpq/notifications.hpp"
 #include "drivers/mysql_socket.hpp"
 #include "drivers/mysql_transaction.hpp"
+#include "drivers/placeholders.hpp"
 #include "drivers/soci/connect_string.hpp"
 #include "drivers/soci/errors.hpp"
 #include "drivers/soci/mysql_native.hpp"

@@ -25,7 +25,7 @@
 
 #include <string>
 
-#include "driver_support.hpp"
+#include "drivers/error_mapping.hpp"
 
 namespace dblock::soci_driver {
 namespace {

@@ -8,7 +8,7 @@
 #include <exception>
 #include <string_view>
 
-#include "dblock/connection.hpp"
+#include "dblock/dialect.hpp"
 #include "dblock/error.hpp"
 
 namespace dblock::soci_driver {

@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "dblock/connection.hpp"
+#include "dblock/dialect.hpp"
 
 namespace dblock::soci_driver {
 

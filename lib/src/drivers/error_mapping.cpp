@@ -1,18 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "driver_support.hpp"
+// The drivers' error mapping (drivers/error_mapping.hpp): SQLSTATE and MySQL errno tables, and
+// the text, SQLSTATE, errno and advice of the Error a driver throws.
+//
+// Thread-safety: pure functions.
+#include "drivers/error_mapping.hpp"
 
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
-#include <sys/socket.h>
-
-#include <algorithm>
-#include <cctype>
+#include <string>
+#include <utility>
 
 #include "dblock/url.hpp"
-#include "sql/server_sql.hpp"
-#include "sql_scanner.hpp"
 
 namespace dblock::detail {
 
@@ -199,98 +195,6 @@ std::string libpq_message_text(std::string_view text) {
   return out;
 }
 
-void append_quoted_option(std::string& out, std::string_view key, std::string_view value) {
-  out.append(key).append("='");
-  for (char c : value) {
-    if (c == '\'' || c == '\\') out += '\\';
-    out += c;
-  }
-  out.append("' ");
-}
-
-bool is_option_keyword(std::string_view key) noexcept {
-  if (key.empty()) return false;
-  for (char c : key) {
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
-  }
-  return true;
-}
-
-void bound_network_waits(int fd) noexcept {
-  if (fd < 0) return;
-  sockaddr_storage addr{};
-  socklen_t len = sizeof addr;
-  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return;
-  if (addr.ss_family != AF_INET && addr.ss_family != AF_INET6) return;
-  auto set = [fd](int level, int name, int value) {
-    ::setsockopt(fd, level, name, &value, sizeof value);
-  };
-  set(SOL_SOCKET, SO_KEEPALIVE, 1);
-  // The probes' timing is set where the system has the options (Linux and the BSDs; macOS
-  // names the idle time TCP_KEEPALIVE), else it stays the system's.
-#if defined(TCP_KEEPIDLE)
-  set(IPPROTO_TCP, TCP_KEEPIDLE, kKeepaliveIdleSeconds);
-#elif defined(TCP_KEEPALIVE)
-  set(IPPROTO_TCP, TCP_KEEPALIVE, kKeepaliveIdleSeconds);
-#endif
-#if defined(TCP_KEEPINTVL) && defined(TCP_KEEPCNT)
-  set(IPPROTO_TCP, TCP_KEEPINTVL, kKeepaliveIntervalSeconds);
-  set(IPPROTO_TCP, TCP_KEEPCNT, kKeepaliveProbes);
-#endif
-  // Linux only: elsewhere a statement whose data stays unacknowledged waits for the system's
-  // retransmission timeout (docs/platforms.md).
-#if defined(__linux__) && !defined(DBLOCK_PORTABLE_FALLBACKS)
-  set(IPPROTO_TCP, TCP_USER_TIMEOUT, kUnackedTimeoutMs);
-#endif
-}
-
-void bound_server_waits(Connection& conn, const DatabaseUrl& url) {
-  if (url.transaction_pooler || url.param("keepalives") || url.param("tcp_user_timeout")) return;
-  try {
-    conn.execute(server_sql(Server::kPostgreSQL).session.server_keepalive,
-                 {Value(std::to_string(kServerKeepaliveIdleSeconds)),
-                  Value(std::to_string(kServerKeepaliveIntervalSeconds)),
-                  Value(std::to_string(kServerKeepaliveProbes)),
-                  Value(std::to_string(kServerUnackedTimeoutMs))});
-  } catch (const Error& e) {
-    // A server whose platform lacks one of these settings refuses it; the session then keeps
-    // the server's defaults, as a connection handed in does. A lost connection is the caller's.
-    if (e.code() == ErrorCode::kConnectionLost || e.code() == ErrorCode::kConnectFailed) throw;
-  }
-}
-
-bool peer_closed(int fd) noexcept {
-  if (fd < 0) return false;
-  pollfd pfd{fd, POLLRDHUP, 0};
-  if (::poll(&pfd, 1, 0) <= 0) return false;
-  return (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
-}
-
-bool peer_spoke_or_closed(int fd) noexcept {
-  if (fd < 0) return false;
-  pollfd pfd{fd, POLLIN | POLLRDHUP, 0};
-  if (::poll(&pfd, 1, 0) <= 0) return false;
-  return (pfd.revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR)) != 0;
-}
-
-bool peer_ended_session(int fd, Dialect dialect) noexcept {
-  if (peer_closed(fd)) return true;
-  if (dialect != Dialect::kPostgreSQL || fd < 0) return false;
-  // An ErrorResponse: 'E', a 4-byte length, then fields, each a type byte and a NUL-terminated
-  // string; the first are the severity ('S', translated) and, from PostgreSQL 9.6, the same
-  // untranslated ('V').
-  char head[64];
-  const ssize_t n = ::recv(fd, head, sizeof head, MSG_PEEK | MSG_DONTWAIT);
-  if (n < 6 || head[0] != 'E') return false;
-  const std::string_view fields(head + 5, static_cast<std::size_t>(n) - 5);
-  for (std::string_view severity :
-       {std::string_view("SFATAL\0", 7), std::string_view("VFATAL\0", 7),
-        std::string_view("SPANIC\0", 7), std::string_view("VPANIC\0", 7)}) {
-    if (fields.find(severity) != std::string_view::npos) return true;
-  }
-  return false;
-}
-
 bool is_sync_replication_cancelled(std::string_view notice) noexcept {
   // "canceling wait for synchronous replication due to user request" (or "... due to
   // statement timeout"). The FATAL variant ("canceling the wait for synchronous replication and
@@ -311,43 +215,6 @@ Error copy_refused_error(std::string_view where) {
                       "COPY is not supported through dblock::Connection; the COPY was ended and "
                       "the connection goes on (run COPY through the driver's own handle)",
                       {});
-}
-
-void set_close_on_exec(int fd) noexcept {
-  if (fd < 0) return;
-  int flags = ::fcntl(fd, F_GETFD);
-  if (flags >= 0) ::fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
-}
-
-std::string to_named_placeholders(std::string_view sql, Dialect dialect,
-                                  std::size_t* placeholders) {
-  std::string out;
-  out.reserve(sql.size() + 16);
-  std::size_t next = 1;
-  std::size_t highest = 0;
-  for_each_code_char(sql, dialect, [&](std::size_t& i, bool in_code) {
-    char c = sql[i];
-    if (in_code && dialect == Dialect::kMySQL && c == '?') {
-      highest = next;
-      out += ":p" + std::to_string(next++);
-      return;
-    }
-    if (in_code && dialect == Dialect::kPostgreSQL && c == '$' && i + 1 < sql.size() &&
-        std::isdigit(static_cast<unsigned char>(sql[i + 1]))) {
-      out += ":p";
-      std::size_t number = 0;
-      while (i + 1 < sql.size() && std::isdigit(static_cast<unsigned char>(sql[i + 1]))) {
-        out += sql[++i];
-        number = std::min<std::size_t>(number * 10 + static_cast<std::size_t>(sql[i] - '0'),
-                                       std::size_t{1} << 20);
-      }
-      highest = std::max(highest, number);
-      return;
-    }
-    out += c;
-  });
-  if (placeholders != nullptr) *placeholders = highest;
-  return out;
 }
 
 }  // namespace dblock::detail

@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: Apache-2.0
+// The names of dialects and servers, and a server's dialect (dblock/dialect.hpp).
+//
+// Thread-safety: pure functions.
+#include "dblock/dialect.hpp"
+
+namespace dblock {
+
+std::string_view to_string(Dialect dialect) noexcept {
+  return dialect == Dialect::kPostgreSQL ? "postgresql" : "mysql";
+}
+
+std::string_view to_string(Server server) noexcept {
+  switch (server) {
+    case Server::kPostgreSQL:
+      return "postgresql";
+    case Server::kMySQL:
+      return "mysql";
+    case Server::kMariaDB:
+      return "mariadb";
+  }
+  return "unknown";
+}
+
+Dialect dialect_of(Server server) noexcept {
+  return server == Server::kPostgreSQL ? Dialect::kPostgreSQL : Dialect::kMySQL;
+}
+
+}  // namespace dblock

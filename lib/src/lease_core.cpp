@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: Apache-2.0
+// LeaseCore (lease_core.hpp): the release and renewal of a lease, serialised and run once, and a
+// renewal stuck on a dead connection cut off by a release.
+//
+// Thread-safety: as lease_core.hpp says.
+#include "lease_core.hpp"
+
+#include <sys/socket.h>
+
+#include <utility>
+
+namespace dblock::detail {
+
+LeaseCore::LeaseCore(LeaseInfo info, std::function<void(const std::string&)> on_lost, Clock& clock)
+    : info_(std::move(info)),
+      pid_(::getpid()),
+      on_lost_(std::move(on_lost)),
+      clock_(clock),
+      ttl_ms_(info_.ttl.count()),
+      renewed_at_(clock.now().time_since_epoch().count()) {}
+
+LeaseCore::RenewingOn::RenewingOn(LeaseCore& lease, int fd) noexcept : lease_(lease) {
+  std::lock_guard lock(lease_.renewing_mu_);
+  lease_.renewing_fd_ = fd;
+}
+
+LeaseCore::RenewingOn::~RenewingOn() {
+  std::lock_guard lock(lease_.renewing_mu_);
+  lease_.renewing_fd_ = -1;
+}
+
+void LeaseCore::end_renewing() noexcept {
+  {
+    std::lock_guard lock(renewing_mu_);
+    renewing_ = false;
+  }
+  renewal_done_.notify_all();
+}
+
+void LeaseCore::stop_renewal() noexcept {
+  // A renewal on a live connection ends within a round trip; one that has not after this long
+  // is stuck on the network (or still waiting for a connection, and publishes its socket later:
+  // hence the loop). The renewal cannot give its connection back while renewing_mu_ is held
+  // (RenewingOn takes it to withdraw the socket), so the published socket is still the
+  // renewal's: shutting it down fails the stuck statement (the driver then finds the connection
+  // lost, and the pool drops it), and the renewal retries nothing once the lease is released.
+  constexpr auto kPatience = std::chrono::milliseconds(200);
+  std::unique_lock lock(renewing_mu_);
+  while (!renewal_done_.wait_for(lock, kPatience, [&] { return !renewing_; })) {
+    if (renewing_fd_ >= 0) ::shutdown(renewing_fd_, SHUT_RDWR);
+  }
+}
+
+ReleaseOutcome LeaseCore::release() {
+  if (foreign()) {  // a forked child's copy: the hold is the parent's (see lease_core.hpp)
+    released_ = true;
+    return ReleaseOutcome::kNotHeld;
+  }
+  std::lock_guard lock(release_mu_);
+  if (released_) return ReleaseOutcome::kNotHeld;
+  released_ = true;  // even if the statement fails: the lease then ends by its TTL
+  stop_renewal();    // a renewal started before stops here; none starts after (released_)
+  ReleaseOutcome outcome = do_release();
+  if (outcome == ReleaseOutcome::kNotHeld) lost_ = true;
+  return outcome;
+}
+
+void LeaseCore::release_quietly() noexcept {
+  try {
+    release();
+  } catch (...) {
+    // Destructors never throw; the row expires by its TTL.
+  }
+}
+
+void LeaseCore::abandon() noexcept {
+  if (foreign()) {  // a forked child's copy: nothing is sent, no mutex of the parent's is taken
+    released_ = true;
+    return;
+  }
+  std::lock_guard lock(release_mu_);
+  if (released_) return;
+  released_ = true;
+  stop_renewal();
+  do_abandon();
+}
+
+void LeaseCore::do_abandon() noexcept {
+  try {
+    if (do_release() == ReleaseOutcome::kNotHeld) lost_ = true;
+  } catch (...) {
+    // Destructors never throw; the row expires by its TTL.
+  }
+}
+
+bool LeaseCore::renew(std::chrono::milliseconds ttl) {
+  if (foreign()) return false;  // a forked child's copy: the hold is the parent's
+  {
+    std::unique_lock lock(renewing_mu_);
+    renewal_done_.wait(lock, [&] { return !renewing_; });
+    if (released_) return false;
+    renewing_ = true;
+  }
+  bool held = false;
+  try {
+    const auto sent = clock_.now();
+    held = do_renew(ttl);
+    if (held) note_renewed(sent, ttl);
+  } catch (...) {
+    end_renewing();
+    throw;
+  }
+  end_renewing();
+  if (held) return true;
+  // A release that ran meanwhile freed the row: the lease ended, it was not lost.
+  if (!released_) mark_lost();
+  return false;
+}
+
+void LeaseCore::mark_lost() noexcept {
+  if (lost_.exchange(true)) return;
+  if (on_lost_) {
+    try {
+      on_lost_(info_.key);
+    } catch (...) {
+      // A callback's failure must not take the renewer down.
+    }
+  }
+}
+
+}  // namespace dblock::detail
