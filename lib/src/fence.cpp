@@ -6,7 +6,7 @@
 #include <string>
 
 #include "dblock/error.hpp"
-#include "lease_core.hpp"
+#include "lease_access.hpp"
 #include "ttl_lease.hpp"
 
 namespace dblock {

@@ -148,11 +148,4 @@ class LeaseCore {
   std::atomic<BootClock::rep> renewed_at_;
 };
 
-// What dblock's own code reads of a Lease handle.
-class LeaseAccess {
- public:
-  // The lease's core; nullptr for an empty handle.
-  static LeaseCore* core(const Lease& lease) noexcept { return lease.core_.get(); }
-};
-
 }  // namespace dblock::detail
