@@ -13,35 +13,15 @@
 #pragma once
 
 #include <cstdint>
-#include <cstdio>
 #include <optional>
 #include <string>
 
-#include "dblock/error.hpp"
-#include "dblock/lock_table.hpp"
 #include "fault_fixture.hpp"
 
 namespace dblock::testing {
 
-// The code of the Error `fn` throws; nullopt (and a failure) when it returns.
-template <class Fn>
-std::optional<ErrorCode> error_of(Fn&& fn, const char* what) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    std::printf("[ reported ] %s: %s\n", what, e.what());
-    return e.code();
-  }
-  ADD_FAILURE() << what << ": reported an outcome instead of an error";
-  return std::nullopt;
-}
-
 class ConnectionFaultTest : public FaultTest {
  protected:
-  std::optional<LockRow> row(const std::string& key);
-  // The strategy's rows of `key` that have not expired.
-  std::size_t live_rows(const std::string& key);
-
   // The session (other than conn_'s and `not_this`) whose statement on this test's table
   // `table` waits for a lock, once one does (up to 10 s); -1 if none appears. On MySQL the
   // statement must also match `mysql_like` (processlist shows idle transactions' last one too),

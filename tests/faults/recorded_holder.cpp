@@ -47,6 +47,14 @@ bool RecordedHolder::acquire(std::chrono::milliseconds wait) {
 
 bool RecordedHolder::lost() const noexcept { return lease_ && lease_->lost(); }
 
+bool RecordedHolder::lost_within(std::chrono::milliseconds limit) const {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!lost() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return lost();
+}
+
 void RecordedHolder::renew_loop() {
   std::unique_lock lock(mu_);
   while (!stop_) {

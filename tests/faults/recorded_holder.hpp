@@ -36,6 +36,8 @@ class RecordedHolder {
   std::int64_t token() const noexcept { return token_.load(); }
   // The lease's own verdict (Lease::lost()).
   bool lost() const noexcept;
+  // Waits up to `limit` for lost() to turn true (looking every 5 ms); returns lost().
+  bool lost_within(std::chrono::milliseconds limit) const;
   // One TTL after the latest successful acquire or renew was sent (monotonic microseconds).
   std::int64_t valid_until_us() const noexcept { return valid_until_us_.load(); }
   // Renews now, from the caller's thread (the background renewals stop first).

@@ -11,7 +11,6 @@
 
 #include "connection_fault_test.hpp"
 #include "dblock/open.hpp"
-#include "fault_proxy.hpp"
 #include "recorded_holder.hpp"
 
 namespace dblock::testing {
@@ -168,29 +167,26 @@ void ConnectionFaultTest::session_acquire_reply_lost() {
       "lock died with the cut connection; checked instead that the acquire reports "
       "kConnectionLost, that the server ran the lock statement and freed the lock when the "
       "connection closed, and that the next acquire works");
-  const DatabaseUrl direct = backend().url();
-  FaultProxy proxy(direct.host, direct.effective_port());
-  auto pool = open_pool(proxy.through(direct), {.max_size = 2});
-  auto lock = make_lock(*pool);
+  auto cut = cut_off_lock();
   auto other = make_lock();
   HistoryWriter history(new_history("lost-reply"));
   const std::string key = "lost-reply";
   {
     // The lock statement is prepared before the cut (MySQL), so the cut hits its execution.
-    auto warm = lock->try_acquire(key, owned_by("warm-up"));
+    auto warm = cut.lock->try_acquire(key, owned_by("warm-up"));
     ASSERT_TRUE(warm);
     warm->release();
   }
-  proxy.cut_after_request_containing(session_lock_name(key));
-  EXPECT_EQ(error_of([&] { lock->try_acquire(key, owned_by("me")); }, "acquire, reply lost"),
+  cut.proxy.cut_after_request_containing(session_lock_name(key));
+  EXPECT_EQ(error_of([&] { cut.lock->try_acquire(key, owned_by("me")); }, "acquire, reply lost"),
             ErrorCode::kConnectionLost);
-  EXPECT_EQ(proxy.cuts(), 1);
-  EXPECT_EQ(proxy.answered_after_cut(), 1) << "the server did not run the cut statement";
+  EXPECT_EQ(cut.proxy.cuts(), 1);
+  EXPECT_EQ(cut.proxy.answered_after_cut(), 1) << "the server did not run the cut statement";
   // The server notices the closed connection on its own time: a short wait.
   RecordedHolder intruder(*other, history, "intruder", key, milliseconds(30000));
   EXPECT_TRUE(intruder.acquire(milliseconds(5000))) << "the cut connection's lock stayed held";
   EXPECT_EQ(intruder.release(), "released");
-  RecordedHolder next(*lock, history, "me", key, milliseconds(30000));
+  RecordedHolder next(*cut.lock, history, "me", key, milliseconds(30000));
   ASSERT_TRUE(next.acquire(milliseconds(0))) << "the next acquire did not get a fresh connection";
   EXPECT_GT(next.token(), intruder.token());
   EXPECT_EQ(next.release(), "released");
@@ -203,29 +199,26 @@ void ConnectionFaultTest::session_release_reply_lost() {
       "another; checked instead that an unlock whose reply was lost is reported as kLeaseLost "
       "(never as released), that the lock is free on the server, that the owner's next "
       "acquire gets a fresh hold with a higher token, and that it excludes another owner");
-  const DatabaseUrl direct = backend().url();
-  FaultProxy proxy(direct.host, direct.effective_port());
-  auto pool = open_pool(proxy.through(direct), {.max_size = 2});
-  auto lock = make_lock(*pool);
+  auto cut = cut_off_lock();
   auto other = make_lock();
   HistoryWriter history(new_history("lost-release"));
   const std::string key = "lost-release";
   const std::string name = session_lock_name(key);
   const auto sent = monotonic_us();
-  auto lease = lock->try_acquire(key, owned_by("me"));
+  auto lease = cut.lock->try_acquire(key, owned_by("me"));
   ASSERT_TRUE(lease);
   const auto token = lease->fencing_token();
   history.acquired("me", key, token, monotonic_us(), sent, 0);
   // The unlock carries the lock's name as the lock statement does; the lock statement is not
   // sent again before the cut.
-  proxy.cut_after_request_containing(name);
+  cut.proxy.cut_after_request_containing(name);
   const auto release_sent = monotonic_us();
   EXPECT_EQ(error_of([&] { lease->release(); }, "release, reply lost"), ErrorCode::kLeaseLost);
   history.released("me", key, token, release_sent, "error");
-  EXPECT_EQ(proxy.cuts(), 1);
-  EXPECT_EQ(proxy.answered_after_cut(), 1) << "the server did not run the cut unlock";
+  EXPECT_EQ(cut.proxy.cuts(), 1);
+  EXPECT_EQ(cut.proxy.answered_after_cut(), 1) << "the server did not run the cut unlock";
   EXPECT_EQ(session_holding(key), 0) << "the server still holds the lock";
-  RecordedHolder next(*lock, history, "me", key, milliseconds(30000));
+  RecordedHolder next(*cut.lock, history, "me", key, milliseconds(30000));
   ASSERT_TRUE(next.acquire(milliseconds(0))) << "the next acquire did not get a fresh connection";
   EXPECT_GT(next.token(), token) << "the acquire re-entered the ended hold";
   RecordedHolder intruder(*other, history, "intruder", key, milliseconds(30000));
@@ -243,34 +236,20 @@ void ConnectionFaultTest::session_holder_blackholed() {
       "the lock during 3 s of dead network, that the holder finds its lease lost once its "
       "connection is closed, that its release throws kLeaseLost, and that the key is free");
   constexpr int kDeadMs = 3000;
-  const DatabaseUrl direct = backend().url();
-  FaultProxy proxy(direct.host, direct.effective_port());
-  auto cut_pool = open_pool(proxy.through(direct), {.max_size = 2});
-  auto cut_lock = make_lock(*cut_pool);
-  auto lock = make_lock();
-  HistoryWriter history(new_history("blackhole"));
-  RecordedHolder holder(*cut_lock, history, "cut-off", "k", milliseconds(1500));
-  ASSERT_TRUE(holder.acquire(milliseconds(0)));
-  std::this_thread::sleep_for(milliseconds(750));  // a renewal or two get through
-  proxy.set_blackhole(true);
-  RecordedHolder taker(*lock, history, "taker", "k", milliseconds(30000));
-  EXPECT_FALSE(taker.acquire(milliseconds(kDeadMs)))
+  auto cut = cut_off_holder(milliseconds(1500));
+  ASSERT_TRUE(cut.holder.acquire(milliseconds(0)));
+  cut.blackhole();
+  EXPECT_FALSE(cut.taker.acquire(milliseconds(kDeadMs)))
       << "another client got the lock while the server still had the holder's session";
-  EXPECT_FALSE(holder.lost()) << "a lease without a TTL was reported lost by a timer";
-  // Heal by closing the connections: the server ends the session, the holder sees the socket
-  // closed.
-  proxy.set_blackhole(false);
-  proxy.close_all();
-  const auto deadline = monotonic_us() + 5'000'000;
-  while (!holder.lost() && monotonic_us() < deadline) {
-    std::this_thread::sleep_for(milliseconds(5));
-  }
-  EXPECT_TRUE(holder.lost()) << "the holder never found its lease lost";
+  EXPECT_FALSE(cut.holder.lost()) << "a lease without a TTL was reported lost by a timer";
+  cut.heal();  // the server ends the session, the holder sees the socket closed
+  EXPECT_TRUE(cut.holder.lost_within(milliseconds(5000)))
+      << "the holder never found its lease lost";
   std::string error;
-  EXPECT_EQ(holder.release(&error), "error");
+  EXPECT_EQ(cut.holder.release(&error), "error");
   EXPECT_NE(error.find("ended before the release"), std::string::npos) << error;
-  ASSERT_TRUE(taker.acquire(milliseconds(5000))) << "the key stayed held";
-  EXPECT_EQ(taker.release(), "released");
+  ASSERT_TRUE(cut.taker.acquire(milliseconds(5000))) << "the key stayed held";
+  EXPECT_EQ(cut.taker.release(), "released");
   check_histories();
 }
 

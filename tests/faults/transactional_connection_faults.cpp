@@ -13,7 +13,6 @@
 #include "connection_fault_test.hpp"
 #include "dblock/error.hpp"
 #include "dblock/open.hpp"
-#include "fault_proxy.hpp"
 #include "recorded_holder.hpp"
 #include "resource.hpp"
 
@@ -160,31 +159,29 @@ void ConnectionFaultTest::transactional_acquire_reply_lost() {
                      : "an optimistic acquire only reads a version, so there is no lease to "
                        "find again; checked instead that an acquire whose reply was lost reports "
                        "kConnectionLost and that the next acquire and commit work");
-  const DatabaseUrl direct = backend().url();
-  FaultProxy proxy(direct.host, direct.effective_port());
-  auto pool = open_pool(proxy.through(direct), {.max_size = 2});
-  auto lock = make_lock(*pool);
+  auto cut = cut_off_lock();
   auto other = make_lock();
   HistoryWriter history(new_history("lost-reply"));
   const std::string key = "lost-reply";
   {
     // The key's row exists and is known before the cut: the cut hits the lock statement.
-    auto warm = lock->try_acquire(key, owned_by("warm-up", false));
+    auto warm = cut.lock->try_acquire(key, owned_by("warm-up", false));
     ASSERT_TRUE(warm);
     warm->release();
   }
-  proxy.cut_after_request_containing(key);
-  EXPECT_EQ(error_of([&] { lock->try_acquire(key, owned_by("me", false)); }, "acquire, reply lost"),
-            ErrorCode::kConnectionLost);
-  EXPECT_EQ(proxy.cuts(), 1);
-  EXPECT_EQ(proxy.answered_after_cut(), 1) << "the server did not run the cut statement";
+  cut.proxy.cut_after_request_containing(key);
+  EXPECT_EQ(
+      error_of([&] { cut.lock->try_acquire(key, owned_by("me", false)); }, "acquire, reply lost"),
+      ErrorCode::kConnectionLost);
+  EXPECT_EQ(cut.proxy.cuts(), 1);
+  EXPECT_EQ(cut.proxy.answered_after_cut(), 1) << "the server did not run the cut statement";
   if (strategy().exclusive) {
     // The server notices the closed connection on its own time: a short wait.
     RecordedHolder intruder(*other, history, "intruder", key, milliseconds(30000));
     EXPECT_TRUE(intruder.acquire(milliseconds(5000))) << "the cut connection's lock stayed held";
     EXPECT_EQ(intruder.release(), "released");
   }
-  RecordedHolder next(*lock, history, "me", key, milliseconds(30000));
+  RecordedHolder next(*cut.lock, history, "me", key, milliseconds(30000));
   ASSERT_TRUE(next.acquire(milliseconds(0))) << "the next acquire did not get a fresh connection";
   EXPECT_EQ(next.in_transaction([&](Connection& c) { return increment_counter(c, tables_, "me"); }),
             1u);
@@ -204,10 +201,7 @@ void ConnectionFaultTest::transactional_release_reply_lost() {
                        "reported as kLeaseLost with nothing applied, that a lost reply of "
                        "the COMMIT is reported as kCommitInDoubt (never as released) although "
                        "the server committed it, and that the next acquire and commit work");
-  const DatabaseUrl direct = backend().url();
-  FaultProxy proxy(direct.host, direct.effective_port());
-  auto pool = open_pool(proxy.through(direct), {.max_size = 2});
-  auto lock = make_lock(*pool);
+  auto cut = cut_off_lock();
   auto other = make_lock();
   HistoryWriter history(new_history("lost-release"));
   const std::string key = "lost-release";
@@ -216,17 +210,17 @@ void ConnectionFaultTest::transactional_release_reply_lost() {
   auto release_with_reply_lost = [&](const std::string& needle, const char* what,
                                      ErrorCode expected) {
     const auto sent = monotonic_us();
-    auto lease = lock->try_acquire(key, owned_by("me", false));
+    auto lease = cut.lock->try_acquire(key, owned_by("me", false));
     ASSERT_TRUE(lease);
     const auto token = lease->fencing_token();
     history.acquired("me", key, token, monotonic_us(), sent, 0);
     EXPECT_EQ(increment_counter(*lease->connection(), tables_, "me"), 1u);
-    proxy.cut_after_request_containing(needle);
+    cut.proxy.cut_after_request_containing(needle);
     const auto release_sent = monotonic_us();
     EXPECT_EQ(error_of([&] { lease->release(); }, what), expected);
     history.released("me", key, token, release_sent, "error");
-    EXPECT_EQ(proxy.cuts(), ++cuts);
-    EXPECT_EQ(proxy.answered_after_cut(), cuts) << "the server did not run the cut statement";
+    EXPECT_EQ(cut.proxy.cuts(), ++cuts);
+    EXPECT_EQ(cut.proxy.answered_after_cut(), cuts) << "the server did not run the cut statement";
   };
   if (!strategy().exclusive) {
     // The compare-and-set carries the key; its transaction dies uncommitted with the connection.
@@ -242,7 +236,7 @@ void ConnectionFaultTest::transactional_release_reply_lost() {
     EXPECT_TRUE(intruder.acquire(milliseconds(5000))) << "the committed lock stayed held";
     EXPECT_EQ(intruder.release(), "released");
   }
-  RecordedHolder next(*lock, history, "next", key, milliseconds(30000));
+  RecordedHolder next(*cut.lock, history, "next", key, milliseconds(30000));
   ASSERT_TRUE(next.acquire(milliseconds(0))) << "the next acquire did not get a fresh connection";
   EXPECT_EQ(
       next.in_transaction([&](Connection& c) { return increment_counter(c, tables_, "next"); }),
@@ -264,22 +258,16 @@ void ConnectionFaultTest::transactional_holder_blackholed() {
                        "the holder, once its connection fails, finds its lease lost, its "
                        "release throws and its write is not applied");
   constexpr int kDeadMs = 3000;
-  const DatabaseUrl direct = backend().url();
-  FaultProxy proxy(direct.host, direct.effective_port());
-  auto cut_pool = open_pool(proxy.through(direct), {.max_size = 2});
-  auto cut_lock = make_lock(*cut_pool);
-  auto lock = make_lock();
-  HistoryWriter history(new_history("blackhole"));
-  RecordedHolder holder(*cut_lock, history, "cut-off", "k", milliseconds(1500));
+  auto cut = cut_off_holder(milliseconds(1500));
+  RecordedHolder& holder = cut.holder;
+  RecordedHolder& taker = cut.taker;
   ASSERT_TRUE(holder.acquire(milliseconds(0)));
   // A row of its own, not the counter: its open transaction must not hold up the other writer.
   holder.in_transaction([&](Connection& c) {
     insert_mark(c, tables_, 2, "cut-off");
     return 0;
   });
-  std::this_thread::sleep_for(milliseconds(750));  // a renewal or two get through
-  proxy.set_blackhole(true);
-  RecordedHolder taker(*lock, history, "taker", "k", milliseconds(30000));
+  cut.blackhole();
   if (strategy().exclusive) {
     EXPECT_FALSE(taker.acquire(milliseconds(kDeadMs)))
         << "another client got the lock while the server still had the holder's session";
@@ -291,14 +279,8 @@ void ConnectionFaultTest::transactional_holder_blackholed() {
     EXPECT_EQ(taker.release(), "released") << "the blackholed holder got in the writer's way";
   }
   EXPECT_FALSE(holder.lost()) << "a lease without a TTL was reported lost by a timer";
-  // Heal by closing the connections: the hung renewal fails and finds the lease lost.
-  proxy.set_blackhole(false);
-  proxy.close_all();
-  const auto deadline = monotonic_us() + 5'000'000;
-  while (!holder.lost() && monotonic_us() < deadline) {
-    std::this_thread::sleep_for(milliseconds(5));
-  }
-  EXPECT_TRUE(holder.lost()) << "the holder never found its lease lost";
+  cut.heal();  // the hung renewal fails and finds the lease lost
+  EXPECT_TRUE(holder.lost_within(milliseconds(5000))) << "the holder never found its lease lost";
   std::string error;
   EXPECT_EQ(holder.release(&error), "error");
   std::printf("[ reported ] release by the cut-off holder: %s\n", error.c_str());
