@@ -17,11 +17,19 @@
 #include <string>
 
 #include "fault_fixture.hpp"
+#include "recorded_holder.hpp"
 
 namespace dblock::testing {
 
 class ConnectionFaultTest : public FaultTest {
  protected:
+  // Tries `taker` as fast as it can, for up to 5 s, until it gets its key; returns whether
+  // `lease` already reported lost() at that moment (nullopt: the key never came free).
+  static std::optional<bool> lost_when_key_taken(RecordedHolder& taker, const Lease& lease);
+  // For a lease whose session the server ended: renew() says no, lost() yes, and release()
+  // throws kLeaseLost. The release goes to `history` as `client`'s, one that got no reply.
+  static void expect_ended(Lease& lease, HistoryWriter& history, const std::string& client);
+
   // The session (other than conn_'s and `not_this`) whose statement on this test's table
   // `table` waits for a lock, once one does (up to 10 s); -1 if none appears. On MySQL the
   // statement must also match `mysql_like` (processlist shows idle transactions' last one too),

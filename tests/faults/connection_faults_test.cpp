@@ -24,6 +24,30 @@
 
 namespace dblock::testing {
 
+using std::chrono::milliseconds;
+
+std::optional<bool> ConnectionFaultTest::lost_when_key_taken(RecordedHolder& taker,
+                                                             const Lease& lease) {
+  std::optional<bool> lost;
+  const auto deadline = monotonic_us() + 5'000'000;
+  while (!taker.held() && monotonic_us() < deadline) {
+    if (taker.acquire(milliseconds(0))) lost = lease.lost();
+  }
+  return lost;
+}
+
+void ConnectionFaultTest::expect_ended(Lease& lease, HistoryWriter& history,
+                                       const std::string& client) {
+  const std::string key(lease.key());
+  const std::int64_t token = lease.fencing_token();
+  EXPECT_FALSE(lease.renew());
+  EXPECT_TRUE(lease.lost());
+  const auto release_sent = monotonic_us();
+  EXPECT_EQ(error_of([&] { lease.release(); }, "release after the session was killed"),
+            ErrorCode::kLeaseLost);
+  history.released(client, key, token, release_sent, "error");
+}
+
 std::int64_t ConnectionFaultTest::blocked_session(const std::string& table,
                                                   const std::string& mysql_like,
                                                   std::int64_t not_this,
@@ -48,35 +72,23 @@ std::int64_t ConnectionFaultTest::blocked_session(const std::string& table,
 
 namespace {
 
-using std::chrono::milliseconds;
-
 // Scenario 3, mid-hold. The server ends the session the lock's pool holds: the next renew and
 // the release each find the connection gone, reconnect and do their work; no hold is lost or
 // doubled.
 TEST_P(ConnectionFaultTest, ASessionKilledMidHoldIsReplacedForTheNextCall) {
   if (strategy().transactional) return transactional_session_killed_mid_hold();
   if (strategy().held_by_session()) return session_killed_mid_hold();
-  auto pool = open_pool(backend().url(), {.max_size = 1});  // one session: the one we kill
-  auto lock = make_lock(*pool);
+  auto one = one_session_lock();
   auto other = make_lock();
   HistoryWriter history(new_history("mid-hold"));
-  RecordedHolder holder(*lock, history, "holder", "k", milliseconds(30000));
+  RecordedHolder holder(*one.lock, history, "holder", "k", milliseconds(30000));
   ASSERT_TRUE(holder.acquire(milliseconds(0)));
-  auto kill_pool_session = [&] {
-    std::int64_t id = 0;
-    {
-      auto c = pool->acquire();
-      id = backend().session_id(*c);
-    }
-    backend().kill_session(*conn_, id);
-    std::this_thread::sleep_for(milliseconds(100));  // let the server end it
-  };
-  kill_pool_session();
+  one.kill(*conn_);
   EXPECT_TRUE(holder.renew_now());
   RecordedHolder intruder(*other, history, "intruder", "k", milliseconds(30000));
   EXPECT_FALSE(intruder.acquire(milliseconds(0)));
   EXPECT_EQ(row("k")->hold_count, 1);
-  kill_pool_session();
+  one.kill(*conn_);
   EXPECT_EQ(holder.release(), "released");
   EXPECT_FALSE(row("k"));  // free
   EXPECT_TRUE(intruder.acquire(milliseconds(0)));

@@ -2,8 +2,9 @@
 // The fixture every fault scenario starts from: one strategy on one database (the default
 // driver of each: PostgreSQL x libpqxx, MariaDB/MySQL x libmysqlclient), dblock's tables
 // migrated under a fresh prefix, a `resource` table for fenced writes, and history files that
-// are checked for mutual exclusion (history.hpp) when the test asks. The lock whose network a
-// scenario cuts comes from here too (cut_off_lock.hpp, cut_off_holder.hpp).
+// are checked for mutual exclusion (history.hpp) when the test asks. The locks whose connections
+// a scenario breaks come from here too: one behind a fault proxy (cut_off_lock.hpp,
+// cut_off_holder.hpp) and one on a pool of one session the test kills (one_session_lock.hpp).
 //
 // Thread-safety: as GoogleTest fixtures (one test thread; helpers open their own connections).
 #pragma once
@@ -25,6 +26,7 @@
 #include "dblock/lock.hpp"
 #include "dblock/lock_table.hpp"
 #include "history.hpp"
+#include "one_session_lock.hpp"
 #include "strategies.hpp"
 
 namespace dblock::testing {
@@ -83,6 +85,9 @@ class FaultTest : public ::testing::TestWithParam<FaultCase> {
   std::unique_ptr<Lock> make_lock() const { return make_lock(*pool_); }
   // A lock of this test's strategy and tables whose network the test cuts (cut_off_lock.hpp).
   CutOffLock cut_off_lock(PoolOptions pool = {.max_size = 2}) const;
+  // A lock of this test's strategy and tables whose one session the test kills
+  // (one_session_lock.hpp).
+  OneSessionLock one_session_lock() const { return OneSessionLock(backend(), strategy(), tables_); }
   // Scenario 6's holder of "k", with a lease of `ttl`, whose network the test cuts, and the
   // owner waiting to take the key (cut_off_holder.hpp), with a history of their own.
   CutOffHolder cut_off_holder(std::chrono::milliseconds ttl);

@@ -7,6 +7,15 @@
 
 namespace dblock::testing {
 
+std::optional<Lease> try_acquire_recorded(Lock& lock, HistoryWriter& history,
+                                          const std::string& client, const std::string& key,
+                                          const LockOptions& options) {
+  const std::int64_t sent = monotonic_us();
+  auto lease = lock.try_acquire(key, options);
+  if (lease) history.acquired(client, key, lease->fencing_token(), monotonic_us(), sent, 0);
+  return lease;
+}
+
 RecordedHolder::RecordedHolder(Lock& lock, HistoryWriter& history, std::string client,
                                std::string key, std::chrono::milliseconds ttl)
     : lock_(lock), history_(history), client_(std::move(client)), key_(std::move(key)), ttl_(ttl) {}

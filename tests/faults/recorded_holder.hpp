@@ -21,6 +21,12 @@
 
 namespace dblock::testing {
 
+// One try_acquire of `key` as `client` through `lock`, written to `history` when granted, as a
+// hold without a TTL: one the server ends with its session or transaction, or the release does.
+std::optional<Lease> try_acquire_recorded(Lock& lock, HistoryWriter& history,
+                                          const std::string& client, const std::string& key,
+                                          const LockOptions& options);
+
 class RecordedHolder {
  public:
   RecordedHolder(Lock& lock, HistoryWriter& history, std::string client, std::string key,

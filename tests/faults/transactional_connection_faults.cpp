@@ -18,11 +18,7 @@
 
 namespace dblock::testing {
 
-namespace {
-
 using std::chrono::milliseconds;
-
-}  // namespace
 
 void ConnectionFaultTest::transactional_session_killed_mid_hold() {
   not_applicable(strategy().exclusive
@@ -35,46 +31,33 @@ void ConnectionFaultTest::transactional_session_killed_mid_hold() {
                        "ends it; checked instead that the lease reports lost, release() throws "
                        "kLeaseLost, the write is not applied, and the next acquire and "
                        "commit work on a fresh connection");
-  auto pool = open_pool(backend().url(), {.max_size = 1});  // one session: the one we kill
-  auto lock = make_lock(*pool);
+  auto one = one_session_lock();
   auto other = make_lock();
   HistoryWriter history(new_history("mid-hold"));
-  const auto sent = monotonic_us();
-  auto lease = lock->try_acquire("k", owned_by("holder", false));
+  auto lease = try_acquire_recorded(*one.lock, history, "holder", "k", owned_by("holder", false));
   ASSERT_TRUE(lease);
   const auto token = lease->fencing_token();
-  history.acquired("holder", "k", token, monotonic_us(), sent, 0);
   EXPECT_EQ(increment_counter(*lease->connection(), tables_, "holder"), 1u);
   backend().kill_session(*conn_, backend().session_id(*lease->connection()));
   if (strategy().exclusive) {
     // The intruder tries as fast as it can: the moment the server lets it have the lock, the
     // holder must already know its lease is gone.
     RecordedHolder intruder(*other, history, "intruder", "k", milliseconds(30000));
-    std::optional<bool> lost_when_taken;
-    const auto deadline = monotonic_us() + 5'000'000;
-    while (!intruder.held() && monotonic_us() < deadline) {
-      if (intruder.acquire(milliseconds(0))) lost_when_taken = lease->lost();
-    }
+    const auto lost_then = lost_when_key_taken(intruder, *lease);
     ASSERT_TRUE(intruder.held()) << "the killed session's lock was not freed";
-    EXPECT_EQ(lost_when_taken, true)
+    EXPECT_EQ(lost_then, true)
         << "another owner got the lock while the killed holder's lease still looked held";
     EXPECT_GT(intruder.token(), token);
     EXPECT_EQ(intruder.release(), "released");
   } else {
     std::this_thread::sleep_for(milliseconds(100));  // let the server end it
   }
-  EXPECT_FALSE(lease->renew());
-  EXPECT_TRUE(lease->lost());
-  const auto release_sent = monotonic_us();
-  EXPECT_EQ(error_of([&] { lease->release(); }, "release after the session was killed"),
-            ErrorCode::kLeaseLost);
-  history.released("holder", "k", token, release_sent, "error");
+  expect_ended(*lease, history, "holder");
   EXPECT_EQ(counter(), 0) << "the killed transaction's write was applied";
 
-  const auto again_sent = monotonic_us();
-  auto again = lock->try_acquire("k", owned_by("holder-again", false));
+  auto again = try_acquire_recorded(*one.lock, history, "holder-again", "k",
+                                    owned_by("holder-again", false));
   ASSERT_TRUE(again) << "the Lock's next acquire did not get a fresh connection";
-  history.acquired("holder-again", "k", again->fencing_token(), monotonic_us(), again_sent, 0);
   EXPECT_EQ(increment_counter(*again->connection(), tables_, "holder-again"), 1u);
   const auto again_token = again->fencing_token();
   const auto again_release = monotonic_us();
@@ -209,11 +192,9 @@ void ConnectionFaultTest::transactional_release_reply_lost() {
   std::int64_t committed = 0;
   auto release_with_reply_lost = [&](const std::string& needle, const char* what,
                                      ErrorCode expected) {
-    const auto sent = monotonic_us();
-    auto lease = cut.lock->try_acquire(key, owned_by("me", false));
+    auto lease = try_acquire_recorded(*cut.lock, history, "me", key, owned_by("me", false));
     ASSERT_TRUE(lease);
     const auto token = lease->fencing_token();
-    history.acquired("me", key, token, monotonic_us(), sent, 0);
     EXPECT_EQ(increment_counter(*lease->connection(), tables_, "me"), 1u);
     cut.proxy.cut_after_request_containing(needle);
     const auto release_sent = monotonic_us();
