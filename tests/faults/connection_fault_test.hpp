@@ -13,34 +13,22 @@
 #pragma once
 
 #include <cstdint>
-#include <cstdio>
 #include <optional>
 #include <string>
 
-#include "dblock/error.hpp"
-#include "dblock/lock_table.hpp"
 #include "fault_fixture.hpp"
+#include "recorded_holder.hpp"
 
 namespace dblock::testing {
 
-// The code of the Error `fn` throws; nullopt (and a failure) when it returns.
-template <class Fn>
-std::optional<ErrorCode> error_of(Fn&& fn, const char* what) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    std::printf("[ reported ] %s: %s\n", what, e.what());
-    return e.code();
-  }
-  ADD_FAILURE() << what << ": reported an outcome instead of an error";
-  return std::nullopt;
-}
-
 class ConnectionFaultTest : public FaultTest {
  protected:
-  std::optional<LockRow> row(const std::string& key);
-  // The strategy's rows of `key` that have not expired.
-  std::size_t live_rows(const std::string& key);
+  // Tries `taker` as fast as it can, for up to 5 s, until it gets its key; returns whether
+  // `lease` already reported lost() at that moment (nullopt: the key never came free).
+  static std::optional<bool> lost_when_key_taken(RecordedHolder& taker, const Lease& lease);
+  // For a lease whose session the server ended: renew() says no, lost() yes, and release()
+  // throws kLeaseLost. The release goes to `history` as `client`'s, one that got no reply.
+  static void expect_ended(Lease& lease, HistoryWriter& history, const std::string& client);
 
   // The session (other than conn_'s and `not_this`) whose statement on this test's table
   // `table` waits for a lock, once one does (up to 10 s); -1 if none appears. On MySQL the

@@ -24,11 +24,28 @@
 
 namespace dblock::testing {
 
-std::optional<LockRow> ConnectionFaultTest::row(const std::string& key) {
-  for (auto& r : strategy().list_rows(*conn_, tables_)) {
-    if (r.key == key) return r;
+using std::chrono::milliseconds;
+
+std::optional<bool> ConnectionFaultTest::lost_when_key_taken(RecordedHolder& taker,
+                                                             const Lease& lease) {
+  std::optional<bool> lost;
+  const auto deadline = monotonic_us() + 5'000'000;
+  while (!taker.held() && monotonic_us() < deadline) {
+    if (taker.acquire(milliseconds(0))) lost = lease.lost();
   }
-  return std::nullopt;
+  return lost;
+}
+
+void ConnectionFaultTest::expect_ended(Lease& lease, HistoryWriter& history,
+                                       const std::string& client) {
+  const std::string key(lease.key());
+  const std::int64_t token = lease.fencing_token();
+  EXPECT_FALSE(lease.renew());
+  EXPECT_TRUE(lease.lost());
+  const auto release_sent = monotonic_us();
+  EXPECT_EQ(error_of([&] { lease.release(); }, "release after the session was killed"),
+            ErrorCode::kLeaseLost);
+  history.released(client, key, token, release_sent, "error");
 }
 
 std::int64_t ConnectionFaultTest::blocked_session(const std::string& table,
@@ -55,35 +72,23 @@ std::int64_t ConnectionFaultTest::blocked_session(const std::string& table,
 
 namespace {
 
-using std::chrono::milliseconds;
-
 // Scenario 3, mid-hold. The server ends the session the lock's pool holds: the next renew and
 // the release each find the connection gone, reconnect and do their work; no hold is lost or
 // doubled.
 TEST_P(ConnectionFaultTest, ASessionKilledMidHoldIsReplacedForTheNextCall) {
   if (strategy().transactional) return transactional_session_killed_mid_hold();
   if (strategy().held_by_session()) return session_killed_mid_hold();
-  auto pool = open_pool(backend().url(), {.max_size = 1});  // one session: the one we kill
-  auto lock = make_lock(*pool);
+  auto one = one_session_lock();
   auto other = make_lock();
   HistoryWriter history(new_history("mid-hold"));
-  RecordedHolder holder(*lock, history, "holder", "k", milliseconds(30000));
+  RecordedHolder holder(*one.lock, history, "holder", "k", milliseconds(30000));
   ASSERT_TRUE(holder.acquire(milliseconds(0)));
-  auto kill_pool_session = [&] {
-    std::int64_t id = 0;
-    {
-      auto c = pool->acquire();
-      id = backend().session_id(*c);
-    }
-    backend().kill_session(*conn_, id);
-    std::this_thread::sleep_for(milliseconds(100));  // let the server end it
-  };
-  kill_pool_session();
+  one.kill(*conn_);
   EXPECT_TRUE(holder.renew_now());
   RecordedHolder intruder(*other, history, "intruder", "k", milliseconds(30000));
   EXPECT_FALSE(intruder.acquire(milliseconds(0)));
   EXPECT_EQ(row("k")->hold_count, 1);
-  kill_pool_session();
+  one.kill(*conn_);
   EXPECT_EQ(holder.release(), "released");
   EXPECT_FALSE(row("k"));  // free
   EXPECT_TRUE(intruder.acquire(milliseconds(0)));
@@ -246,28 +251,25 @@ TEST_P(ConnectionFaultTest, AHandOverWhoseReplyIsLostIsRecognised) {
         "a release hands nothing to a waiter; LostRepliesAreRetriedAndRecognised covers its "
         "release");
   }
-  const DatabaseUrl direct = backend().url();
-  FaultProxy proxy(direct.host, direct.effective_port());
-  auto pool = open_pool(proxy.through(direct), {.max_size = 3});
-  auto lock = make_lock(*pool);
+  auto cut = cut_off_lock({.max_size = 3});
   HistoryWriter history(new_history("hand-over-lost-reply"));
-  RecordedHolder holder(*lock, history, "holder", "k", milliseconds(30000));
+  RecordedHolder holder(*cut.lock, history, "holder", "k", milliseconds(30000));
   ASSERT_TRUE(holder.acquire(milliseconds(0)));
   std::optional<Lease> handed;
   std::int64_t asked = 0;
   std::thread waiter([&] {
     asked = monotonic_us();
-    handed = lock->acquire("k", milliseconds(20000), owned_by("waiter", false));
+    handed = cut.lock->acquire("k", milliseconds(20000), owned_by("waiter", false));
   });
   // The waiter tried once and sleeps; while the holder's lease lives it polls every 500 ms.
   std::this_thread::sleep_for(milliseconds(200));
-  proxy.cut_after_request_containing(backend().dialect == Dialect::kPostgreSQL
-                                         ? "fencing_token = CASE WHEN lease_id ="
-                                         : "LAST_INSERT_ID(IF(lease_id");
+  cut.proxy.cut_after_request_containing(backend().dialect == Dialect::kPostgreSQL
+                                             ? "fencing_token = CASE WHEN lease_id ="
+                                             : "LAST_INSERT_ID(IF(lease_id");
   EXPECT_EQ(holder.release(), "released");
   waiter.join();
-  EXPECT_EQ(proxy.cuts(), 1) << "no hand-over was sent";
-  EXPECT_EQ(proxy.answered_after_cut(), 1) << "the server did not apply the cut hand-over";
+  EXPECT_EQ(cut.proxy.cuts(), 1) << "no hand-over was sent";
+  EXPECT_EQ(cut.proxy.answered_after_cut(), 1) << "the server did not apply the cut hand-over";
   ASSERT_TRUE(handed) << "the retried hand-over did not reach the waiter";
   history.acquired("waiter", "k", handed->fencing_token(), monotonic_us(), asked, 30000);
   auto r = row("k");
@@ -288,27 +290,22 @@ TEST_P(ConnectionFaultTest, LostRepliesAreRetriedAndRecognised) {
   if (strategy().transactional) return transactional_acquire_reply_lost();
   if (strategy().held_by_session()) return session_acquire_reply_lost();
   if (!strategy().reentrant) return nonreentrant_acquire_reply_lost();
-  const DatabaseUrl direct = backend().url();
-  FaultProxy proxy(direct.host, direct.effective_port());
-  auto pool = open_pool(proxy.through(direct), {.max_size = 2});
-  auto lock = make_lock(*pool);
+  auto cut = cut_off_lock();
   auto other = make_lock();
   HistoryWriter history(new_history("lost-reply"));
   const std::string key = "lost-reply";
-  LockOptions me;
-  me.owner = Owner::named("me");
-  me.auto_renew = false;  // no renewal may run into the armed cut
+  LockOptions me = owned_by("me", false);  // no renewal may run into the armed cut
   // The acquire alone carries the metadata: a fair lock reads its queue first (MySQL), with
   // the key too, and that read's reply is not the one lost here.
   me.metadata = R"({"request": "acquire-lost-reply"})";
 
-  proxy.cut_after_request_containing("acquire-lost-reply");
+  cut.proxy.cut_after_request_containing("acquire-lost-reply");
   const auto sent = monotonic_us();
-  auto outer = lock->try_acquire(key, me);
+  auto outer = cut.lock->try_acquire(key, me);
   ASSERT_TRUE(outer) << "the retried acquire did not recognise its own lease";
   history.acquired("me", key, outer->fencing_token(), monotonic_us(), sent, 30000);
-  EXPECT_EQ(proxy.cuts(), 1);
-  EXPECT_EQ(proxy.answered_after_cut(), 1) << "the server did not apply the cut statement";
+  EXPECT_EQ(cut.proxy.cuts(), 1);
+  EXPECT_EQ(cut.proxy.answered_after_cut(), 1) << "the server did not apply the cut statement";
   auto r = row(key);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->hold_count, 1);
@@ -317,25 +314,25 @@ TEST_P(ConnectionFaultTest, LostRepliesAreRetriedAndRecognised) {
   EXPECT_FALSE(intruder.acquire(milliseconds(0)));
 
   me.metadata.clear();
-  auto inner = lock->try_acquire(key, me);
+  auto inner = cut.lock->try_acquire(key, me);
   ASSERT_TRUE(inner);
   EXPECT_EQ(row(key)->hold_count, 2);
-  proxy.cut_after_request_containing(key);
+  cut.proxy.cut_after_request_containing(key);
   EXPECT_EQ(inner->release(), ReleaseOutcome::kDecremented);
-  EXPECT_EQ(proxy.cuts(), 2);
-  EXPECT_EQ(proxy.answered_after_cut(), 2);
+  EXPECT_EQ(cut.proxy.cuts(), 2);
+  EXPECT_EQ(cut.proxy.answered_after_cut(), 2);
   r = row(key);
   ASSERT_TRUE(r) << "a retried release gave back the outer hold too";
   EXPECT_EQ(r->hold_count, 1);
   EXPECT_FALSE(intruder.acquire(milliseconds(0)));
 
-  proxy.cut_after_request_containing(key);
+  cut.proxy.cut_after_request_containing(key);
   const auto outer_token = outer->fencing_token();
   const auto release_sent = monotonic_us();
   EXPECT_EQ(outer->release(), ReleaseOutcome::kReleased);
   history.released("me", key, outer_token, release_sent, "released");
-  EXPECT_EQ(proxy.cuts(), 3);
-  EXPECT_EQ(proxy.answered_after_cut(), 3);
+  EXPECT_EQ(cut.proxy.cuts(), 3);
+  EXPECT_EQ(cut.proxy.answered_after_cut(), 3);
   EXPECT_FALSE(row(key));
   EXPECT_TRUE(intruder.acquire(milliseconds(0)));
   EXPECT_EQ(intruder.release(), "released");
@@ -350,33 +347,25 @@ TEST_P(ConnectionFaultTest, AnAcquireWhoseRepliesAreAllLostLeavesNothingHeldAfte
   if (strategy().transactional) return transactional_release_reply_lost();
   if (strategy().held_by_session()) return session_release_reply_lost();
   if (!strategy().reentrant) return nonreentrant_acquire_replies_all_lost();
-  const DatabaseUrl direct = backend().url();
-  FaultProxy proxy(direct.host, direct.effective_port());
-  auto pool = open_pool(proxy.through(direct), {.max_size = 2});
-  auto lock = make_lock(*pool);
+  auto cut = cut_off_lock();
   auto other = make_lock();
   HistoryWriter history(new_history("orphan"));
   const std::string key = "orphan";
-  LockOptions me;
-  me.owner = Owner::named("me");
-  me.auto_renew = false;
+  LockOptions me = owned_by("me", false);
   me.metadata = R"({"request": "acquire-orphan"})";  // in the acquire alone (see LostReplies...)
 
-  proxy.cut_after_request_containing("acquire-orphan", 2);  // the attempt and its retry
-  try {
-    lock->try_acquire(key, me);
-    ADD_FAILURE() << "an acquire whose replies were all lost reported an outcome";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kConnectionLost) << e.what();
-  }
-  EXPECT_EQ(proxy.answered_after_cut(), 2);
+  cut.proxy.cut_after_request_containing("acquire-orphan", 2);  // the attempt and its retry
+  EXPECT_EQ(
+      error_of([&] { cut.lock->try_acquire(key, me); }, "an acquire whose replies were all lost"),
+      ErrorCode::kConnectionLost);
+  EXPECT_EQ(cut.proxy.answered_after_cut(), 2);
   auto orphan = row(key);
   ASSERT_TRUE(orphan) << "the server did not apply the acquire";
   EXPECT_EQ(orphan->hold_count, 1);
 
   me.metadata.clear();
   const auto sent = monotonic_us();
-  auto lease = lock->try_acquire(key, me);  // re-enters the orphaned hold
+  auto lease = cut.lock->try_acquire(key, me);  // re-enters the orphaned hold
   ASSERT_TRUE(lease);
   const auto token = lease->fencing_token();
   history.acquired("me", key, token, monotonic_us(), sent, 30000);
@@ -398,13 +387,9 @@ TEST_P(ConnectionFaultTest, ABlackholedHolderReportsLostAndIsNotReplacedBeforeIt
   if (strategy().transactional) return transactional_holder_blackholed();
   if (strategy().held_by_session()) return session_holder_blackholed();
   constexpr int kTtlMs = 1500;
-  const DatabaseUrl direct = backend().url();
-  FaultProxy proxy(direct.host, direct.effective_port());
-  auto cut_pool = open_pool(proxy.through(direct), {.max_size = 2});
-  auto cut_lock = make_lock(*cut_pool);
-  auto lock = make_lock();
-  HistoryWriter history(new_history("blackhole"));
-  RecordedHolder holder(*cut_lock, history, "cut-off", "k", milliseconds(kTtlMs));
+  auto cut = cut_off_holder(milliseconds(kTtlMs));
+  RecordedHolder& holder = cut.holder;
+  RecordedHolder& taker = cut.taker;
   ASSERT_TRUE(holder.acquire(milliseconds(0)));
   // A lease renewed by the library's own renewer, whose renewal will hang too: its on_lost must
   // come on time all the same.
@@ -413,12 +398,10 @@ TEST_P(ConnectionFaultTest, ABlackholedHolderReportsLostAndIsNotReplacedBeforeIt
   watched.ttl = milliseconds(kTtlMs);
   watched.owner = Owner::named("watched");
   watched.on_lost = [&](const std::string&) { on_lost_at = monotonic_us(); };
-  auto auto_renewed = cut_lock->try_acquire("k2", watched);
+  auto auto_renewed = cut.network.lock->try_acquire("k2", watched);
   ASSERT_TRUE(auto_renewed);
-  std::this_thread::sleep_for(milliseconds(kTtlMs / 2));  // a renewal or two get through
-  proxy.set_blackhole(true);
+  cut.blackhole();
   const auto blackholed_at = monotonic_us();
-  RecordedHolder taker(*lock, history, "taker", "k", milliseconds(30000));
   std::int64_t lost_seen = -1;
   const auto deadline = monotonic_us() + 10'000'000;
   while ((lost_seen < 0 || !taker.held() || on_lost_at < 0) && monotonic_us() < deadline) {
@@ -437,9 +420,7 @@ TEST_P(ConnectionFaultTest, ABlackholedHolderReportsLostAndIsNotReplacedBeforeIt
   EXPECT_GE(on_lost_at.load(), 0) << "on_lost never came while the renewal hung";
   EXPECT_LE(on_lost_at.load() - blackholed_at, (kTtlMs + 300) * 1000);
   EXPECT_TRUE(auto_renewed->lost());
-  // Heal: the hung renewal fails, its retry finds the lease gone.
-  proxy.set_blackhole(false);
-  proxy.close_all();
+  cut.heal();  // the hung renewal fails, its retry finds the lease gone
   EXPECT_EQ(holder.release(), "not_held");
   EXPECT_EQ(taker.release(), "released");
   check_histories();  // the taker's hold starts after the holder's lease ran out
@@ -461,20 +442,17 @@ TEST_P(ConnectionFaultTest, AHungRenewalHoldsBackNoOtherLeasesRenewal) {
         "the server keeps its session, and that a lease of the same Lock on a healthy "
         "connection stays held, excludes others and releases");
   }
-  const DatabaseUrl direct = backend().url();
-  FaultProxy proxy(direct.host, direct.effective_port());
-  auto cut_pool = open_pool(proxy.through(direct), {.max_size = 2});
-  auto cut_lock = make_lock(*cut_pool);
+  auto cut_off = cut_off_lock();
   auto lock = make_lock();
   LockOptions opts;
   opts.ttl = milliseconds(kTtlMs);
   opts.owner = Owner::named("cut-off");
-  auto cut = cut_lock->try_acquire("cut", opts);
+  auto cut = cut_off.lock->try_acquire("cut", opts);
   ASSERT_TRUE(cut);
   opts.owner = Owner::named("healthy");
   auto healthy = lock->try_acquire("healthy", opts);
   ASSERT_TRUE(healthy);
-  proxy.set_blackhole(true);  // the cut-off lease's next renewal hangs
+  cut_off.proxy.set_blackhole(true);  // the cut-off lease's next renewal hangs
   std::this_thread::sleep_for(milliseconds(3 * kTtlMs));
   LockOptions intruder = opts;
   intruder.owner = Owner::named("intruder");
@@ -488,8 +466,7 @@ TEST_P(ConnectionFaultTest, AHungRenewalHoldsBackNoOtherLeasesRenewal) {
   EXPECT_FALSE(healthy->lost()) << "the healthy lease was not renewed while another one hung";
   EXPECT_FALSE(lock->try_acquire("healthy", intruder)) << "the healthy lease expired";
   EXPECT_EQ(healthy->release(), ReleaseOutcome::kReleased);
-  proxy.set_blackhole(false);
-  proxy.close_all();
+  cut_off.heal();
 }
 
 // Scenario 6 with a real network: the holder runs in a network namespace of its own and reaches

@@ -32,6 +32,30 @@ void FaultTest::SetUp() {
   conn_->execute("INSERT INTO " + resource + " (id, token, writer) VALUES (1, 0, '')");
 }
 
+CutOffLock FaultTest::cut_off_lock(PoolOptions pool) const {
+  return CutOffLock(backend().url(), pool, strategy(), tables_);
+}
+
+CutOffHolder FaultTest::cut_off_holder(std::chrono::milliseconds ttl) {
+  return CutOffHolder(backend().url(), strategy(), tables_, make_lock(), new_history("blackhole"),
+                      ttl);
+}
+
+std::optional<LockRow> FaultTest::row(const std::string& key) {
+  for (auto& r : strategy().list_rows(*conn_, tables_)) {
+    if (r.key == key) return r;
+  }
+  return std::nullopt;
+}
+
+std::size_t FaultTest::live_rows(const std::string& key) {
+  std::size_t n = 0;
+  for (const auto& r : strategy().list_rows(*conn_, tables_)) {
+    if (r.key == key && !r.expired) ++n;
+  }
+  return n;
+}
+
 void FaultTest::not_applicable(const std::string& why) const {
   std::printf("[ analogue ] %s on %s: %s\n", strategy().name.c_str(), backend().name.c_str(),
               why.c_str());

@@ -2,22 +2,31 @@
 // The fixture every fault scenario starts from: one strategy on one database (the default
 // driver of each: PostgreSQL x libpqxx, MariaDB/MySQL x libmysqlclient), dblock's tables
 // migrated under a fresh prefix, a `resource` table for fenced writes, and history files that
-// are checked for mutual exclusion (history.hpp) when the test asks.
+// are checked for mutual exclusion (history.hpp) when the test asks. The locks whose connections
+// a scenario breaks come from here too: one behind a fault proxy (cut_off_lock.hpp,
+// cut_off_holder.hpp) and one on a pool of one session the test kills (one_session_lock.hpp).
 //
 // Thread-safety: as GoogleTest fixtures (one test thread; helpers open their own connections).
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "backends.hpp"
+#include "cut_off_holder.hpp"
+#include "cut_off_lock.hpp"
 #include "dblock/connection_source.hpp"
+#include "dblock/error.hpp"
 #include "dblock/lock.hpp"
+#include "dblock/lock_table.hpp"
 #include "history.hpp"
+#include "one_session_lock.hpp"
 #include "strategies.hpp"
 
 namespace dblock::testing {
@@ -37,6 +46,20 @@ inline LockOptions owned_by(const std::string& client, bool auto_renew = true) {
   options.owner = Owner::named(client);
   options.auto_renew = auto_renew;
   return options;
+}
+
+// The code of the dblock::Error `fn` throws, whose message is printed as "[ reported ] what:
+// ..."; nullopt, and a failure, when `fn` returns instead.
+template <class Fn>
+std::optional<ErrorCode> error_of(Fn&& fn, const char* what) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    std::printf("[ reported ] %s: %s\n", what, e.what());
+    return e.code();
+  }
+  ADD_FAILURE() << what << ": reported an outcome instead of an error";
+  return std::nullopt;
 }
 
 inline void PrintTo(const FaultCase& c, std::ostream* os) {
@@ -60,6 +83,19 @@ class FaultTest : public ::testing::TestWithParam<FaultCase> {
     return strategy().make(source, tables_);
   }
   std::unique_ptr<Lock> make_lock() const { return make_lock(*pool_); }
+  // A lock of this test's strategy and tables whose network the test cuts (cut_off_lock.hpp).
+  CutOffLock cut_off_lock(PoolOptions pool = {.max_size = 2}) const;
+  // A lock of this test's strategy and tables whose one session the test kills
+  // (one_session_lock.hpp).
+  OneSessionLock one_session_lock() const { return OneSessionLock(backend(), strategy(), tables_); }
+  // Scenario 6's holder of "k", with a lease of `ttl`, whose network the test cuts, and the
+  // owner waiting to take the key (cut_off_holder.hpp), with a history of their own.
+  CutOffHolder cut_off_holder(std::chrono::milliseconds ttl);
+
+  // The strategy's row of `key` as an operator lists it (lock_table.hpp), if it has one.
+  std::optional<LockRow> row(const std::string& key);
+  // The strategy's rows of `key` that have not expired.
+  std::size_t live_rows(const std::string& key);
 
   // The database URL (with ?driver=) as text, for worker processes.
   std::string worker_url() const;

@@ -16,8 +16,6 @@
 
 #include "connection_fault_test.hpp"
 #include "dblock/lock_set.hpp"
-#include "dblock/open.hpp"
-#include "fault_proxy.hpp"
 #include "recorded_holder.hpp"
 #include "resource.hpp"
 #include "tagged_pool.hpp"
@@ -122,13 +120,9 @@ TEST_P(LockSetFaultTest, ASetWhoseLastKeyFailsGivesBackTheKeysItTookAtOnce) {
         "3-connection pool takes the whole set again, and it is released with kReleased)");
   }
   constexpr int kDrops = 3;  // more than the strategy's one retry
-  const DatabaseUrl direct = backend().url();
-  FaultProxy proxy(direct.host, direct.effective_port());
   // A connection for each key: a key kept by a transaction or a session would keep its
   // connection, and the set could not be taken again (kPoolExhausted).
-  auto pool =
-      open_pool(proxy.through(direct), {.max_size = 3, .acquire_timeout = milliseconds(2000)});
-  auto lock = make_lock(*pool);
+  auto cut = cut_off_lock({.max_size = 3, .acquire_timeout = milliseconds(2000)});
   auto other = make_lock();
   // Taken in the order alpha, bravo, charlie: the key asked for first is taken last.
   const std::vector<std::string> keys{"set-charlie", "set-alpha", "set-bravo"};
@@ -136,27 +130,27 @@ TEST_P(LockSetFaultTest, ASetWhoseLastKeyFailsGivesBackTheKeysItTookAtOnce) {
   const LockOptions me = owned_by("set");
   {
     // The statements run once (prepared; a semaphore stores its limit): the drop hits the take.
-    auto warm = try_acquire_all(*lock, keys, me);
+    auto warm = try_acquire_all(*cut.lock, keys, me);
     ASSERT_TRUE(warm);
     EXPECT_EQ(warm->release(), ReleaseOutcome::kReleased);
   }
   for (const bool wait : {false, true}) {
     SCOPED_TRACE(wait ? "acquire_all" : "try_acquire_all");
-    const int cuts_before = proxy.cuts();
-    proxy.drop_request_containing(needle, kDrops);
+    const int cuts_before = cut.proxy.cuts();
+    cut.proxy.drop_request_containing(needle, kDrops);
     const auto code = error_of(
         [&] {
           if (wait) {
-            acquire_all(*lock, keys, milliseconds(2000), me);
+            acquire_all(*cut.lock, keys, milliseconds(2000), me);
           } else {
-            try_acquire_all(*lock, keys, me);
+            try_acquire_all(*cut.lock, keys, me);
           }
         },
         wait ? "acquire_all whose last key is dropped"
              : "try_acquire_all whose last key is dropped");
-    proxy.drop_request_containing(needle, 0);  // disarmed: drops a retry did not use
+    cut.proxy.drop_request_containing(needle, 0);  // disarmed: drops a retry did not use
     EXPECT_EQ(code, ErrorCode::kConnectionLost);
-    EXPECT_GT(proxy.cuts(), cuts_before) << "the last key's request was never dropped";
+    EXPECT_GT(cut.proxy.cuts(), cuts_before) << "the last key's request was never dropped";
     for (const auto& key : keys) {
       EXPECT_FALSE(held_on_server(key)) << key << " is still held after the set failed";
     }
@@ -168,7 +162,7 @@ TEST_P(LockSetFaultTest, ASetWhoseLastKeyFailsGivesBackTheKeysItTookAtOnce) {
       }
     }
     try {
-      auto again = try_acquire_all(*lock, keys, me);
+      auto again = try_acquire_all(*cut.lock, keys, me);
       ASSERT_TRUE(again) << "the failed set's own lock cannot take the set again";
       EXPECT_EQ(again->release(), ReleaseOutcome::kReleased);
     } catch (const Error& e) {
@@ -199,10 +193,7 @@ TEST_P(LockSetFaultTest, ASetCutOffMidHoldIsLostBeforeItsKeysGoElsewhereAndWithL
         "gets each key, that with_locks throws kLeaseLost, and (row lock) that the writes made "
         "in its transactions are rolled back");
   }
-  const DatabaseUrl direct = backend().url();
-  FaultProxy proxy(direct.host, direct.effective_port());
-  auto cut_pool = open_pool(proxy.through(direct), {.max_size = 4});
-  auto cut_lock = make_lock(*cut_pool);
+  auto cut = cut_off_lock({.max_size = 4});
   auto lock = make_lock();
   HistoryWriter history(new_history("set-cut-off"));
   const std::vector<std::string> keys{"cut-a", "cut-b", "cut-c"};
@@ -214,16 +205,12 @@ TEST_P(LockSetFaultTest, ASetCutOffMidHoldIsLostBeforeItsKeysGoElsewhereAndWithL
   LockOptions options = owned_by("set");
   options.ttl = milliseconds(kTtlMs);
   options.auto_renew = false;  // RecordedSet renews, so the history knows when
-  const auto heal = [&] {      // a hung renewal fails; the server ends the sessions
-    proxy.set_blackhole(false);
-    proxy.close_all();
-  };
   std::int64_t lost_seen = -1, valid_until = -1;
   std::vector<std::optional<bool>> lost_when_taken(keys.size());
   const std::int64_t sent = monotonic_us();
   const auto code = error_of(
       [&] {
-        with_locks(*cut_lock, keys, milliseconds(5000), options, [&](LeaseSet& set) {
+        with_locks(*cut.lock, keys, milliseconds(5000), options, [&](LeaseSet& set) {
           RecordedSet recorded(set, history, "set", sent, milliseconds(kTtlMs));
           if (strategy().transactional) {
             std::int64_t id = 100;
@@ -232,7 +219,7 @@ TEST_P(LockSetFaultTest, ASetCutOffMidHoldIsLostBeforeItsKeysGoElsewhereAndWithL
             }
           }
           std::this_thread::sleep_for(milliseconds(kTtlMs / 2));  // a renewal gets through
-          proxy.set_blackhole(true);
+          cut.proxy.set_blackhole(true);
           if (!strategy().ends_with_ttl) {
             const std::int64_t dead_until = monotonic_us() + kDeadMs * 1000;
             while (strategy().exclusive && monotonic_us() < dead_until) {
@@ -244,7 +231,7 @@ TEST_P(LockSetFaultTest, ASetCutOffMidHoldIsLostBeforeItsKeysGoElsewhereAndWithL
             }
             if (!strategy().exclusive) std::this_thread::sleep_for(milliseconds(kDeadMs));
             EXPECT_FALSE(set.lost()) << "a set without a TTL was reported lost by a timer";
-            heal();
+            cut.heal();  // a hung renewal fails; the server ends the sessions
           }
           // The takers try as fast as they can: the moment one gets a key, the set must already
           // know it lost it.
@@ -262,7 +249,7 @@ TEST_P(LockSetFaultTest, ASetCutOffMidHoldIsLostBeforeItsKeysGoElsewhereAndWithL
             std::this_thread::sleep_for(milliseconds(5));
           }
           valid_until = recorded.valid_until_us();
-          if (strategy().ends_with_ttl) heal();
+          if (strategy().ends_with_ttl) cut.heal();
           recorded.stop();
           return 42;
         });

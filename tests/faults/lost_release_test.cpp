@@ -9,9 +9,7 @@
 // semaphore's permit), whose hold ends by its TTL, and whose owner never re-enters it.
 #include "dblock/error.hpp"
 #include "dblock/lock_table.hpp"
-#include "dblock/open.hpp"
 #include "fault_fixture.hpp"
-#include "fault_proxy.hpp"
 #include "recorded_holder.hpp"
 
 namespace dblock::testing {
@@ -19,13 +17,6 @@ namespace {
 
 class LostReleaseTest : public FaultTest {
  protected:
-  std::optional<LockRow> row(const std::string& key) {
-    for (auto& r : strategy().list_rows(*conn_, tables_)) {
-      if (r.key == key) return r;
-    }
-    return std::nullopt;
-  }
-
   // Session locks keep nothing to send again: a release the server never saw went out on the
   // lease's session, which the dropped request closed, and the server freed the lock with it.
   void session_release_dropped();
@@ -34,17 +25,16 @@ class LostReleaseTest : public FaultTest {
   // TTL, and the owner's next acquire neither re-enters it nor frees it.
   void release_dropped_ends_by_ttl();
   void release_dropped_then_acquired_through_another_lock();
-  // Drops the release of a fresh lease of `key` through `lock` (its request and the connection
-  // with it); expects Error(kLeaseLost). Returns the lease's token.
-  std::int64_t acquire_and_drop_release(Lock& lock, FaultProxy& proxy, const std::string& key);
+  // Drops the release of a fresh lease of `key` through `cut`'s lock (its request and the
+  // connection with it); expects Error(kLeaseLost). Returns the lease's token.
+  std::int64_t acquire_and_drop_release(CutOffLock& cut, const std::string& key);
 };
 
 // How much later than its TTL an unreleased hold may be taken over on a busy machine.
 constexpr int kSlackMs = 2000;
 
-std::int64_t LostReleaseTest::acquire_and_drop_release(Lock& lock, FaultProxy& proxy,
-                                                       const std::string& key) {
-  auto lease = lock.try_acquire(key, owned_by("me", false));
+std::int64_t LostReleaseTest::acquire_and_drop_release(CutOffLock& cut, const std::string& key) {
+  auto lease = cut.lock->try_acquire(key, owned_by("me", false));
   if (!lease) {
     ADD_FAILURE() << "could not acquire " << key;
     return 0;
@@ -52,17 +42,12 @@ std::int64_t LostReleaseTest::acquire_and_drop_release(Lock& lock, FaultProxy& p
   const std::int64_t token = lease->fencing_token();
   EXPECT_EQ(fenced_write(token, "me"), 1u);
   // The unlock names the lock by its hash, not by the key: the word of the unlock statement.
-  const int cuts = proxy.cuts();
-  proxy.drop_request_containing(backend().dialect == Dialect::kPostgreSQL ? "advisory_unlock("
-                                                                          : "RELEASE_LOCK(");
-  try {
-    lease->release();
-    ADD_FAILURE() << "a release the server never saw reported an outcome";
-  } catch (const Error& e) {
-    std::printf("[ reported ] release never seen by the server: %s\n", e.what());
-    EXPECT_EQ(e.code(), ErrorCode::kLeaseLost) << e.what();
-  }
-  EXPECT_EQ(proxy.cuts(), cuts + 1);
+  const int cuts = cut.proxy.cuts();
+  cut.proxy.drop_request_containing(backend().dialect == Dialect::kPostgreSQL ? "advisory_unlock("
+                                                                              : "RELEASE_LOCK(");
+  EXPECT_EQ(error_of([&] { lease->release(); }, "release never seen by the server"),
+            ErrorCode::kLeaseLost);
+  EXPECT_EQ(cut.proxy.cuts(), cuts + 1);
   return token;
 }
 
@@ -72,22 +57,19 @@ void LostReleaseTest::session_release_dropped() {
       "server freed the lock with it; checked instead that the release reports kLeaseLost, "
       "that another owner can take the key at once, and that the owner's next acquire gets a "
       "fresh hold with a higher token whose fenced write goes through");
-  const DatabaseUrl direct = backend().url();
-  FaultProxy proxy(direct.host, direct.effective_port());
-  auto pool = open_pool(proxy.through(direct), {.max_size = 2});
-  auto lock = make_lock(*pool);
+  auto cut = cut_off_lock();
   auto other = make_lock();
   const std::string key = "lost-release";
-  const std::int64_t first = acquire_and_drop_release(*lock, proxy, key);
+  const std::int64_t first = acquire_and_drop_release(cut, key);
   // The server notices the closed connection on its own time: a short wait.
   auto taken = other->acquire(key, std::chrono::milliseconds(5000), owned_by("other", false));
   ASSERT_TRUE(taken) << "the dropped release's session kept the lock";
   EXPECT_GT(taken->fencing_token(), first);
-  EXPECT_FALSE(lock->try_acquire(key, owned_by("me", false)))
+  EXPECT_FALSE(cut.lock->try_acquire(key, owned_by("me", false)))
       << "the owner re-entered a freed hold";
   const std::int64_t taken_token = taken->fencing_token();
   EXPECT_EQ(taken->release(), ReleaseOutcome::kReleased);
-  auto again = lock->try_acquire(key, owned_by("me", false));
+  auto again = cut.lock->try_acquire(key, owned_by("me", false));
   ASSERT_TRUE(again);
   EXPECT_GT(again->fencing_token(), taken_token);
   EXPECT_EQ(fenced_write(again->fencing_token(), "me"), 1u);
@@ -101,13 +83,11 @@ void LostReleaseTest::session_release_dropped_then_reentered() {
       "gets a fresh hold (higher token), that a re-entry through that object and its release "
       "leave the live hold alone, and that the first object, whose session is another, is "
       "kept out like any other owner");
-  const DatabaseUrl direct = backend().url();
-  FaultProxy proxy(direct.host, direct.effective_port());
-  auto pool = open_pool(proxy.through(direct), {.max_size = 3});
-  auto first_lock = make_lock(*pool);
-  auto second_lock = make_lock(*pool);
+  auto cut = cut_off_lock({.max_size = 3});
+  const auto& first_lock = cut.lock;
+  auto second_lock = make_lock(*cut.pool);
   const std::string key = "lost-release-2";
-  const std::int64_t first = acquire_and_drop_release(*first_lock, proxy, key);
+  const std::int64_t first = acquire_and_drop_release(cut, key);
   // The owner's next acquire waits for the server to notice the closed session.
   auto second = second_lock->acquire(key, std::chrono::milliseconds(5000), owned_by("me", false));
   ASSERT_TRUE(second);
@@ -138,10 +118,7 @@ void LostReleaseTest::release_dropped_ends_by_ttl() {
       std::to_string(kSlackMs) +
       " ms (not before the TTL) with a higher token, that the stale token's fenced write is "
       "refused, and that the owner's next acquire then gets a fresh hold");
-  const DatabaseUrl direct = backend().url();
-  FaultProxy proxy(direct.host, direct.effective_port());
-  auto pool = open_pool(proxy.through(direct), {.max_size = 2});
-  auto lock = make_lock(*pool);
+  auto cut = cut_off_lock();
   auto other = make_lock();
   HistoryWriter history(new_history("lost-release"));
   const std::string key = "lost-release";
@@ -149,27 +126,22 @@ void LostReleaseTest::release_dropped_ends_by_ttl() {
   me.ttl = std::chrono::milliseconds(kTtlMs);
 
   const auto sent = monotonic_us();
-  auto lease = lock->try_acquire(key, me);
+  auto lease = cut.lock->try_acquire(key, me);
   ASSERT_TRUE(lease);
   const std::int64_t first = lease->fencing_token();
   // No release is recorded: nobody told the client the hold ended, so it lasts its TTL.
   history.acquired("me", key, first, monotonic_us(), sent, kTtlMs);
   EXPECT_EQ(fenced_write(first, "me"), 1u);
 
-  proxy.drop_request_containing(key, 2);  // the release and its retry
-  try {
-    lease->release();
-    ADD_FAILURE() << "a release the server never saw reported an outcome";
-  } catch (const Error& e) {
-    std::printf("[ reported ] release never seen by the server: %s\n", e.what());
-    EXPECT_EQ(e.code(), ErrorCode::kConnectionLost) << e.what();
-  }
-  EXPECT_EQ(proxy.cuts(), 2);
+  cut.proxy.drop_request_containing(key, 2);  // the release and its retry
+  EXPECT_EQ(error_of([&] { lease->release(); }, "release never seen by the server"),
+            ErrorCode::kConnectionLost);
+  EXPECT_EQ(cut.proxy.cuts(), 2);
   auto held = row(key);
   ASSERT_TRUE(held) << "the server saw the release after all";
   EXPECT_EQ(held->fencing_token, first);
-  EXPECT_FALSE(lock->try_acquire(key, me)) << "the owner got the key while its unreleased hold "
-                                              "lived (re-entered it, or a second one)";
+  EXPECT_FALSE(cut.lock->try_acquire(key, me)) << "the owner got the key while its unreleased hold "
+                                                  "lived (re-entered it, or a second one)";
   EXPECT_EQ(row(key)->fencing_token, first);
 
   RecordedHolder taker(*other, history, "other", key, std::chrono::milliseconds(30000));
@@ -187,7 +159,7 @@ void LostReleaseTest::release_dropped_ends_by_ttl() {
   EXPECT_EQ(taker.release(), "released");
 
   const auto again_sent = monotonic_us();
-  auto again = lock->try_acquire(key, me);
+  auto again = cut.lock->try_acquire(key, me);
   ASSERT_TRUE(again);
   const std::int64_t again_token = again->fencing_token();
   history.acquired("me", key, again_token, monotonic_us(), again_sent, kTtlMs);
@@ -210,11 +182,9 @@ void LostReleaseTest::release_dropped_then_acquired_through_another_lock() {
       std::to_string(kSlackMs) +
       " ms, and that then neither the first object (same owner) nor another owner gets the "
       "key, and its release frees it");
-  const DatabaseUrl direct = backend().url();
-  FaultProxy proxy(direct.host, direct.effective_port());
-  auto pool = open_pool(proxy.through(direct), {.max_size = 2});
-  auto first_lock = make_lock(*pool);
-  auto second_lock = make_lock(*pool);
+  auto cut = cut_off_lock();
+  const auto& first_lock = cut.lock;
+  auto second_lock = make_lock(*cut.pool);
   HistoryWriter history(new_history("lost-release-2"));
   const std::string key = "lost-release-2";
   LockOptions me = owned_by("me", false);
@@ -225,7 +195,7 @@ void LostReleaseTest::release_dropped_then_acquired_through_another_lock() {
   ASSERT_TRUE(lease);
   const std::int64_t first = lease->fencing_token();
   history.acquired("me", key, first, monotonic_us(), sent, kTtlMs);  // no release: its TTL
-  proxy.drop_request_containing(key, 2);                             // the release and its retry
+  cut.proxy.drop_request_containing(key, 2);                         // the release and its retry
   EXPECT_THROW(lease->release(), Error);
   ASSERT_TRUE(row(key)) << "the server saw the release after all";
 
@@ -258,42 +228,30 @@ std::vector<FaultCase> release_statement_cases() {
 TEST_P(LostReleaseTest, TheOwnersNextAcquireSendsALostReleaseAgainAndGetsAFreshToken) {
   if (strategy().held_by_session()) return session_release_dropped();
   if (!strategy().resends_lost_release) return release_dropped_ends_by_ttl();
-  const DatabaseUrl direct = backend().url();
-  FaultProxy proxy(direct.host, direct.effective_port());
-  auto pool = open_pool(proxy.through(direct), {.max_size = 2});
-  auto lock = make_lock(*pool);
+  auto cut = cut_off_lock();
   const std::string key = "lost-release";
-  LockOptions me;
-  me.owner = Owner::named("me");
-  me.auto_renew = false;
+  const LockOptions me = owned_by("me", false);
 
-  auto lease = lock->try_acquire(key, me);
+  auto lease = cut.lock->try_acquire(key, me);
   ASSERT_TRUE(lease);
   const std::int64_t first = lease->fencing_token();
   EXPECT_EQ(fenced_write(first, "me"), 1u);
 
   // The release and its retry are dropped; so are the next acquire's resend and its retry.
-  proxy.drop_request_containing(key, 4);
-  try {
-    lease->release();
-    ADD_FAILURE() << "a release the server never saw reported an outcome";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kConnectionLost) << e.what();
-  }
+  cut.proxy.drop_request_containing(key, 4);
+  EXPECT_EQ(error_of([&] { lease->release(); }, "release never seen by the server"),
+            ErrorCode::kConnectionLost);
   auto held = row(key);
   ASSERT_TRUE(held) << "the server saw the release after all";
   EXPECT_EQ(held->fencing_token, first);
   EXPECT_EQ(held->hold_count, 1);
-  try {
-    lock->try_acquire(key, me);
-    ADD_FAILURE() << "an acquire whose pending release could not be sent went ahead";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kConnectionLost) << e.what();
-  }
-  EXPECT_EQ(proxy.cuts(), 4);
+  EXPECT_EQ(error_of([&] { cut.lock->try_acquire(key, me); },
+                     "an acquire whose pending release could not be sent"),
+            ErrorCode::kConnectionLost);
+  EXPECT_EQ(cut.proxy.cuts(), 4);
   EXPECT_EQ(row(key)->fencing_token, first);
 
-  auto again = lock->try_acquire(key, me);  // the server is reachable again
+  auto again = cut.lock->try_acquire(key, me);  // the server is reachable again
   ASSERT_TRUE(again);
   EXPECT_GT(again->fencing_token(), first) << "the acquire re-entered the released hold";
   EXPECT_EQ(row(key)->hold_count, 1);
@@ -308,20 +266,16 @@ TEST_P(LostReleaseTest, TheOwnersNextAcquireSendsALostReleaseAgainAndGetsAFreshT
 TEST_P(LostReleaseTest, AKeptReleaseIsSentFirstByAnyLockOnTheTableAndNeverFreesALiveHold) {
   if (strategy().held_by_session()) return session_release_dropped_then_reentered();
   if (!strategy().resends_lost_release) return release_dropped_then_acquired_through_another_lock();
-  const DatabaseUrl direct = backend().url();
-  FaultProxy proxy(direct.host, direct.effective_port());
-  auto pool = open_pool(proxy.through(direct), {.max_size = 2});
-  auto first_lock = make_lock(*pool);
-  auto second_lock = make_lock(*pool);
+  auto cut = cut_off_lock();
+  const auto& first_lock = cut.lock;
+  auto second_lock = make_lock(*cut.pool);
   const std::string key = "lost-release-2";
-  LockOptions me;
-  me.owner = Owner::named("me");
-  me.auto_renew = false;
+  const LockOptions me = owned_by("me", false);
 
   auto lease = first_lock->try_acquire(key, me);
   ASSERT_TRUE(lease);
   const std::int64_t first = lease->fencing_token();
-  proxy.drop_request_containing(key, 2);  // the release and its retry
+  cut.proxy.drop_request_containing(key, 2);  // the release and its retry
   EXPECT_THROW(lease->release(), Error);
   ASSERT_TRUE(row(key)) << "the server saw the release after all";
 
@@ -338,9 +292,8 @@ TEST_P(LostReleaseTest, AKeptReleaseIsSentFirstByAnyLockOnTheTableAndNeverFreesA
   auto held = row(key);
   ASSERT_TRUE(held) << "a live hold was freed";
   EXPECT_EQ(held->hold_count, 1);
-  LockOptions other = me;
-  other.owner = Owner::named("other");
-  EXPECT_FALSE(second_lock->try_acquire(key, other)) << "another owner got a held key";
+  EXPECT_FALSE(second_lock->try_acquire(key, owned_by("other", false)))
+      << "another owner got a held key";
   EXPECT_FALSE(second->lost());
   EXPECT_EQ(second->release(), ReleaseOutcome::kReleased);
   EXPECT_FALSE(row(key));

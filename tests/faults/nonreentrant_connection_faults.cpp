@@ -6,8 +6,6 @@
 // strategy never does. A retry still recognises its own attempt (the same lease id, the same
 // release id); a permit nobody was told about ends by its TTL.
 #include "connection_fault_test.hpp"
-#include "dblock/open.hpp"
-#include "fault_proxy.hpp"
 #include "recorded_holder.hpp"
 
 namespace dblock::testing {
@@ -32,14 +30,6 @@ void use_once(Lock& lock, const std::string& key) {
 
 }  // namespace
 
-std::size_t ConnectionFaultTest::live_rows(const std::string& key) {
-  std::size_t n = 0;
-  for (const auto& r : strategy().list_rows(*conn_, tables_)) {
-    if (r.key == key && !r.expired) ++n;
-  }
-  return n;
-}
-
 void ConnectionFaultTest::nonreentrant_acquire_reply_lost() {
   not_applicable(
       "not reentrant: the owner's second acquire takes a lease of its own (with one permit: "
@@ -48,28 +38,23 @@ void ConnectionFaultTest::nonreentrant_acquire_reply_lost() {
       "gets exactly one permit (one live row, its lease id and token), that the owner's second "
       "acquire is refused, and that a release whose first reply is lost is retried, reports "
       "kReleased and leaves the key free");
-  const DatabaseUrl direct = backend().url();
-  FaultProxy proxy(direct.host, direct.effective_port());
-  auto pool = open_pool(proxy.through(direct), {.max_size = 2});
-  auto lock = make_lock(*pool);
+  auto cut = cut_off_lock();
   auto other = make_lock();
   HistoryWriter history(new_history("lost-reply"));
   const std::string key = "lost-reply";
-  LockOptions me;
-  me.owner = Owner::named("me");
-  me.auto_renew = false;                                 // no renewal may run into the armed cut
+  LockOptions me = owned_by("me", false);                // no renewal may run into the armed cut
   me.metadata = R"({"request": "acquire-lost-reply"})";  // in the statement that takes the permit
   use_once(*other, key);
 
-  proxy.cut_after_request_containing("acquire-lost-reply");
+  cut.proxy.cut_after_request_containing("acquire-lost-reply");
   const auto sent = monotonic_us();
-  auto lease = lock->try_acquire(key, me);
+  auto lease = cut.lock->try_acquire(key, me);
   // With one permit, a retry that took another instead of finding its own would find none free.
   ASSERT_TRUE(lease) << "the retried acquire did not recognise its own permit";
   const auto token = lease->fencing_token();
   history.acquired("me", key, token, monotonic_us(), sent, 30000);
-  EXPECT_EQ(proxy.cuts(), 1);
-  EXPECT_EQ(proxy.answered_after_cut(), 1) << "the server did not apply the cut statement";
+  EXPECT_EQ(cut.proxy.cuts(), 1);
+  EXPECT_EQ(cut.proxy.answered_after_cut(), 1) << "the server did not apply the cut statement";
   EXPECT_EQ(live_rows(key), 1u) << "the retry took a second permit";
   auto r = row(key);
   ASSERT_TRUE(r);
@@ -79,17 +64,17 @@ void ConnectionFaultTest::nonreentrant_acquire_reply_lost() {
   EXPECT_FALSE(intruder.acquire(milliseconds(0)));
 
   me.metadata.clear();
-  EXPECT_FALSE(lock->try_acquire(key, me)) << "the owner got a second permit of a 1-permit key";
+  EXPECT_FALSE(cut.lock->try_acquire(key, me)) << "the owner got a second permit of a 1-permit key";
   EXPECT_EQ(live_rows(key), 1u);
   EXPECT_EQ(row(key)->fencing_token, token);
 
-  proxy.cut_after_request_containing(key);
+  cut.proxy.cut_after_request_containing(key);
   const auto release_sent = monotonic_us();
   EXPECT_EQ(lease->release(), ReleaseOutcome::kReleased)
       << "the retried release did not recognise its own first attempt";
   history.released("me", key, token, release_sent, "released");
-  EXPECT_EQ(proxy.cuts(), 2);
-  EXPECT_EQ(proxy.answered_after_cut(), 2);
+  EXPECT_EQ(cut.proxy.cuts(), 2);
+  EXPECT_EQ(cut.proxy.answered_after_cut(), 2);
   EXPECT_FALSE(row(key)) << "the key stayed held after its one release";
   EXPECT_TRUE(intruder.acquire(milliseconds(0)));
   EXPECT_GT(intruder.token(), token);
@@ -105,25 +90,20 @@ void ConnectionFaultTest::nonreentrant_acquire_replies_all_lost() {
       "another owner gets the key within TTL + " +
       std::to_string(kSlackMs) + " ms, not before the TTL, with a higher token");
   constexpr int kTtlMs = 2000;
-  const DatabaseUrl direct = backend().url();
-  FaultProxy proxy(direct.host, direct.effective_port());
-  auto pool = open_pool(proxy.through(direct), {.max_size = 2});
-  auto lock = make_lock(*pool);
+  auto cut = cut_off_lock();
   auto other = make_lock();
   HistoryWriter history(new_history("orphan"));
   const std::string key = "orphan";
-  LockOptions me;
-  me.owner = Owner::named("me");
-  me.auto_renew = false;
+  LockOptions me = owned_by("me", false);
   me.ttl = milliseconds(kTtlMs);
   me.metadata = R"({"request": "acquire-orphan"})";
   use_once(*other, key);
 
-  proxy.cut_after_request_containing("acquire-orphan", 2);  // the attempt and its retry
+  cut.proxy.cut_after_request_containing("acquire-orphan", 2);  // the attempt and its retry
   const auto sent = monotonic_us();
-  EXPECT_EQ(error_of([&] { lock->try_acquire(key, me); }, "an acquire whose replies were lost"),
+  EXPECT_EQ(error_of([&] { cut.lock->try_acquire(key, me); }, "an acquire whose replies were lost"),
             ErrorCode::kConnectionLost);
-  EXPECT_EQ(proxy.answered_after_cut(), 2);
+  EXPECT_EQ(cut.proxy.answered_after_cut(), 2);
   auto orphan = row(key);
   ASSERT_TRUE(orphan) << "the server did not apply the acquire";
   EXPECT_EQ(live_rows(key), 1u) << "the retry took a second permit";
@@ -132,7 +112,7 @@ void ConnectionFaultTest::nonreentrant_acquire_replies_all_lost() {
   history.acquired("lost-attempt", key, orphan->fencing_token, monotonic_us(), sent, kTtlMs);
 
   me.metadata.clear();
-  EXPECT_FALSE(lock->try_acquire(key, me)) << "the owner got a second permit of a 1-permit key";
+  EXPECT_FALSE(cut.lock->try_acquire(key, me)) << "the owner got a second permit of a 1-permit key";
   RecordedHolder intruder(*other, history, "intruder", key, milliseconds(30000));
   ASSERT_TRUE(intruder.acquire(milliseconds(kTtlMs + 10000))) << "the orphaned permit never ended";
   const auto took_ms = (monotonic_us() - sent) / 1000;

@@ -33,18 +33,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-// The code of the Error `fn` throws; nullopt when it throws none.
-template <class Fn>
-std::optional<ErrorCode> error_code_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    std::printf("[ reported ] %s\n", e.what());
-    return e.code();
-  }
-  return std::nullopt;
-}
-
 std::vector<FaultCase> postgresql_cases() {
   std::vector<FaultCase> out;
   for (const auto& strategy : fault_strategies()) {
@@ -149,7 +137,8 @@ TEST_P(PgBouncerTest, LocksWorkThroughTransactionPoolingWaitersPollAndNothingLea
         "lock stay behind), so the strategy refuses the pooler; checked that its constructor "
         "throws kFailedPrecondition before anything is locked, that the same strategy on a "
         "direct connection works, and that nothing leaks");
-    EXPECT_EQ(error_code_of([&] { make_lock(*pool); }), ErrorCode::kFailedPrecondition);
+    EXPECT_EQ(error_of([&] { make_lock(*pool); }, "a lock behind the pooler"),
+              ErrorCode::kFailedPrecondition);
     auto direct = make_lock();
     LockOptions me;
     me.owner = Owner::named("direct");

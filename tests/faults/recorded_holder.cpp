@@ -7,6 +7,15 @@
 
 namespace dblock::testing {
 
+std::optional<Lease> try_acquire_recorded(Lock& lock, HistoryWriter& history,
+                                          const std::string& client, const std::string& key,
+                                          const LockOptions& options) {
+  const std::int64_t sent = monotonic_us();
+  auto lease = lock.try_acquire(key, options);
+  if (lease) history.acquired(client, key, lease->fencing_token(), monotonic_us(), sent, 0);
+  return lease;
+}
+
 RecordedHolder::RecordedHolder(Lock& lock, HistoryWriter& history, std::string client,
                                std::string key, std::chrono::milliseconds ttl)
     : lock_(lock), history_(history), client_(std::move(client)), key_(std::move(key)), ttl_(ttl) {}
@@ -46,6 +55,14 @@ bool RecordedHolder::acquire(std::chrono::milliseconds wait) {
 }
 
 bool RecordedHolder::lost() const noexcept { return lease_ && lease_->lost(); }
+
+bool RecordedHolder::lost_within(std::chrono::milliseconds limit) const {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!lost() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return lost();
+}
 
 void RecordedHolder::renew_loop() {
   std::unique_lock lock(mu_);

@@ -21,6 +21,12 @@
 
 namespace dblock::testing {
 
+// One try_acquire of `key` as `client` through `lock`, written to `history` when granted, as a
+// hold without a TTL: one the server ends with its session or transaction, or the release does.
+std::optional<Lease> try_acquire_recorded(Lock& lock, HistoryWriter& history,
+                                          const std::string& client, const std::string& key,
+                                          const LockOptions& options);
+
 class RecordedHolder {
  public:
   RecordedHolder(Lock& lock, HistoryWriter& history, std::string client, std::string key,
@@ -36,6 +42,8 @@ class RecordedHolder {
   std::int64_t token() const noexcept { return token_.load(); }
   // The lease's own verdict (Lease::lost()).
   bool lost() const noexcept;
+  // Waits up to `limit` for lost() to turn true (looking every 5 ms); returns lost().
+  bool lost_within(std::chrono::milliseconds limit) const;
   // One TTL after the latest successful acquire or renew was sent (monotonic microseconds).
   std::int64_t valid_until_us() const noexcept { return valid_until_us_.load(); }
   // Renews now, from the caller's thread (the background renewals stop first).

@@ -11,23 +11,11 @@
 
 #include "connection_fault_test.hpp"
 #include "dblock/open.hpp"
-#include "fault_proxy.hpp"
 #include "recorded_holder.hpp"
 
 namespace dblock::testing {
 
-namespace {
-
 using std::chrono::milliseconds;
-
-// The server session of the one connection of a pool opened with max_size 1: the connection
-// the next lease of a lock over that pool will hold.
-std::int64_t session_of(Pool& pool, const Backend& backend) {
-  auto c = pool.acquire();
-  return backend.session_id(*c);
-}
-
-}  // namespace
 
 std::string ConnectionFaultTest::session_lock_name(const std::string& key) {
   return backend().session_lock_name(*conn_, tables_, key);
@@ -57,16 +45,13 @@ void ConnectionFaultTest::session_killed_mid_hold() {
       "hold, that renew() says no and release() throws kLeaseLost, that the new owner's token "
       "is higher, and that the Lock's next acquire works "
       "on a fresh connection");
-  auto pool = open_pool(backend().url(), {.max_size = 1});  // one session: the one we kill
-  auto lock = make_lock(*pool);
+  auto one = one_session_lock();
   auto other = make_lock();
   HistoryWriter history(new_history("mid-hold"));
-  const auto session = session_of(*pool, backend());
-  const auto sent = monotonic_us();
-  auto lease = lock->try_acquire("k", owned_by("holder"));
+  const auto session = one.session();
+  auto lease = try_acquire_recorded(*one.lock, history, "holder", "k", owned_by("holder"));
   ASSERT_TRUE(lease);
   const auto token = lease->fencing_token();
-  history.acquired("holder", "k", token, monotonic_us(), sent, 0);
   ASSERT_EQ(session_holding("k"), session) << "the lease is not held by the pool's session";
   RecordedHolder intruder(*other, history, "intruder", "k", milliseconds(30000));
   EXPECT_FALSE(intruder.acquire(milliseconds(0)));
@@ -75,16 +60,12 @@ void ConnectionFaultTest::session_killed_mid_hold() {
   backend().kill_session(*conn_, session);
   // The intruder tries as fast as it can: the moment the server lets it have the key, the
   // holder must already know its lease is gone.
-  std::optional<bool> lost_when_taken;
-  const auto deadline = monotonic_us() + 5'000'000;
-  while (!intruder.held() && monotonic_us() < deadline) {
-    if (intruder.acquire(milliseconds(0))) lost_when_taken = lease->lost();
-  }
+  const auto lost_then = lost_when_key_taken(intruder, *lease);
   ASSERT_TRUE(intruder.held()) << "the killed session's lock was not freed";
   const auto taken_at = monotonic_us();
-  EXPECT_EQ(lost_when_taken, true)
+  EXPECT_EQ(lost_then, true)
       << "another owner got the key while the killed holder's lease still looked held";
-  if (lost_when_taken == false) {
+  if (lost_then == false) {
     while (!lease->lost() && monotonic_us() < taken_at + 5'000'000) {
     }
     std::printf(
@@ -94,22 +75,17 @@ void ConnectionFaultTest::session_killed_mid_hold() {
   EXPECT_GT(intruder.token(), token);
   // The owner's lease is still open: a re-entry must not hand it the dead hold (its old token,
   // on a key another owner holds now).
-  EXPECT_EQ(error_of([&] { lock->try_acquire("k", owned_by("holder")); },
+  EXPECT_EQ(error_of([&] { one.lock->try_acquire("k", owned_by("holder")); },
                      "re-entry onto the killed session's hold"),
             ErrorCode::kConnectionLost);
-  EXPECT_FALSE(lease->renew());
-  EXPECT_TRUE(lease->lost());
-  const auto release_sent = monotonic_us();
-  EXPECT_EQ(error_of([&] { lease->release(); }, "release after the session was killed"),
-            ErrorCode::kLeaseLost);
-  history.released("holder", "k", token, release_sent, "error");
+  expect_ended(*lease, history, "holder");
   const auto now_holding = session_holding("k");
   EXPECT_NE(now_holding, 0);
   EXPECT_NE(now_holding, session) << "the killed session still holds the key";
   EXPECT_EQ(intruder.release(), "released");
   EXPECT_EQ(session_holding("k"), 0) << "a released key is still held on the server";
 
-  RecordedHolder again(*lock, history, "holder-again", "k", milliseconds(30000));
+  RecordedHolder again(*one.lock, history, "holder-again", "k", milliseconds(30000));
   ASSERT_TRUE(again.acquire(milliseconds(0)))
       << "the Lock's next acquire did not get a fresh connection";
   EXPECT_GT(again.token(), intruder.token());
@@ -123,18 +99,17 @@ void ConnectionFaultTest::session_killed_mid_acquire() {
       "nothing while it waits; when its session is killed there it is not retried (the session "
       "is gone); checked that the error is kConnectionLost, that the holder it waited for still "
       "holds the key, and that the next acquire works on a fresh connection");
-  auto pool = open_pool(backend().url(), {.max_size = 1});  // one session: the one we kill
-  auto lock = make_lock(*pool);
+  auto one = one_session_lock();
   auto other = make_lock();
   HistoryWriter history(new_history("mid-acquire"));
   RecordedHolder blocker(*other, history, "blocker", "k", milliseconds(30000));
   ASSERT_TRUE(blocker.acquire(milliseconds(0)));
-  const auto session = session_of(*pool, backend());
+  const auto session = one.session();
   std::optional<bool> got;
   std::optional<ErrorCode> error;
   std::thread acquirer([&] {
     try {
-      got = lock->acquire("k", milliseconds(20000), owned_by("waiter")).has_value();
+      got = one.lock->acquire("k", milliseconds(20000), owned_by("waiter")).has_value();
     } catch (const Error& e) {
       std::printf("[ reported ] acquire whose session was killed: %s\n", e.what());
       error = e.code();
@@ -155,7 +130,7 @@ void ConnectionFaultTest::session_killed_mid_acquire() {
   EXPECT_NE(now_holding, session) << "the killed waiter got the key";
   EXPECT_EQ(blocker.release(), "released");
 
-  RecordedHolder after(*lock, history, "after", "k", milliseconds(30000));
+  RecordedHolder after(*one.lock, history, "after", "k", milliseconds(30000));
   ASSERT_TRUE(after.acquire(milliseconds(0))) << "the next acquire did not get a connection";
   EXPECT_GT(after.token(), blocker.token());
   EXPECT_EQ(after.release(), "released");
@@ -168,29 +143,26 @@ void ConnectionFaultTest::session_acquire_reply_lost() {
       "lock died with the cut connection; checked instead that the acquire reports "
       "kConnectionLost, that the server ran the lock statement and freed the lock when the "
       "connection closed, and that the next acquire works");
-  const DatabaseUrl direct = backend().url();
-  FaultProxy proxy(direct.host, direct.effective_port());
-  auto pool = open_pool(proxy.through(direct), {.max_size = 2});
-  auto lock = make_lock(*pool);
+  auto cut = cut_off_lock();
   auto other = make_lock();
   HistoryWriter history(new_history("lost-reply"));
   const std::string key = "lost-reply";
   {
     // The lock statement is prepared before the cut (MySQL), so the cut hits its execution.
-    auto warm = lock->try_acquire(key, owned_by("warm-up"));
+    auto warm = cut.lock->try_acquire(key, owned_by("warm-up"));
     ASSERT_TRUE(warm);
     warm->release();
   }
-  proxy.cut_after_request_containing(session_lock_name(key));
-  EXPECT_EQ(error_of([&] { lock->try_acquire(key, owned_by("me")); }, "acquire, reply lost"),
+  cut.proxy.cut_after_request_containing(session_lock_name(key));
+  EXPECT_EQ(error_of([&] { cut.lock->try_acquire(key, owned_by("me")); }, "acquire, reply lost"),
             ErrorCode::kConnectionLost);
-  EXPECT_EQ(proxy.cuts(), 1);
-  EXPECT_EQ(proxy.answered_after_cut(), 1) << "the server did not run the cut statement";
+  EXPECT_EQ(cut.proxy.cuts(), 1);
+  EXPECT_EQ(cut.proxy.answered_after_cut(), 1) << "the server did not run the cut statement";
   // The server notices the closed connection on its own time: a short wait.
   RecordedHolder intruder(*other, history, "intruder", key, milliseconds(30000));
   EXPECT_TRUE(intruder.acquire(milliseconds(5000))) << "the cut connection's lock stayed held";
   EXPECT_EQ(intruder.release(), "released");
-  RecordedHolder next(*lock, history, "me", key, milliseconds(30000));
+  RecordedHolder next(*cut.lock, history, "me", key, milliseconds(30000));
   ASSERT_TRUE(next.acquire(milliseconds(0))) << "the next acquire did not get a fresh connection";
   EXPECT_GT(next.token(), intruder.token());
   EXPECT_EQ(next.release(), "released");
@@ -203,29 +175,24 @@ void ConnectionFaultTest::session_release_reply_lost() {
       "another; checked instead that an unlock whose reply was lost is reported as kLeaseLost "
       "(never as released), that the lock is free on the server, that the owner's next "
       "acquire gets a fresh hold with a higher token, and that it excludes another owner");
-  const DatabaseUrl direct = backend().url();
-  FaultProxy proxy(direct.host, direct.effective_port());
-  auto pool = open_pool(proxy.through(direct), {.max_size = 2});
-  auto lock = make_lock(*pool);
+  auto cut = cut_off_lock();
   auto other = make_lock();
   HistoryWriter history(new_history("lost-release"));
   const std::string key = "lost-release";
   const std::string name = session_lock_name(key);
-  const auto sent = monotonic_us();
-  auto lease = lock->try_acquire(key, owned_by("me"));
+  auto lease = try_acquire_recorded(*cut.lock, history, "me", key, owned_by("me"));
   ASSERT_TRUE(lease);
   const auto token = lease->fencing_token();
-  history.acquired("me", key, token, monotonic_us(), sent, 0);
   // The unlock carries the lock's name as the lock statement does; the lock statement is not
   // sent again before the cut.
-  proxy.cut_after_request_containing(name);
+  cut.proxy.cut_after_request_containing(name);
   const auto release_sent = monotonic_us();
   EXPECT_EQ(error_of([&] { lease->release(); }, "release, reply lost"), ErrorCode::kLeaseLost);
   history.released("me", key, token, release_sent, "error");
-  EXPECT_EQ(proxy.cuts(), 1);
-  EXPECT_EQ(proxy.answered_after_cut(), 1) << "the server did not run the cut unlock";
+  EXPECT_EQ(cut.proxy.cuts(), 1);
+  EXPECT_EQ(cut.proxy.answered_after_cut(), 1) << "the server did not run the cut unlock";
   EXPECT_EQ(session_holding(key), 0) << "the server still holds the lock";
-  RecordedHolder next(*lock, history, "me", key, milliseconds(30000));
+  RecordedHolder next(*cut.lock, history, "me", key, milliseconds(30000));
   ASSERT_TRUE(next.acquire(milliseconds(0))) << "the next acquire did not get a fresh connection";
   EXPECT_GT(next.token(), token) << "the acquire re-entered the ended hold";
   RecordedHolder intruder(*other, history, "intruder", key, milliseconds(30000));
@@ -243,34 +210,20 @@ void ConnectionFaultTest::session_holder_blackholed() {
       "the lock during 3 s of dead network, that the holder finds its lease lost once its "
       "connection is closed, that its release throws kLeaseLost, and that the key is free");
   constexpr int kDeadMs = 3000;
-  const DatabaseUrl direct = backend().url();
-  FaultProxy proxy(direct.host, direct.effective_port());
-  auto cut_pool = open_pool(proxy.through(direct), {.max_size = 2});
-  auto cut_lock = make_lock(*cut_pool);
-  auto lock = make_lock();
-  HistoryWriter history(new_history("blackhole"));
-  RecordedHolder holder(*cut_lock, history, "cut-off", "k", milliseconds(1500));
-  ASSERT_TRUE(holder.acquire(milliseconds(0)));
-  std::this_thread::sleep_for(milliseconds(750));  // a renewal or two get through
-  proxy.set_blackhole(true);
-  RecordedHolder taker(*lock, history, "taker", "k", milliseconds(30000));
-  EXPECT_FALSE(taker.acquire(milliseconds(kDeadMs)))
+  auto cut = cut_off_holder(milliseconds(1500));
+  ASSERT_TRUE(cut.holder.acquire(milliseconds(0)));
+  cut.blackhole();
+  EXPECT_FALSE(cut.taker.acquire(milliseconds(kDeadMs)))
       << "another client got the lock while the server still had the holder's session";
-  EXPECT_FALSE(holder.lost()) << "a lease without a TTL was reported lost by a timer";
-  // Heal by closing the connections: the server ends the session, the holder sees the socket
-  // closed.
-  proxy.set_blackhole(false);
-  proxy.close_all();
-  const auto deadline = monotonic_us() + 5'000'000;
-  while (!holder.lost() && monotonic_us() < deadline) {
-    std::this_thread::sleep_for(milliseconds(5));
-  }
-  EXPECT_TRUE(holder.lost()) << "the holder never found its lease lost";
+  EXPECT_FALSE(cut.holder.lost()) << "a lease without a TTL was reported lost by a timer";
+  cut.heal();  // the server ends the session, the holder sees the socket closed
+  EXPECT_TRUE(cut.holder.lost_within(milliseconds(5000)))
+      << "the holder never found its lease lost";
   std::string error;
-  EXPECT_EQ(holder.release(&error), "error");
+  EXPECT_EQ(cut.holder.release(&error), "error");
   EXPECT_NE(error.find("ended before the release"), std::string::npos) << error;
-  ASSERT_TRUE(taker.acquire(milliseconds(5000))) << "the key stayed held";
-  EXPECT_EQ(taker.release(), "released");
+  ASSERT_TRUE(cut.taker.acquire(milliseconds(5000))) << "the key stayed held";
+  EXPECT_EQ(cut.taker.release(), "released");
   check_histories();
 }
 

@@ -13,17 +13,12 @@
 #include "connection_fault_test.hpp"
 #include "dblock/error.hpp"
 #include "dblock/open.hpp"
-#include "fault_proxy.hpp"
 #include "recorded_holder.hpp"
 #include "resource.hpp"
 
 namespace dblock::testing {
 
-namespace {
-
 using std::chrono::milliseconds;
-
-}  // namespace
 
 void ConnectionFaultTest::transactional_session_killed_mid_hold() {
   not_applicable(strategy().exclusive
@@ -36,46 +31,33 @@ void ConnectionFaultTest::transactional_session_killed_mid_hold() {
                        "ends it; checked instead that the lease reports lost, release() throws "
                        "kLeaseLost, the write is not applied, and the next acquire and "
                        "commit work on a fresh connection");
-  auto pool = open_pool(backend().url(), {.max_size = 1});  // one session: the one we kill
-  auto lock = make_lock(*pool);
+  auto one = one_session_lock();
   auto other = make_lock();
   HistoryWriter history(new_history("mid-hold"));
-  const auto sent = monotonic_us();
-  auto lease = lock->try_acquire("k", owned_by("holder", false));
+  auto lease = try_acquire_recorded(*one.lock, history, "holder", "k", owned_by("holder", false));
   ASSERT_TRUE(lease);
   const auto token = lease->fencing_token();
-  history.acquired("holder", "k", token, monotonic_us(), sent, 0);
   EXPECT_EQ(increment_counter(*lease->connection(), tables_, "holder"), 1u);
   backend().kill_session(*conn_, backend().session_id(*lease->connection()));
   if (strategy().exclusive) {
     // The intruder tries as fast as it can: the moment the server lets it have the lock, the
     // holder must already know its lease is gone.
     RecordedHolder intruder(*other, history, "intruder", "k", milliseconds(30000));
-    std::optional<bool> lost_when_taken;
-    const auto deadline = monotonic_us() + 5'000'000;
-    while (!intruder.held() && monotonic_us() < deadline) {
-      if (intruder.acquire(milliseconds(0))) lost_when_taken = lease->lost();
-    }
+    const auto lost_then = lost_when_key_taken(intruder, *lease);
     ASSERT_TRUE(intruder.held()) << "the killed session's lock was not freed";
-    EXPECT_EQ(lost_when_taken, true)
+    EXPECT_EQ(lost_then, true)
         << "another owner got the lock while the killed holder's lease still looked held";
     EXPECT_GT(intruder.token(), token);
     EXPECT_EQ(intruder.release(), "released");
   } else {
     std::this_thread::sleep_for(milliseconds(100));  // let the server end it
   }
-  EXPECT_FALSE(lease->renew());
-  EXPECT_TRUE(lease->lost());
-  const auto release_sent = monotonic_us();
-  EXPECT_EQ(error_of([&] { lease->release(); }, "release after the session was killed"),
-            ErrorCode::kLeaseLost);
-  history.released("holder", "k", token, release_sent, "error");
+  expect_ended(*lease, history, "holder");
   EXPECT_EQ(counter(), 0) << "the killed transaction's write was applied";
 
-  const auto again_sent = monotonic_us();
-  auto again = lock->try_acquire("k", owned_by("holder-again", false));
+  auto again = try_acquire_recorded(*one.lock, history, "holder-again", "k",
+                                    owned_by("holder-again", false));
   ASSERT_TRUE(again) << "the Lock's next acquire did not get a fresh connection";
-  history.acquired("holder-again", "k", again->fencing_token(), monotonic_us(), again_sent, 0);
   EXPECT_EQ(increment_counter(*again->connection(), tables_, "holder-again"), 1u);
   const auto again_token = again->fencing_token();
   const auto again_release = monotonic_us();
@@ -160,31 +142,29 @@ void ConnectionFaultTest::transactional_acquire_reply_lost() {
                      : "an optimistic acquire only reads a version, so there is no lease to "
                        "find again; checked instead that an acquire whose reply was lost reports "
                        "kConnectionLost and that the next acquire and commit work");
-  const DatabaseUrl direct = backend().url();
-  FaultProxy proxy(direct.host, direct.effective_port());
-  auto pool = open_pool(proxy.through(direct), {.max_size = 2});
-  auto lock = make_lock(*pool);
+  auto cut = cut_off_lock();
   auto other = make_lock();
   HistoryWriter history(new_history("lost-reply"));
   const std::string key = "lost-reply";
   {
     // The key's row exists and is known before the cut: the cut hits the lock statement.
-    auto warm = lock->try_acquire(key, owned_by("warm-up", false));
+    auto warm = cut.lock->try_acquire(key, owned_by("warm-up", false));
     ASSERT_TRUE(warm);
     warm->release();
   }
-  proxy.cut_after_request_containing(key);
-  EXPECT_EQ(error_of([&] { lock->try_acquire(key, owned_by("me", false)); }, "acquire, reply lost"),
-            ErrorCode::kConnectionLost);
-  EXPECT_EQ(proxy.cuts(), 1);
-  EXPECT_EQ(proxy.answered_after_cut(), 1) << "the server did not run the cut statement";
+  cut.proxy.cut_after_request_containing(key);
+  EXPECT_EQ(
+      error_of([&] { cut.lock->try_acquire(key, owned_by("me", false)); }, "acquire, reply lost"),
+      ErrorCode::kConnectionLost);
+  EXPECT_EQ(cut.proxy.cuts(), 1);
+  EXPECT_EQ(cut.proxy.answered_after_cut(), 1) << "the server did not run the cut statement";
   if (strategy().exclusive) {
     // The server notices the closed connection on its own time: a short wait.
     RecordedHolder intruder(*other, history, "intruder", key, milliseconds(30000));
     EXPECT_TRUE(intruder.acquire(milliseconds(5000))) << "the cut connection's lock stayed held";
     EXPECT_EQ(intruder.release(), "released");
   }
-  RecordedHolder next(*lock, history, "me", key, milliseconds(30000));
+  RecordedHolder next(*cut.lock, history, "me", key, milliseconds(30000));
   ASSERT_TRUE(next.acquire(milliseconds(0))) << "the next acquire did not get a fresh connection";
   EXPECT_EQ(next.in_transaction([&](Connection& c) { return increment_counter(c, tables_, "me"); }),
             1u);
@@ -204,10 +184,7 @@ void ConnectionFaultTest::transactional_release_reply_lost() {
                        "reported as kLeaseLost with nothing applied, that a lost reply of "
                        "the COMMIT is reported as kCommitInDoubt (never as released) although "
                        "the server committed it, and that the next acquire and commit work");
-  const DatabaseUrl direct = backend().url();
-  FaultProxy proxy(direct.host, direct.effective_port());
-  auto pool = open_pool(proxy.through(direct), {.max_size = 2});
-  auto lock = make_lock(*pool);
+  auto cut = cut_off_lock();
   auto other = make_lock();
   HistoryWriter history(new_history("lost-release"));
   const std::string key = "lost-release";
@@ -215,18 +192,16 @@ void ConnectionFaultTest::transactional_release_reply_lost() {
   std::int64_t committed = 0;
   auto release_with_reply_lost = [&](const std::string& needle, const char* what,
                                      ErrorCode expected) {
-    const auto sent = monotonic_us();
-    auto lease = lock->try_acquire(key, owned_by("me", false));
+    auto lease = try_acquire_recorded(*cut.lock, history, "me", key, owned_by("me", false));
     ASSERT_TRUE(lease);
     const auto token = lease->fencing_token();
-    history.acquired("me", key, token, monotonic_us(), sent, 0);
     EXPECT_EQ(increment_counter(*lease->connection(), tables_, "me"), 1u);
-    proxy.cut_after_request_containing(needle);
+    cut.proxy.cut_after_request_containing(needle);
     const auto release_sent = monotonic_us();
     EXPECT_EQ(error_of([&] { lease->release(); }, what), expected);
     history.released("me", key, token, release_sent, "error");
-    EXPECT_EQ(proxy.cuts(), ++cuts);
-    EXPECT_EQ(proxy.answered_after_cut(), cuts) << "the server did not run the cut statement";
+    EXPECT_EQ(cut.proxy.cuts(), ++cuts);
+    EXPECT_EQ(cut.proxy.answered_after_cut(), cuts) << "the server did not run the cut statement";
   };
   if (!strategy().exclusive) {
     // The compare-and-set carries the key; its transaction dies uncommitted with the connection.
@@ -242,7 +217,7 @@ void ConnectionFaultTest::transactional_release_reply_lost() {
     EXPECT_TRUE(intruder.acquire(milliseconds(5000))) << "the committed lock stayed held";
     EXPECT_EQ(intruder.release(), "released");
   }
-  RecordedHolder next(*lock, history, "next", key, milliseconds(30000));
+  RecordedHolder next(*cut.lock, history, "next", key, milliseconds(30000));
   ASSERT_TRUE(next.acquire(milliseconds(0))) << "the next acquire did not get a fresh connection";
   EXPECT_EQ(
       next.in_transaction([&](Connection& c) { return increment_counter(c, tables_, "next"); }),
@@ -264,22 +239,16 @@ void ConnectionFaultTest::transactional_holder_blackholed() {
                        "the holder, once its connection fails, finds its lease lost, its "
                        "release throws and its write is not applied");
   constexpr int kDeadMs = 3000;
-  const DatabaseUrl direct = backend().url();
-  FaultProxy proxy(direct.host, direct.effective_port());
-  auto cut_pool = open_pool(proxy.through(direct), {.max_size = 2});
-  auto cut_lock = make_lock(*cut_pool);
-  auto lock = make_lock();
-  HistoryWriter history(new_history("blackhole"));
-  RecordedHolder holder(*cut_lock, history, "cut-off", "k", milliseconds(1500));
+  auto cut = cut_off_holder(milliseconds(1500));
+  RecordedHolder& holder = cut.holder;
+  RecordedHolder& taker = cut.taker;
   ASSERT_TRUE(holder.acquire(milliseconds(0)));
   // A row of its own, not the counter: its open transaction must not hold up the other writer.
   holder.in_transaction([&](Connection& c) {
     insert_mark(c, tables_, 2, "cut-off");
     return 0;
   });
-  std::this_thread::sleep_for(milliseconds(750));  // a renewal or two get through
-  proxy.set_blackhole(true);
-  RecordedHolder taker(*lock, history, "taker", "k", milliseconds(30000));
+  cut.blackhole();
   if (strategy().exclusive) {
     EXPECT_FALSE(taker.acquire(milliseconds(kDeadMs)))
         << "another client got the lock while the server still had the holder's session";
@@ -291,14 +260,8 @@ void ConnectionFaultTest::transactional_holder_blackholed() {
     EXPECT_EQ(taker.release(), "released") << "the blackholed holder got in the writer's way";
   }
   EXPECT_FALSE(holder.lost()) << "a lease without a TTL was reported lost by a timer";
-  // Heal by closing the connections: the hung renewal fails and finds the lease lost.
-  proxy.set_blackhole(false);
-  proxy.close_all();
-  const auto deadline = monotonic_us() + 5'000'000;
-  while (!holder.lost() && monotonic_us() < deadline) {
-    std::this_thread::sleep_for(milliseconds(5));
-  }
-  EXPECT_TRUE(holder.lost()) << "the holder never found its lease lost";
+  cut.heal();  // the hung renewal fails and finds the lease lost
+  EXPECT_TRUE(holder.lost_within(milliseconds(5000))) << "the holder never found its lease lost";
   std::string error;
   EXPECT_EQ(holder.release(&error), "error");
   std::printf("[ reported ] release by the cut-off holder: %s\n", error.c_str());

@@ -5,7 +5,6 @@
 #include <random>
 #include <stdexcept>
 
-#include "dblock/migrator.hpp"
 #include "dblock/open.hpp"
 #include "dblock/table_names.hpp"
 
@@ -154,17 +153,6 @@ void Backend::drop_tables_with_prefix(Connection& conn, const std::string& prefi
   for (std::size_t i = 0; i < seqs.size(); ++i) {
     conn.execute("DROP SEQUENCE IF EXISTS " + quote_identifier(dialect, *seqs.at(i, 0)));
   }
-}
-
-void MigratedTablesTest::SetUp() {
-  tables_ = TableNames(unique_name("m") + "_");
-  conn_ = backend().connect();
-  Migrator(*conn_, tables_).up();
-}
-
-void MigratedTablesTest::TearDown() {
-  auto c = backend().connect();
-  backend().drop_tables_with_prefix(*c, tables_.prefix());
 }
 
 std::vector<Backend> all_backends() {

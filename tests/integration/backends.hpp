@@ -70,18 +70,6 @@ std::string unique_name(const std::string& stem = "t");
 // Test output names the pair instead of dumping the struct's bytes.
 inline void PrintTo(const Backend& backend, std::ostream* os) { *os << backend.name; }
 
-// A test on one pair with dblock's tables migrated under a fresh prefix, dropped afterwards.
-// conn_ is an open connection to the pair's database.
-class MigratedTablesTest : public ::testing::TestWithParam<Backend> {
- protected:
-  void SetUp() override;
-  void TearDown() override;
-  const Backend& backend() const { return GetParam(); }
-
-  TableNames tables_;
-  std::unique_ptr<Connection> conn_;
-};
-
 struct BackendName {
   std::string operator()(const ::testing::TestParamInfo<Backend>& info) const {
     return info.param.name;

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "bad_input.hpp"
+#include "bad_input_rows.hpp"
 #include "dblock/cleaner.hpp"
 #include "dblock/lock_set.hpp"
 #include "dblock/lock_table.hpp"
@@ -49,36 +50,16 @@ std::string repeat(const std::string& s, int n) {
   return out;
 }
 
-std::string outcome(const std::optional<Lease>& lease) {
-  return lease ? "acquired" : "not acquired";
-}
-
 UniqueKeyLock locks_of(BadInputContext& ctx) {
   return UniqueKeyLock(ctx.pool, {.tables = ctx.tables});
 }
 
-// The key for the log: bytes outside printable ASCII as \xNN, long keys cut.
-std::string shown(const std::string& key) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out = "'";
-  for (std::size_t i = 0; i < key.size() && i < 40; ++i) {
-    auto c = static_cast<unsigned char>(key[i]);
-    if (c >= 0x20 && c < 0x7f) {
-      out += static_cast<char>(c);
-    } else {
-      out += {'\\', 'x', kHex[c >> 4], kHex[c & 15]};
-    }
-  }
-  return out + (key.size() > 40 ? "'... (" + std::to_string(key.size()) + " bytes)" : "'");
-}
-
-// A row whose input is one key given to try_acquire.
-BadInputCase bad_key(std::string name, std::string key, std::string fragment) {
-  return {.name = std::move(name),
-          .input = "try_acquire(" + shown(key) + ")",
-          .act = [key](BadInputContext& ctx) { return outcome(locks_of(ctx).try_acquire(key)); },
-          .code = Code::kInvalidArgument,
-          .expect = std::move(fragment)};
+// The unique-key lock, whose rows' names carry no prefix: "EmptyKey".
+LockUnderTest unique_key_lock() {
+  return {"", "UniqueKeyLock", [](BadInputContext& ctx) {
+            return std::make_unique<UniqueKeyLock>(ctx.pool,
+                                                   UniqueKeyLockOptions{.tables = ctx.tables});
+          }};
 }
 
 // A valid key that looks dangerous: taken as plain data, byte for byte.
@@ -159,16 +140,15 @@ BadInputCase bad_names(std::string name, std::string prefix, std::string schema,
 }  // namespace
 
 std::vector<BadInputCase> lock_key_cases() {
-  return {
-      bad_key("EmptyKey", "", "the lock key is empty"),
-      bad_key("KeyOver255Characters", std::string(256, 'k'), "the limit is 255"),
-      bad_key("KeyOver255MultibyteCharacters", repeat("\xc3\xa9", 256),  // é
-              "has 256 characters; the limit is 255"),
-      bad_key("KeyWithNul", std::string("a\0b", 3), "NUL"),
-      bad_key("KeyInvalidUtf8", "\xff\xfe", "not valid UTF-8"),
-      bad_key("KeyOverlongUtf8", "\xc0\xaf", "not valid UTF-8"),
-      bad_key("KeyUtf16Surrogate", "\xed\xa0\x80", "not valid UTF-8"),
-      bad_key("KeyTruncatedUtf8", "abc\xe2\x82", "not valid UTF-8"),
+  const LockUnderTest uk = unique_key_lock();
+  std::vector<BadInputCase> out = bad_key_rows(uk);
+  std::vector<BadInputCase> more = {
+      bad_key_row(uk, "KeyOver255MultibyteCharacters", repeat("\xc3\xa9", 256),  // é
+                  "has 256 characters; the limit is 255"),
+      bad_key_row(uk, "KeyWithNul", std::string("a\0b", 3), "NUL"),
+      bad_key_row(uk, "KeyOverlongUtf8", "\xc0\xaf", "not valid UTF-8"),
+      bad_key_row(uk, "KeyUtf16Surrogate", "\xed\xa0\x80", "not valid UTF-8"),
+      bad_key_row(uk, "KeyTruncatedUtf8", "abc\xe2\x82", "not valid UTF-8"),
       odd_but_valid_key("KeyWithSqlIsData", "k'); DROP TABLE dblock_locks; --"),
       odd_but_valid_key("KeyWithQuotesIsData", "\\'\"`$1?%_"),
       odd_but_valid_key("Key255Characters", std::string(255, 'k')),
@@ -190,6 +170,8 @@ std::vector<BadInputCase> lock_key_cases() {
        .code = Code::kInvalidArgument,
        .expect = "at most 64 bytes"},
   };
+  for (auto& c : more) out.push_back(std::move(c));
+  return out;
 }
 
 std::vector<BadInputCase> lock_option_cases() {
@@ -230,14 +212,7 @@ std::vector<BadInputCase> lock_option_cases() {
            },
        .code = Code::kInvalidArgument,
        .expect = "the lock metadata is not JSON"},
-      {.name = "NegativeTimeout",
-       .input = "acquire with timeout -1 ms",
-       .act =
-           [](BadInputContext& ctx) {
-             return outcome(locks_of(ctx).acquire("k", milliseconds(-1), BadInputContext::as("a")));
-           },
-       .code = Code::kInvalidArgument,
-       .expect = "use 0 for a single try"},
+      negative_timeout_row(unique_key_lock()),
       {.name = "ZeroTimeoutOnAHeldKeyIsOneTry",
        .input = "acquire('held', 0 ms) by another owner",
        .setup = hold,
@@ -300,16 +275,7 @@ std::vector<BadInputCase> lease_cases() {
   return {
       bad_renew("RenewWithZeroTtl", milliseconds(0)),
       bad_renew("RenewWithNegativeTtl", milliseconds(-1000)),
-      {.name = "DoubleRelease",
-       .input = "release() twice",
-       .setup =
-           [](BadInputContext& ctx) {
-             hold(ctx);
-             ctx.leases[0].release();
-           },
-       .act = [](BadInputContext& ctx) { return std::string(to_string(ctx.leases[0].release())); },
-       .code = Code::kInvalidArgument,
-       .expect = "this lease handle is empty (released or moved from); acquire the lock again"},
+      double_release_row(unique_key_lock()),
       {.name = "ReleaseAfterMove",
        .input = "release() of a moved-from lease",
        .setup = hold,

@@ -4,6 +4,7 @@
 // limit that conflicts with the key's stored one, and a permit released twice. Each row's check
 // that nothing changed also shows that a refused input took no permit and stored no limit.
 #include "bad_input.hpp"
+#include "bad_input_rows.hpp"
 #include "dblock/read_write_lock.hpp"
 #include "dblock/semaphore.hpp"
 
@@ -14,21 +15,8 @@ using Code = ErrorCode;
 
 namespace {
 
-std::string outcome(const std::optional<Lease>& lease) {
-  return lease ? "acquired" : "not acquired";
-}
-
 Semaphore semaphore_of(BadInputContext& ctx, int permits = 3) {
   return Semaphore(ctx.pool, permits, {.tables = ctx.tables});
-}
-
-BadInputCase bad_key(const std::string& name, const std::string& key, const std::string& fragment) {
-  return {
-      .name = "Semaphore" + name,
-      .input = "Semaphore::try_acquire of a bad key",
-      .act = [key](BadInputContext& ctx) { return outcome(semaphore_of(ctx).try_acquire(key)); },
-      .code = Code::kInvalidArgument,
-      .expect = fragment};
 }
 
 BadInputCase bad_permits(const std::string& name, int permits) {
@@ -57,10 +45,14 @@ BadInputCase bad_max_readers(const std::string& name, int max_readers) {
 }  // namespace
 
 std::vector<BadInputCase> semaphore_cases() {
-  return {
-      bad_key("EmptyKey", "", "the lock key is empty"),
-      bad_key("KeyOver255Characters", std::string(256, 'k'), "the limit is 255"),
-      bad_key("KeyInvalidUtf8", "\xff\xfe", "not valid UTF-8"),
+  const LockUnderTest semaphore{"Semaphore", "Semaphore", [](BadInputContext& ctx) {
+                                  return std::make_unique<Semaphore>(
+                                      ctx.pool, 3, SemaphoreOptions{.tables = ctx.tables});
+                                }};
+  std::vector<BadInputCase> out = bad_key_rows(semaphore);
+  out.push_back(negative_timeout_row(semaphore));
+  out.push_back(double_release_row(semaphore));
+  std::vector<BadInputCase> more = {
       bad_permits("NoPermits", 0),
       bad_permits("NegativePermits", -3),
       bad_permits("TooManyPermits", Semaphore::kMaxPermits + 1),
@@ -74,14 +66,6 @@ std::vector<BadInputCase> semaphore_cases() {
            },
        .code = Code::kInvalidArgument,
        .expect = "the permit TTL"},
-      {.name = "SemaphoreNegativeTimeout",
-       .input = "Semaphore::acquire with timeout -1 ms",
-       .act =
-           [](BadInputContext& ctx) {
-             return outcome(semaphore_of(ctx).acquire("k", milliseconds(-1)));
-           },
-       .code = Code::kInvalidArgument,
-       .expect = "use 0 for a single try"},
       // The key's limit is 3 (stored by the setup's permit); a Semaphore of 5 takes nothing.
       {.name = "SemaphoreConflictingLimit",
        .input = "Semaphore of 5 permits on a key stored with 3",
@@ -96,16 +80,6 @@ std::vector<BadInputCase> semaphore_cases() {
            },
        .code = Code::kFailedPrecondition,
        .expect = "call set_limit on a Semaphore with the new one"},
-      {.name = "SemaphoreDoubleRelease",
-       .input = "release() of a permit twice",
-       .setup =
-           [](BadInputContext& ctx) {
-             ctx.leases.push_back(*semaphore_of(ctx).try_acquire("held", BadInputContext::as("a")));
-             ctx.leases[0].release();
-           },
-       .act = [](BadInputContext& ctx) { return std::string(to_string(ctx.leases[0].release())); },
-       .code = Code::kInvalidArgument,
-       .expect = "this lease handle is empty"},
       bad_max_readers("NoReaders", 0),
       bad_max_readers("TooManyReaders", Semaphore::kMaxPermits),
       {.name = "ReadWriteLockEmptyKey",
@@ -133,6 +107,8 @@ std::vector<BadInputCase> semaphore_cases() {
        .code = Code::kFailedPrecondition,
        .expect = "call set_limit on a Semaphore of max_readers + 1 permits"},
   };
+  for (auto& c : more) out.push_back(std::move(c));
+  return out;
 }
 
 }  // namespace dblock::testing

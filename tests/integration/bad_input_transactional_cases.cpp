@@ -3,20 +3,16 @@
 // locks and conditional updates on the caller's own tables. Each row also checks that nothing
 // was written: no row_locks or versions row for a refused key, no half-applied update.
 #include "bad_input.hpp"
+#include "bad_input_rows.hpp"
 #include "dblock/conditional_update.hpp"
 #include "dblock/optimistic_lock.hpp"
 #include "dblock/row_lock.hpp"
 
 namespace dblock::testing {
 
-using std::chrono::milliseconds;
 using Code = ErrorCode;
 
 namespace {
-
-std::string outcome(const std::optional<Lease>& lease) {
-  return lease ? "acquired" : "not acquired";
-}
 
 RowLock row_locks_of(BadInputContext& ctx) { return RowLock(ctx.pool, {.tables = ctx.tables}); }
 
@@ -32,22 +28,6 @@ void create_orders(BadInputContext& ctx) {
   const std::string t = quote_table_name(ctx.backend.dialect, orders(ctx));
   ctx.conn.execute("CREATE TABLE " + t + " (id INT PRIMARY KEY, category INT, stock INT)");
   ctx.conn.execute("INSERT INTO " + t + " (id, category, stock) VALUES (1, 7, 5), (2, 7, 5)");
-}
-
-// A row whose input is one key given to both strategies' try_acquire.
-std::vector<BadInputCase> bad_key(const std::string& name, const std::string& key,
-                                  const std::string& fragment) {
-  return {
-      {.name = "RowLock" + name,
-       .input = "RowLock::try_acquire of a bad key",
-       .act = [key](BadInputContext& ctx) { return outcome(row_locks_of(ctx).try_acquire(key)); },
-       .code = Code::kInvalidArgument,
-       .expect = fragment},
-      {.name = "Optimistic" + name,
-       .input = "OptimisticLock::try_acquire of a bad key",
-       .act = [key](BadInputContext& ctx) { return outcome(optimistic_of(ctx).try_acquire(key)); },
-       .code = Code::kInvalidArgument,
-       .expect = fragment}};
 }
 
 BadInputCase bad_row(std::string name, TableRow row, Code code, std::string fragment) {
@@ -90,12 +70,20 @@ ConditionalUpdate sell_one() {
 }  // namespace
 
 std::vector<BadInputCase> transactional_cases() {
+  const LockUnderTest row_lock{"RowLock", "RowLock", [](BadInputContext& ctx) {
+                                 return std::make_unique<RowLock>(
+                                     ctx.pool, RowLockOptions{.tables = ctx.tables});
+                               }};
+  const LockUnderTest optimistic{"Optimistic", "OptimisticLock", [](BadInputContext& ctx) {
+                                   return std::make_unique<OptimisticLock>(
+                                       ctx.pool, OptimisticLockOptions{.tables = ctx.tables});
+                                 }};
   std::vector<BadInputCase> out;
-  for (auto& rows : {bad_key("EmptyKey", "", "the lock key is empty"),
-                     bad_key("KeyOver255Characters", std::string(256, 'k'), "the limit is 255"),
-                     bad_key("KeyInvalidUtf8", "\xff\xfe", "not valid UTF-8")}) {
-    out.insert(out.end(), rows.begin(), rows.end());
+  for (const auto* lock : {&row_lock, &optimistic}) {
+    for (auto& row : bad_key_rows(*lock)) out.push_back(std::move(row));
+    out.push_back(negative_timeout_row(*lock));
   }
+  out.push_back(double_release_row(row_lock));
   ConditionalUpdate bad_op = sell_one();
   bad_op.where[0].op = "> 0 OR 1 =";
   ConditionalUpdate bad_column = sell_one();
@@ -105,32 +93,6 @@ std::vector<BadInputCase> transactional_cases() {
   ConditionalUpdate null_key = sell_one();
   null_key.key = Value();
   std::vector<BadInputCase> more = {
-      {.name = "RowLockNegativeTimeout",
-       .input = "RowLock::acquire with timeout -1 ms",
-       .act =
-           [](BadInputContext& ctx) {
-             return outcome(row_locks_of(ctx).acquire("k", milliseconds(-1)));
-           },
-       .code = Code::kInvalidArgument,
-       .expect = "use 0 for a single try"},
-      {.name = "OptimisticNegativeTimeout",
-       .input = "OptimisticLock::acquire with timeout -1 ms",
-       .act =
-           [](BadInputContext& ctx) {
-             return outcome(optimistic_of(ctx).acquire("k", milliseconds(-1)));
-           },
-       .code = Code::kInvalidArgument,
-       .expect = "use 0 for a single try"},
-      {.name = "RowLockDoubleRelease",
-       .input = "release() of a row-lock lease twice",
-       .setup =
-           [](BadInputContext& ctx) {
-             ctx.leases.push_back(*row_locks_of(ctx).try_acquire("held"));
-             ctx.leases[0].release();
-           },
-       .act = [](BadInputContext& ctx) { return std::string(to_string(ctx.leases[0].release())); },
-       .code = Code::kInvalidArgument,
-       .expect = "this lease handle is empty"},
       {.name = "OptimisticReleaseAfterMove",
        .input = "release() of a moved-from optimistic lease",
        .setup =

@@ -19,6 +19,7 @@
 #include "dblock/open.hpp"
 #include "dblock/unique_key_lock.hpp"
 #include "lock_rows.hpp"
+#include "migrated_fixture.hpp"
 
 namespace dblock::testing {
 namespace {

@@ -15,6 +15,7 @@
 #include "dblock/row_lock.hpp"
 #include "dblock/unique_key_lock.hpp"
 #include "lock_rows.hpp"
+#include "migrated_fixture.hpp"
 
 namespace dblock::testing {
 namespace {

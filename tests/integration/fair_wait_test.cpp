@@ -15,10 +15,9 @@
 #include "dblock/cleaner.hpp"
 #include "dblock/connection_source.hpp"
 #include "dblock/lock_table.hpp"
-#include "dblock/migrator.hpp"
-#include "dblock/open.hpp"
 #include "dblock/unique_key_lock.hpp"
 #include "forwarding_connection.hpp"
+#include "migrated_fixture.hpp"
 #include "sql/server_sql.hpp"
 #include "sql/statement.hpp"
 
@@ -32,18 +31,9 @@ double ms_since(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
 
-class FairWaitTest : public ::testing::TestWithParam<Backend> {
+class FairWaitTest : public MigratedPoolTest {
  protected:
-  void SetUp() override {
-    tables_ = TableNames(unique_name("f") + "_");
-    pool_ = open_pool(backend().url(), {.max_size = 12});
-    Migrator(*pool_->acquire(), tables_).up();
-  }
-  void TearDown() override {
-    auto c = backend().connect();
-    backend().drop_tables_with_prefix(*c, tables_.prefix());
-  }
-  const Backend& backend() const { return GetParam(); }
+  FairWaitTest() : MigratedPoolTest("f", 12) {}
   std::unique_ptr<UniqueKeyLock> make_lock(bool fair = true, UniqueKeyLockOptions options = {}) {
     options.tables = tables_;
     options.fair = fair;
@@ -55,11 +45,6 @@ class FairWaitTest : public ::testing::TestWithParam<Backend> {
     options.backoff = {milliseconds(2000), milliseconds(2000), milliseconds(2000)};
     return options;
   }
-  static LockOptions as(const std::string& owner) {
-    LockOptions o;
-    o.owner = Owner::named(owner);
-    return o;
-  }
   // Starts `lock`'s release listener (it listens from the first blocking acquire on) and gives
   // its LISTEN time to be in place, so that a test's releases are heard.
   static void start_listening(UniqueKeyLock& lock, const std::string& owner) {
@@ -69,13 +54,7 @@ class FairWaitTest : public ::testing::TestWithParam<Backend> {
     std::this_thread::sleep_for(milliseconds(500));
   }
   // Registrations of `key`, live or not.
-  int queued(const std::string& key) {
-    auto c = pool_->acquire();
-    const auto r = c->execute("SELECT count(*) AS n FROM " +
-                              tables_.qualified(backend().dialect, "lock_waiters") +
-                              " WHERE lock_key = '" + key + "'");
-    return static_cast<int>(r.int64_at(0, "n"));
-  }
+  int queued(const std::string& key) { return rows_of_key("lock_waiters", key); }
   void wait_until_queued(const std::string& key, int n) {
     const auto start = Clock::now();
     while (queued(key) < n) {
@@ -109,9 +88,6 @@ class FairWaitTest : public ::testing::TestWithParam<Backend> {
     }
     return "";
   }
-
-  TableNames tables_;
-  std::unique_ptr<Pool> pool_;
 };
 
 TEST_P(FairWaitTest, WaitersGetTheKeyInTheOrderTheyCame) {

@@ -17,13 +17,13 @@
 #include <type_traits>
 
 #include "backends.hpp"
-#include "dblock/migrator.hpp"
 #include "dblock/open.hpp"
 #include "dblock/read_write_lock.hpp"
 #include "dblock/row_lock.hpp"
 #include "dblock/semaphore.hpp"
 #include "dblock/session_lock.hpp"
 #include "dblock/unique_key_lock.hpp"
+#include "migrated_fixture.hpp"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define DBLOCK_FORK_TEST_ASAN 1
@@ -112,18 +112,9 @@ ChildResult in_child(const std::function<int(const std::function<void(const std:
   return out;
 }
 
-class ForkTest : public ::testing::TestWithParam<Backend> {
+class ForkTest : public MigratedPoolTest {
  protected:
-  void SetUp() override {
-    tables_ = TableNames(unique_name("fk") + "_");
-    pool_ = open_pool(backend().url(), {.max_size = 8});
-    Migrator(*pool_->acquire(), tables_).up();
-  }
-  void TearDown() override {
-    auto c = backend().connect();
-    backend().drop_tables_with_prefix(*c, tables_.prefix());
-  }
-  const Backend& backend() const { return GetParam(); }
+  ForkTest() : MigratedPoolTest("fk", 8) {}
 
   template <class L, class O>
   std::unique_ptr<L> make(ConnectionSource& source, O options) {
@@ -134,17 +125,11 @@ class ForkTest : public ::testing::TestWithParam<Backend> {
       return std::make_unique<L>(source, options);
     }
   }
+  // Not renewed unless asked: a child leaves its leases to their TTL.
   static LockOptions as(const std::string& owner, bool auto_renew = false,
                         milliseconds ttl = seconds(30)) {
-    LockOptions o;
-    o.owner = Owner::named(owner);
-    o.ttl = ttl;
-    o.auto_renew = auto_renew;
-    return o;
+    return MigratedPoolTest::as(owner, ttl, auto_renew);
   }
-
-  TableNames tables_;
-  std::unique_ptr<Pool> pool_;
 };
 
 // Issue: children forked by a process that had taken (and given back) locks drew the same lease

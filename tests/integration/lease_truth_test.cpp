@@ -7,41 +7,21 @@
 
 #include "backends.hpp"
 #include "dblock/lock_table.hpp"
-#include "dblock/migrator.hpp"
-#include "dblock/open.hpp"
 #include "dblock/unique_key_lock.hpp"
+#include "migrated_fixture.hpp"
 
 namespace dblock::testing {
 namespace {
 
 using std::chrono::milliseconds;
 
-class LeaseTruthTest : public ::testing::TestWithParam<Backend> {
+class LeaseTruthTest : public MigratedLockTest<UniqueKeyLock, UniqueKeyLockOptions> {
  protected:
-  void SetUp() override {
-    tables_ = TableNames(unique_name("t") + "_");
-    pool_ = open_pool(backend().url(), {.max_size = 4});
-    Migrator(*pool_->acquire(), tables_).up();
-    UniqueKeyLockOptions options;
-    options.tables = tables_;
-    lock_ = std::make_unique<UniqueKeyLock>(*pool_, options);
-  }
-  void TearDown() override {
-    auto c = backend().connect();
-    backend().drop_tables_with_prefix(*c, tables_.prefix());
-  }
-  const Backend& backend() const { return GetParam(); }
+  LeaseTruthTest() : MigratedLockTest("t", 4) {}
+  // Not renewed: expiry decided by the TTLs alone.
   static LockOptions as(const std::string& owner, milliseconds ttl) {
-    LockOptions o;
-    o.owner = Owner::named(owner);
-    o.ttl = ttl;
-    o.auto_renew = false;  // expiry decided by the TTLs alone
-    return o;
+    return MigratedPoolTest::as(owner, ttl, false);
   }
-
-  TableNames tables_;
-  std::unique_ptr<Pool> pool_;
-  std::unique_ptr<UniqueKeyLock> lock_;
 };
 
 // An outer hold with a long TTL and a re-entry with a short one, renewed and released: the

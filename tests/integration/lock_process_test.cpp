@@ -13,9 +13,8 @@
 
 #include "backends.hpp"
 #include "dblock/lock_table.hpp"
-#include "dblock/migrator.hpp"
-#include "dblock/open.hpp"
 #include "dblock/unique_key_lock.hpp"
+#include "migrated_fixture.hpp"
 #include "process.hpp"
 
 namespace dblock::testing {
@@ -24,21 +23,15 @@ namespace {
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 
-class LockProcessTest : public ::testing::TestWithParam<Backend> {
+class LockProcessTest : public MigratedPoolTest {
  protected:
+  LockProcessTest() : MigratedPoolTest("p", 4) {}
   void SetUp() override {
-    tables_ = TableNames(unique_name("p") + "_");
-    pool_ = open_pool(backend().url(), {.max_size = 4});
-    Migrator(*pool_->acquire(), tables_).up();
+    MigratedPoolTest::SetUp();
     url_ = std::getenv(backend().url_env.c_str());
     url_ += (url_.find('?') == std::string::npos ? "?" : "&") + std::string("driver=") +
             backend().driver;
   }
-  void TearDown() override {
-    auto c = backend().connect();
-    backend().drop_tables_with_prefix(*c, tables_.prefix());
-  }
-  const Backend& backend() const { return GetParam(); }
   std::unique_ptr<UniqueKeyLock> make_lock() {
     UniqueKeyLockOptions o;
     o.tables = tables_;
@@ -52,8 +45,6 @@ class LockProcessTest : public ::testing::TestWithParam<Backend> {
     return pos == std::string::npos ? -1 : std::stoll(output.substr(pos + 6));
   }
 
-  TableNames tables_;
-  std::unique_ptr<Pool> pool_;
   std::string url_;
 };
 

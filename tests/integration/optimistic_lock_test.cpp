@@ -10,41 +10,29 @@
 
 #include "backends.hpp"
 #include "dblock/conditional_update.hpp"
-#include "dblock/migrator.hpp"
-#include "dblock/open.hpp"
+#include "migrated_fixture.hpp"
 
 namespace dblock::testing {
 namespace {
 
 using std::chrono::milliseconds;
 
-class OptimisticLockTest : public ::testing::TestWithParam<Backend> {
+class OptimisticLockTest : public MigratedPoolTest {
  protected:
+  OptimisticLockTest() : MigratedPoolTest("o", 10) {}
   void SetUp() override {
-    tables_ = TableNames(unique_name("o") + "_");
-    pool_ = open_pool(backend().url(), {.max_size = 10});
-    Migrator(*pool_->acquire(), tables_).up();
+    MigratedPoolTest::SetUp();
     counter_ = tables_.qualified(backend().dialect, "counter");
     auto c = pool_->acquire();
     c->execute("CREATE TABLE " + counter_ +
                " (id INT PRIMARY KEY, n BIGINT NOT NULL, version BIGINT NOT NULL)");
     c->execute("INSERT INTO " + counter_ + " (id, n, version) VALUES (1, 0, 0), (2, 0, 0)");
   }
-  void TearDown() override {
-    auto c = backend().connect();
-    backend().drop_tables_with_prefix(*c, tables_.prefix());
-  }
-  const Backend& backend() const { return GetParam(); }
   std::unique_ptr<OptimisticLock> make_lock(int max_attempts = 10) {
     OptimisticLockOptions o;
     o.tables = tables_;
     o.retry.max_attempts = max_attempts;
     return std::make_unique<OptimisticLock>(*pool_, o);
-  }
-  static LockOptions as(const std::string& owner) {
-    LockOptions o;
-    o.owner = Owner::named(owner);
-    return o;
   }
   std::int64_t read_n(Connection& c, int id = 1) {
     return c.execute("SELECT n FROM " + counter_ + " WHERE id = " + std::to_string(id))
@@ -60,8 +48,6 @@ class OptimisticLockTest : public ::testing::TestWithParam<Backend> {
     return read_n(*c, id);
   }
 
-  TableNames tables_;
-  std::unique_ptr<Pool> pool_;
   std::string counter_;
 };
 

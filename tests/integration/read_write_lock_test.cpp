@@ -9,9 +9,8 @@
 #include <thread>
 
 #include "backends.hpp"
-#include "dblock/migrator.hpp"
-#include "dblock/open.hpp"
 #include "dblock/semaphore.hpp"
+#include "migrated_fixture.hpp"
 
 namespace dblock::testing {
 namespace {
@@ -19,35 +18,13 @@ namespace {
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 
-class ReadWriteLockTest : public ::testing::TestWithParam<Backend> {
+class ReadWriteLockTest : public MigratedPoolTest {
  protected:
-  void SetUp() override {
-    tables_ = TableNames(unique_name("rw") + "_");
-    pool_ = open_pool(backend().url(), {.max_size = 16});
-    Migrator(*pool_->acquire(), tables_).up();
-  }
-  void TearDown() override {
-    auto c = backend().connect();
-    backend().drop_tables_with_prefix(*c, tables_.prefix());
-  }
-  const Backend& backend() const { return GetParam(); }
+  ReadWriteLockTest() : MigratedPoolTest("rw", 16) {}
   std::unique_ptr<ReadWriteLock> make(int max_readers = 100) {
-    ReadWriteLockOptions options;
-    options.tables = tables_;
-    options.max_readers = max_readers;
-    return std::make_unique<ReadWriteLock>(*pool_, options);
+    return std::make_unique<ReadWriteLock>(
+        *pool_, ReadWriteLockOptions{.tables = tables_, .max_readers = max_readers});
   }
-  static LockOptions as(const std::string& owner, milliseconds ttl = milliseconds(30000),
-                        bool auto_renew = true) {
-    LockOptions o;
-    o.owner = Owner::named(owner);
-    o.ttl = ttl;
-    o.auto_renew = auto_renew;
-    return o;
-  }
-
-  TableNames tables_;
-  std::unique_ptr<Pool> pool_;
 };
 
 TEST_P(ReadWriteLockTest, ReadersShareTheKeyAndAWriterExcludesThem) {

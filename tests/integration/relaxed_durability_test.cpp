@@ -11,6 +11,7 @@
 #include "dblock/connection_source.hpp"
 #include "dblock/unique_key_lock.hpp"
 #include "forwarding_connection.hpp"
+#include "migrated_fixture.hpp"
 #include "sql/server_sql.hpp"
 #include "sql/statement.hpp"
 

@@ -10,11 +10,11 @@
 #include <functional>
 
 #include "backends.hpp"
-#include "dblock/migrator.hpp"
 #include "dblock/open.hpp"
 #include "dblock/semaphore.hpp"
 #include "dblock/unique_key_lock.hpp"
 #include "forwarding_connection.hpp"
+#include "migrated_fixture.hpp"
 
 namespace dblock::testing {
 namespace {
@@ -61,30 +61,21 @@ class LosingConnection final : public ForwardingConnection {
   bool broken_ = false;
 };
 
-class ReleaseRetryTest : public ::testing::TestWithParam<Backend> {
+class ReleaseRetryTest : public MigratedPoolTest {
  protected:
+  ReleaseRetryTest() : MigratedPoolTest("rr", 4) {}
   void SetUp() override {
-    tables_ = TableNames(unique_name("rr") + "_");
-    other_pool_ = open_pool(backend().url(), {.max_size = 4});
-    Migrator(*other_pool_->acquire(), tables_).up();
+    MigratedPoolTest::SetUp();
     const DatabaseUrl url = backend().url();
-    pool_ = std::make_unique<Pool>(
+    losing_pool_ = std::make_unique<Pool>(
         url.dialect,
         [this, url]() -> std::unique_ptr<Connection> {
           return std::make_unique<LosingConnection>(open_connection(url), plan_);
         },
         PoolOptions{.max_size = 4});
   }
-  void TearDown() override {
-    auto c = backend().connect();
-    backend().drop_tables_with_prefix(*c, tables_.prefix());
-  }
-  const Backend& backend() const { return GetParam(); }
   static LockOptions as(const std::string& owner) {
-    LockOptions o;
-    o.owner = Owner::named(owner);
-    o.auto_renew = false;
-    return o;
+    return MigratedPoolTest::as(owner, std::chrono::seconds(30), false);
   }
   std::unique_ptr<Lock> make(ConnectionSource& source, bool semaphore) {
     if (semaphore) {
@@ -102,16 +93,14 @@ class ReleaseRetryTest : public ::testing::TestWithParam<Backend> {
   // or with_lock) and that the other owner's hold stands.
   void check(bool semaphore, bool through_with_lock);
 
-  TableNames tables_;
   LossPlan plan_;
-  std::unique_ptr<Pool> pool_;
-  std::unique_ptr<Pool> other_pool_;
+  std::unique_ptr<Pool> losing_pool_;  // its connections lose the replies plan_ says; pool_ none
 };
 
 void ReleaseRetryTest::check(bool semaphore, bool through_with_lock) {
   const std::string key = semaphore ? "permit" : "key";
-  auto lock = make(*pool_, semaphore);
-  auto other = make(*other_pool_, semaphore);
+  auto lock = make(*losing_pool_, semaphore);
+  auto other = make(*pool_, semaphore);
   std::optional<Lease> taken;
   plan_.meanwhile = [&] { taken = other->try_acquire(key, as("other")); };
   if (through_with_lock) {
@@ -130,7 +119,7 @@ void ReleaseRetryTest::check(bool semaphore, bool through_with_lock) {
   ASSERT_EQ(plan_.lost.load(), 1) << "no release reply was lost: the test tested nothing";
   ASSERT_TRUE(taken) << "the other owner could not take the key the first attempt freed";
   // The retry left the other owner's hold alone.
-  auto third = make(*other_pool_, semaphore);
+  auto third = make(*pool_, semaphore);
   EXPECT_FALSE(third->try_acquire(key, as("third")));
   EXPECT_FALSE(taken->lost());
   EXPECT_EQ(taken->release(), ReleaseOutcome::kReleased);

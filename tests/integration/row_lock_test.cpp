@@ -10,8 +10,7 @@
 #include <thread>
 
 #include "backends.hpp"
-#include "dblock/migrator.hpp"
-#include "dblock/open.hpp"
+#include "migrated_fixture.hpp"
 
 namespace dblock::testing {
 namespace {
@@ -23,25 +22,9 @@ milliseconds since(Clock::time_point t) {
   return std::chrono::duration_cast<milliseconds>(Clock::now() - t);
 }
 
-class RowLockTest : public ::testing::TestWithParam<Backend> {
+class RowLockTest : public MigratedLockTest<RowLock, RowLockOptions> {
  protected:
-  void SetUp() override {
-    tables_ = TableNames(unique_name("r") + "_");
-    pool_ = open_pool(backend().url(), {.max_size = 6});
-    Migrator(*pool_->acquire(), tables_).up();
-    lock_ = std::make_unique<RowLock>(*pool_, RowLockOptions{tables_});
-  }
-  void TearDown() override {
-    lock_.reset();
-    auto c = backend().connect();
-    backend().drop_tables_with_prefix(*c, tables_.prefix());
-  }
-  const Backend& backend() const { return GetParam(); }
-  static LockOptions as(const std::string& owner) {
-    LockOptions o;
-    o.owner = Owner::named(owner);
-    return o;
-  }
+  RowLockTest() : MigratedLockTest("r", 6) {}
   // A table of the test's own: items(id, note), rows 1 and 2.
   std::string make_items() {
     const std::string items = tables_.qualified(backend().dialect, "items");
@@ -57,10 +40,6 @@ class RowLockTest : public ::testing::TestWithParam<Backend> {
                   {Value(note)})
         .int64_at(0, "n");
   }
-
-  TableNames tables_;
-  std::unique_ptr<Pool> pool_;
-  std::unique_ptr<RowLock> lock_;
 };
 
 // A row lock lasts as long as its transaction: the TTL in LockOptions does not end it.

@@ -19,8 +19,7 @@
 #include "backends.hpp"
 #include "dblock/cleaner.hpp"
 #include "dblock/lock_table.hpp"
-#include "dblock/migrator.hpp"
-#include "dblock/open.hpp"
+#include "migrated_fixture.hpp"
 #include "sql/server_sql.hpp"
 #include "sql/statement.hpp"
 
@@ -30,30 +29,11 @@ namespace {
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 
-class SemaphoreTest : public ::testing::TestWithParam<Backend> {
+class SemaphoreTest : public MigratedPoolTest {
  protected:
-  void SetUp() override {
-    tables_ = TableNames(unique_name("sem") + "_");
-    pool_ = open_pool(backend().url(), {.max_size = 16});
-    Migrator(*pool_->acquire(), tables_).up();
-  }
-  void TearDown() override {
-    auto c = backend().connect();
-    backend().drop_tables_with_prefix(*c, tables_.prefix());
-  }
-  const Backend& backend() const { return GetParam(); }
+  SemaphoreTest() : MigratedPoolTest("sem", 16) {}
   std::unique_ptr<Semaphore> make(int permits) {
-    SemaphoreOptions options;
-    options.tables = tables_;
-    return std::make_unique<Semaphore>(*pool_, permits, options);
-  }
-  static LockOptions as(const std::string& owner, milliseconds ttl = milliseconds(30000),
-                        bool auto_renew = true) {
-    LockOptions o;
-    o.owner = Owner::named(owner);
-    o.ttl = ttl;
-    o.auto_renew = auto_renew;
-    return o;
+    return std::make_unique<Semaphore>(*pool_, permits, SemaphoreOptions{.tables = tables_});
   }
   // Live permits of `key` by the database clock.
   int live(const std::string& key) {
@@ -64,16 +44,7 @@ class SemaphoreTest : public ::testing::TestWithParam<Backend> {
     return n;
   }
   // Rows of `key` in semaphore_permits, live or not.
-  int rows(const std::string& key) {
-    auto c = pool_->acquire();
-    const auto r = c->execute("SELECT count(*) AS n FROM " +
-                              tables_.qualified(backend().dialect, "semaphore_permits") +
-                              " WHERE lock_key = '" + key + "'");
-    return static_cast<int>(r.int64_at(0, "n"));
-  }
-
-  TableNames tables_;
-  std::unique_ptr<Pool> pool_;
+  int rows(const std::string& key) { return rows_of_key("semaphore_permits", key); }
 };
 
 TEST_P(SemaphoreTest, NeverMoreThanNHoldersAtOnceAndTokensNeverRepeat) {

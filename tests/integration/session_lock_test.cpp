@@ -14,6 +14,7 @@
 #include "backends.hpp"
 #include "dblock/migrator.hpp"
 #include "dblock/open.hpp"
+#include "migrated_fixture.hpp"
 #include "sha256.hpp"
 
 namespace dblock::testing {
@@ -26,26 +27,9 @@ milliseconds since(Clock::time_point t) {
   return std::chrono::duration_cast<milliseconds>(Clock::now() - t);
 }
 
-class SessionLockTest : public ::testing::TestWithParam<Backend> {
+class SessionLockTest : public MigratedLockTest<SessionLock, SessionLockOptions> {
  protected:
-  void SetUp() override {
-    tables_ = TableNames(unique_name("s") + "_");
-    pool_ = open_pool(backend().url(), {.max_size = 12});
-    Migrator(*pool_->acquire(), tables_).up();
-    lock_ = std::make_unique<SessionLock>(*pool_, SessionLockOptions{tables_});
-  }
-  void TearDown() override {
-    lock_.reset();
-    pool_.reset();
-    auto c = backend().connect();
-    backend().drop_tables_with_prefix(*c, tables_.prefix());
-  }
-  const Backend& backend() const { return GetParam(); }
-  static LockOptions as(const std::string& owner) {
-    LockOptions o;
-    o.owner = Owner::named(owner);
-    return o;
-  }
+  SessionLockTest() : MigratedLockTest("s", 12) {}
   // The session holding `key`'s lock, asked of the server by the name the header documents
   // (computed here on its own), or -1 when no session holds it.
   std::int64_t holder_of(const std::string& key) {
@@ -65,10 +49,6 @@ class SessionLockTest : public ::testing::TestWithParam<Backend> {
     }
     return r.empty() || !r.at(0, "id") ? -1 : r.int64_at(0, "id");
   }
-
-  TableNames tables_;
-  std::unique_ptr<Pool> pool_;
-  std::unique_ptr<SessionLock> lock_;
 };
 
 TEST_P(SessionLockTest, ATryOnAHeldKeyReturnsNotAcquiredWithin50Ms) {

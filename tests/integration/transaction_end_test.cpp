@@ -8,39 +8,25 @@
 #include <thread>
 
 #include "backends.hpp"
-#include "dblock/migrator.hpp"
-#include "dblock/open.hpp"
 #include "dblock/row_lock.hpp"
+#include "migrated_fixture.hpp"
 
 namespace dblock::testing {
 namespace {
 
 using std::chrono::milliseconds;
 
-class TransactionEndTest : public ::testing::TestWithParam<Backend> {
+class TransactionEndTest : public MigratedLockTest<RowLock, RowLockOptions> {
  protected:
+  TransactionEndTest() : MigratedLockTest("e", 6) {}
   void SetUp() override {
-    tables_ = TableNames(unique_name("e") + "_");
-    pool_ = open_pool(backend().url(), {.max_size = 6});
-    Migrator(*pool_->acquire(), tables_).up();
-    lock_ = std::make_unique<RowLock>(*pool_, RowLockOptions{tables_});
+    MigratedLockTest::SetUp();
     items_ = tables_.qualified(backend().dialect, "items");
     auto c = pool_->acquire();
     c->execute("CREATE TABLE " + items_ + " (id INT PRIMARY KEY, note VARCHAR(50) NOT NULL)");
     c->execute("INSERT INTO " + items_ + " (id, note) VALUES (1, 'one'), (2, 'two')");
   }
-  void TearDown() override {
-    lock_.reset();
-    auto c = backend().connect();
-    backend().drop_tables_with_prefix(*c, tables_.prefix());
-  }
-  const Backend& backend() const { return GetParam(); }
   bool mysql() const { return backend().dialect == Dialect::kMySQL; }
-  static LockOptions as(const std::string& owner) {
-    LockOptions o;
-    o.owner = Owner::named(owner);
-    return o;
-  }
   std::string note(int id) {
     auto c = backend().connect();
     return c->execute("SELECT note FROM " + items_ + " WHERE id = " + std::to_string(id))
@@ -58,9 +44,6 @@ class TransactionEndTest : public ::testing::TestWithParam<Backend> {
     return lease.lost();
   }
 
-  TableNames tables_;
-  std::unique_ptr<Pool> pool_;
-  std::unique_ptr<RowLock> lock_;
   std::string items_;
 };
 

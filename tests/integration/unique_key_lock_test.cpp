@@ -11,9 +11,9 @@
 #include "backends.hpp"
 #include "dblock/json.hpp"
 #include "dblock/lock_table.hpp"
-#include "dblock/migrator.hpp"
 #include "dblock/open.hpp"
 #include "dblock/timed_lockable.hpp"
+#include "migrated_fixture.hpp"
 #include "renewer.hpp"
 #include "sql/server_sql.hpp"
 #include "sql/statement.hpp"
@@ -24,27 +24,12 @@ namespace {
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 
-class UniqueKeyLockTest : public ::testing::TestWithParam<Backend> {
+class UniqueKeyLockTest : public MigratedPoolTest {
  protected:
-  void SetUp() override {
-    tables_ = TableNames(unique_name("u") + "_");
-    pool_ = open_pool(backend().url(), {.max_size = 4});
-    Migrator(*pool_->acquire(), tables_).up();
-  }
-  void TearDown() override {
-    auto c = backend().connect();
-    backend().drop_tables_with_prefix(*c, tables_.prefix());
-  }
-  const Backend& backend() const { return GetParam(); }
+  UniqueKeyLockTest() : MigratedPoolTest("u", 4) {}
   std::unique_ptr<UniqueKeyLock> make_lock(UniqueKeyLockOptions options = {}) {
     options.tables = tables_;
     return std::make_unique<UniqueKeyLock>(*pool_, std::move(options));
-  }
-  LockOptions as(const std::string& owner, milliseconds ttl = milliseconds(30000)) {
-    LockOptions o;
-    o.owner = Owner::named(owner);
-    o.ttl = ttl;
-    return o;
   }
   std::optional<LockRow> row(const std::string& key) {
     auto c = pool_->acquire();
@@ -53,9 +38,6 @@ class UniqueKeyLockTest : public ::testing::TestWithParam<Backend> {
     }
     return std::nullopt;
   }
-
-  TableNames tables_;
-  std::unique_ptr<Pool> pool_;
 };
 
 TEST_P(UniqueKeyLockTest, OneOwnerAtATime) {

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "migrated_fixture.hpp"
+
+#include "dblock/migrator.hpp"
+#include "dblock/open.hpp"
+
+namespace dblock::testing {
+
+void MigratedTablesTest::SetUp() {
+  tables_ = TableNames(unique_name("m") + "_");
+  conn_ = backend().connect();
+  Migrator(*conn_, tables_).up();
+}
+
+void MigratedTablesTest::TearDown() {
+  auto c = backend().connect();
+  backend().drop_tables_with_prefix(*c, tables_.prefix());
+}
+
+void MigratedPoolTest::SetUp() {
+  tables_ = TableNames(unique_name(stem_) + "_");
+  pool_ = open_pool(backend().url(), {.max_size = pool_size_});
+  Migrator(*pool_->acquire(), tables_).up();
+}
+
+void MigratedPoolTest::TearDown() {
+  auto c = backend().connect();
+  backend().drop_tables_with_prefix(*c, tables_.prefix());
+}
+
+int MigratedPoolTest::rows_of_key(const std::string& base, const std::string& key) {
+  auto c = pool_->acquire();
+  const auto r =
+      c->execute("SELECT count(*) AS n FROM " + tables_.qualified(backend().dialect, base) +
+                     " WHERE lock_key = " + backend().param(1),
+                 {Value(key)});
+  return static_cast<int>(r.int64_at(0, "n"));
+}
+
+LockOptions MigratedPoolTest::as(const std::string& owner, std::chrono::milliseconds ttl,
+                                 bool auto_renew) {
+  LockOptions o;
+  o.owner = Owner::named(owner);
+  o.ttl = ttl;
+  o.auto_renew = auto_renew;
+  return o;
+}
+
+}  // namespace dblock::testing

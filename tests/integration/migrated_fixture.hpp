@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: Apache-2.0
+// The fixtures most integration tests start from: one database x driver pair, dblock's tables
+// migrated under a fresh prefix, and every table under that prefix dropped at teardown, so that
+// tests share a database without meeting. MigratedTablesTest gives the test a connection of its
+// own; MigratedPoolTest a pool over the pair's URL, for the locks under test.
+//
+//   class SemaphoreTest : public MigratedPoolTest {
+//    protected:
+//     SemaphoreTest() : MigratedPoolTest("sem", 16) {}  // tables sem<random>_*, 16 connections
+//   };
+//
+// MigratedLockTest adds the one lock object most tests of a strategy use. A fixture that holds
+// other locks over pool_ resets them in its own TearDown before calling MigratedPoolTest's.
+//
+// Thread-safety: as GoogleTest fixtures.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "backends.hpp"
+#include "dblock/connection.hpp"
+#include "dblock/connection_source.hpp"
+#include "dblock/lock.hpp"
+#include "dblock/table_names.hpp"
+
+namespace dblock::testing {
+
+// A test on one pair with dblock's tables migrated under a fresh prefix, dropped afterwards.
+// conn_ is an open connection to the pair's database.
+class MigratedTablesTest : public ::testing::TestWithParam<Backend> {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+  const Backend& backend() const { return GetParam(); }
+
+  TableNames tables_;
+  std::unique_ptr<Connection> conn_;
+};
+
+// A test on one pair with dblock's tables migrated under a fresh prefix (`stem`, a random name
+// and "_"), dropped afterwards, and a pool of `pool_size` connections over the pair's URL.
+class MigratedPoolTest : public ::testing::TestWithParam<Backend> {
+ protected:
+  MigratedPoolTest(std::string stem, std::size_t pool_size)
+      : stem_(std::move(stem)), pool_size_(pool_size) {}
+  void SetUp() override;
+  void TearDown() override;
+  const Backend& backend() const { return GetParam(); }
+  // Lock options for the named owner `owner`, with the TTL and renewal a test chooses (by
+  // default LockOptions' own: 30 s, renewed in the background).
+  static LockOptions as(const std::string& owner,
+                        std::chrono::milliseconds ttl = std::chrono::seconds(30),
+                        bool auto_renew = true);
+  // Rows of `key` in dblock's table `base` ("lock_waiters", "semaphore_permits"), live or not.
+  int rows_of_key(const std::string& base, const std::string& key);
+
+  TableNames tables_;
+  std::unique_ptr<Pool> pool_;
+
+ private:
+  std::string stem_;
+  std::size_t pool_size_;
+};
+
+// A MigratedPoolTest of one lock object: lock_, an `L` over pool_ made with `Options` naming the
+// test's tables, is made in SetUp and closed, with the pool, before the tables are dropped.
+template <class L, class Options>
+class MigratedLockTest : public MigratedPoolTest {
+ protected:
+  using MigratedPoolTest::MigratedPoolTest;
+  void SetUp() override {
+    MigratedPoolTest::SetUp();
+    lock_ = std::make_unique<L>(*pool_, Options{.tables = tables_});
+  }
+  void TearDown() override {
+    lock_.reset();
+    pool_.reset();
+    MigratedPoolTest::TearDown();
+  }
+
+  std::unique_ptr<L> lock_;
+};
+
+}  // namespace dblock::testing
