@@ -237,7 +237,8 @@ TEST_P(PgBouncerTest, AFencedTransactionThroughThePoolerHoldsTheTakeoverBack) {
   EXPECT_GT(b->fencing_token(), lease->fencing_token());
   auto again = pool->acquire();
   again->begin();
-  EXPECT_EQ(error_code_of([&] { fence(*lease, *again); }), ErrorCode::kLeaseLost);
+  EXPECT_EQ(error_of([&] { fence(*lease, *again); }, "a fence once the key was taken over"),
+            ErrorCode::kLeaseLost);
   again->rollback();
   again.reset();
   EXPECT_EQ(counter(), 1);
