@@ -7,7 +7,6 @@
 // writes were committed.
 #include <signal.h>
 
-#include <filesystem>
 #include <thread>
 
 #include "dblock/lock_table.hpp"
@@ -15,6 +14,7 @@
 #include "process.hpp"
 #include "recorded_holder.hpp"
 #include "resource.hpp"
+#include "skewed_clock.hpp"
 
 namespace dblock::testing {
 namespace {
@@ -193,9 +193,7 @@ TEST_P(ProcessFaultTest, APausedHolderWakesUpToALostLeaseAndChangesNothing) {
 // lands, a local writer that read the same version gets kConflict, a killed one's write is
 // rolled back.
 TEST_P(ProcessFaultTest, ClientClocksTwoHoursOffChangeNothing) {
-  const char* libfaketime = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1";
-  ASSERT_TRUE(std::filesystem::exists(libfaketime))
-      << "libfaketime is missing: run scripts/install-deps.sh";
+  ASSERT_TRUE(libfaketime_installed()) << "libfaketime is missing: run scripts/install-deps.sh";
   constexpr int kTtlMs = 1000;
   auto lock = make_lock();
   HistoryWriter history(new_history("local"));
@@ -207,18 +205,12 @@ TEST_P(ProcessFaultTest, ClientClocksTwoHoursOffChangeNothing) {
         "back while the next writer commits at once");
   }
   for (const std::string offset : {"+2h", "-2h"}) {
-    // Only the wall clock is shifted; the monotonic clock has no time of day to be wrong about.
-    const std::map<std::string, std::string> skew = {
-        {"LD_PRELOAD", libfaketime}, {"FAKETIME", offset}, {"FAKETIME_DONT_FAKE_MONOTONIC", "1"}};
+    const auto skew = wall_clock_off_by(offset);
     const std::string key = "clock" + offset;
     ChildProcess holder(worker_argv("hold", key, kTtlMs, new_history("skewed"), "skewed"), skew);
     ASSERT_TRUE(holder.wait_for_output(" wall ", milliseconds(15000))) << holder.output_so_far();
-    auto out = holder.output_so_far();
-    auto wall = std::stoll(out.substr(out.find(" wall ") + 6));
-    auto ours = std::chrono::duration_cast<std::chrono::seconds>(
-                    std::chrono::system_clock::now().time_since_epoch())
-                    .count();
-    EXPECT_NEAR(static_cast<double>(wall - ours), offset[0] == '+' ? 7200.0 : -7200.0, 60.0);
+    EXPECT_NEAR(printed_wall_clock_skew(holder.output_so_far()),
+                offset[0] == '+' ? 7200.0 : -7200.0, 60.0);
     RecordedHolder intruder(*lock, history, "local", key, milliseconds(30000));
     if (strategy().exclusive) {
       EXPECT_FALSE(intruder.acquire(milliseconds(0))) << offset;

@@ -38,6 +38,46 @@ std::string with_user(const std::string& url, const std::string& user, const std
   return url.substr(0, start) + user + ":" + pw + url.substr(at);
 }
 
+// A login of the test's own, with the password `pw`: a PostgreSQL role, or a MySQL user at
+// 127.0.0.1 and at localhost. Dropped, with what it owns, when it ends.
+class TestLogin {
+ public:
+  TestLogin(Connection& admin, Dialect dialect, std::string pw)
+      : user(unique_name("doc")), password(std::move(pw)), admin_(admin), dialect_(dialect) {
+    if (dialect_ == Dialect::kPostgreSQL) {
+      accounts.push_back(quote_identifier(dialect_, user));
+      admin_.execute("CREATE ROLE " + accounts[0] + " LOGIN PASSWORD '" + password + "'");
+    } else {
+      for (const char* host : {"127.0.0.1", "localhost"}) {
+        accounts.push_back("'" + user + "'@'" + host + "'");
+        admin_.execute("CREATE USER " + accounts.back() + " IDENTIFIED BY '" + password + "'");
+      }
+    }
+  }
+  ~TestLogin() {
+    try {
+      if (dialect_ == Dialect::kPostgreSQL) {
+        admin_.execute("DROP OWNED BY " + accounts[0]);
+        admin_.execute("DROP ROLE " + accounts[0]);
+      } else {
+        for (const auto& account : accounts) admin_.execute("DROP USER " + account);
+      }
+    } catch (const Error& e) {
+      ADD_FAILURE() << "could not drop the test's login " << user << ": " << e.what();
+    }
+  }
+  TestLogin(const TestLogin&) = delete;
+  TestLogin& operator=(const TestLogin&) = delete;
+
+  const std::string user;
+  const std::string password;
+  std::vector<std::string> accounts;  // as GRANT names them
+
+ private:
+  Connection& admin_;
+  const Dialect dialect_;
+};
+
 class CliDoctorTest : public CliFixture {};
 
 TEST_P(CliDoctorTest, AMigratedSingleServerPassesEveryCheck) {
@@ -78,34 +118,19 @@ TEST_P(CliDoctorTest, MissingMigrationsAreAFailureThatSaysWhatToRun) {
 // A user that may read dblock's tables but not write them: the lock statements would fail, so
 // doctor fails, naming each missing privilege; the cleaner's DELETE is a warning of its own.
 TEST_P(CliDoctorTest, AUserWithoutWritePrivilegesIsAFailureNamingThem) {
-  const std::string user = unique_name("doc");
-  const std::string pw = "doctor-pw-1";
   auto admin = backend().connect();
   const Dialect d = backend().dialect;
   const TableNames names(prefix_);
-  std::vector<std::string> accounts;
-  if (d == Dialect::kPostgreSQL) {
-    accounts.push_back(quote_identifier(d, user));
-    admin->execute("CREATE ROLE " + accounts[0] + " LOGIN PASSWORD '" + pw + "'");
-  } else {
-    for (const char* host : {"127.0.0.1", "localhost"}) {
-      accounts.push_back("'" + user + "'@'" + host + "'");
-      admin->execute("CREATE USER " + accounts.back() + " IDENTIFIED BY '" + pw + "'");
-    }
-  }
-  for (const auto& account : accounts) {
+  const TestLogin login(*admin, d, "doctor-pw-1");
+  const std::string& user = login.user;
+  for (const auto& account : login.accounts) {
     for (const char* base : {"locks", "row_locks", "versions", "lock_waiters", "semaphores",
                              "semaphore_permits", "schema_migrations"}) {
       admin->execute("GRANT SELECT ON " + names.qualified(d, base) + " TO " + account);
     }
   }
-  const ProcessResult r = run_process(cli("doctor", {}), env(with_user(url_, user, pw)));
-  if (d == Dialect::kPostgreSQL) {
-    admin->execute("DROP OWNED BY " + accounts[0]);
-    admin->execute("DROP ROLE " + accounts[0]);
-  } else {
-    for (const auto& account : accounts) admin->execute("DROP USER " + account);
-  }
+  const ProcessResult r =
+      run_process(cli("doctor", {}), env(with_user(url_, user, login.password)));
 
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_EQ(line_of(r.out, "migrations").rfind("ok migrations:", 0), 0u) << r.out;
@@ -148,33 +173,19 @@ TEST_P(CliDoctorTest, AUserWithoutWritePrivilegesIsAFailureNamingThem) {
 // database at all): what it lacks is a finding with the GRANTs, and the exit status the
 // doctor's own (1), not the access-denied one (77).
 TEST_P(CliDoctorTest, AUserThatMayReadNothingGetsFindingsNotAnAccessError) {
-  const std::string user = unique_name("doc");
-  const std::string pw = "doctor-pw-2";
   auto admin = backend().connect();
   const Dialect d = backend().dialect;
   const TableNames names(prefix_);
-  std::vector<std::string> accounts;
-  if (d == Dialect::kPostgreSQL) {
-    accounts.push_back(quote_identifier(d, user));
-    admin->execute("CREATE ROLE " + accounts[0] + " LOGIN PASSWORD '" + pw + "'");
-  } else {
-    for (const char* host : {"127.0.0.1", "localhost"}) {
-      accounts.push_back("'" + user + "'@'" + host + "'");
-      admin->execute("CREATE USER " + accounts.back() + " IDENTIFIED BY '" + pw + "'");
-      admin->execute("GRANT SELECT ON " + names.qualified(d, "versions") + " TO " +
-                     accounts.back());
+  const TestLogin login(*admin, d, "doctor-pw-2");
+  if (d != Dialect::kPostgreSQL) {
+    for (const auto& account : login.accounts) {
+      admin->execute("GRANT SELECT ON " + names.qualified(d, "versions") + " TO " + account);
     }
   }
-  const auto env_of = [&] { return env(with_user(url_, user, pw)); };
+  const auto env_of = [&] { return env(with_user(url_, login.user, login.password)); };
   const ProcessResult r = run_process(cli("doctor", {}), env_of());
   const ProcessResult json = run_process(cli("doctor", {"--json"}), env_of());
   const ProcessResult cleaner = run_process(cli("doctor", {"--role", "cleaner"}), env_of());
-  if (d == Dialect::kPostgreSQL) {
-    admin->execute("DROP OWNED BY " + accounts[0]);
-    admin->execute("DROP ROLE " + accounts[0]);
-  } else {
-    for (const auto& account : accounts) admin->execute("DROP USER " + account);
-  }
 
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   const std::string migrations = line_of(r.out, "migrations");

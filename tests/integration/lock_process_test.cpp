@@ -16,6 +16,7 @@
 #include "dblock/unique_key_lock.hpp"
 #include "migrated_fixture.hpp"
 #include "process.hpp"
+#include "skewed_clock.hpp"
 
 namespace dblock::testing {
 namespace {
@@ -170,25 +171,13 @@ TEST_P(LockProcessTest, APausedHolderFindsItsLeaseLostAndTouchesNothing) {
 }
 
 TEST_P(LockProcessTest, ClientClocksHoursOffChangeNothing) {
-  // libfaketime preloaded into the holder itself (the faketime wrapper would stand between the
-  // test and the holder's signals).
-  const char* libfaketime = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1";
-  ASSERT_TRUE(std::filesystem::exists(libfaketime))
-      << "libfaketime is missing: run scripts/install-deps.sh";
+  ASSERT_TRUE(libfaketime_installed()) << "libfaketime is missing: run scripts/install-deps.sh";
   for (const std::string offset : {"+5h", "-5h"}) {
-    // Only the wall clock is shifted: a monotonic clock has no "time of day" to be wrong about
-    // (and libfaketime's shifted monotonic clock breaks timed waits).
-    ChildProcess holder(
-        hold_argv("clock-" + offset, 1500),
-        {{"LD_PRELOAD", libfaketime}, {"FAKETIME", offset}, {"FAKETIME_DONT_FAKE_MONOTONIC", "1"}});
+    ChildProcess holder(hold_argv("clock-" + offset, 1500), wall_clock_off_by(offset));
     ASSERT_TRUE(holder.wait_for_output(" wall ", milliseconds(10000))) << holder.output_so_far();
     // The holder's clock really is off by the offset.
-    auto out = holder.output_so_far();
-    auto wall = std::stoll(out.substr(out.find(" wall ") + 6));
-    auto ours = std::chrono::duration_cast<std::chrono::seconds>(
-                    std::chrono::system_clock::now().time_since_epoch())
-                    .count();
-    EXPECT_NEAR(static_cast<double>(wall - ours), offset[0] == '+' ? 18000.0 : -18000.0, 60.0);
+    EXPECT_NEAR(printed_wall_clock_skew(holder.output_so_far()),
+                offset[0] == '+' ? 18000.0 : -18000.0, 60.0);
     auto lock = make_lock();
     EXPECT_FALSE(lock->try_acquire("clock-" + offset)) << offset;
     std::this_thread::sleep_for(milliseconds(2500));  // past the TTL: kept only by renewal

@@ -43,11 +43,10 @@
 
 #include "backends.hpp"
 #include "dblock/lock_set.hpp"
-#include "dblock/migrator.hpp"
-#include "dblock/open.hpp"
 #include "dblock/unique_key_lock.hpp"
 #include "lock_truth.hpp"
 #include "model_env.hpp"
+#include "random_model.hpp"
 
 namespace dblock::testing {
 namespace {
@@ -86,13 +85,9 @@ std::string show(const std::vector<std::string>& keys) {
   return out + "}";
 }
 
-class LockSetModel {
+class LockSetModel : public RandomModel {
  public:
-  LockSetModel(const Backend& backend, std::uint64_t seed)
-      : backend_(backend), rng_(seed), tables_(unique_name("lsm") + "_") {
-    admin_ = backend_.connect();
-    Migrator(*admin_, tables_).up();
-    pool_ = open_pool(backend_.url(), {.max_size = 6});
+  LockSetModel(const Backend& backend, std::uint64_t seed) : RandomModel(backend, seed, "lsm", 6) {
     for (int i = 0; i < 2; ++i) {
       UniqueKeyLockOptions options;
       options.tables = tables_;
@@ -100,16 +95,6 @@ class LockSetModel {
     }
     for (const auto& name : kOwners) owners_.emplace(name, Owner::named(name));
     truth_ = read_truth(*admin_, tables_);
-  }
-  ~LockSetModel() {
-    handles_.clear();
-    locks_.clear();
-    pool_.reset();
-    try {
-      backend_.drop_tables_with_prefix(*admin_, tables_.prefix());
-    } catch (...) {
-      // The tables are uniquely named; a leftover harms nothing.
-    }
   }
 
   void step() {
@@ -137,16 +122,8 @@ class LockSetModel {
     check();
   }
 
-  int steps = 0;
-  std::map<std::string, int> counts;
-
  private:
-  std::size_t pick(std::size_t n) { return static_cast<std::size_t>(rng_() % n); }
-  int any_handle() {
-    auto it = handles_.begin();
-    std::advance(it, static_cast<long>(pick(handles_.size())));
-    return it->first;
-  }
+  int any_handle() { return any_of(handles_); }
   // Two or three keys in a random order, now and then one of them twice.
   std::vector<std::string> some_keys() {
     std::vector<std::string> keys = kKeys;
@@ -394,11 +371,6 @@ class LockSetModel {
     }
   }
 
-  const Backend& backend_;
-  std::mt19937_64 rng_;
-  TableNames tables_;
-  std::unique_ptr<Connection> admin_;
-  std::unique_ptr<Pool> pool_;
   std::vector<std::unique_ptr<UniqueKeyLock>> locks_;
   std::map<std::string, Owner> owners_;
   Truth truth_;
@@ -411,17 +383,12 @@ class LockSetModel {
 class LockSetModelTest : public ::testing::TestWithParam<Backend> {};
 
 TEST_P(LockSetModelTest, RandomSetsAreAllOrNothingAndKeepTheGuarantees) {
-  const std::uint64_t seed = model_seed_from_env();
-  SCOPED_TRACE("DBLOCK_MODEL_SEED=" + std::to_string(seed));
-  LockSetModel model(GetParam(), seed);
-  const auto end = ModelClock::now() + model_budget_from_env() / 3;
-  while (ModelClock::now() < end && !::testing::Test::HasFailure()) model.step();
-  std::string summary;
-  for (const auto& [what, n] : model.counts) summary += " " + what + "=" + std::to_string(n);
-  std::printf("[ lock set model ] %s: %d steps:%s\n", GetParam().name.c_str(), model.steps,
-              summary.c_str());
-  EXPECT_GT(model.counts["set granted"], 0) << "no set was granted: the run checked too little";
-  EXPECT_GT(model.counts["decremented"], 0) << "no set re-entered a held key";
+  run_random_model<LockSetModel>(
+      "lock set model", GetParam(), model_budget_from_env() / 3, [](LockSetModel& model) {
+        EXPECT_GT(model.counts["set granted"], 0)
+            << "no set was granted: the run checked too little";
+        EXPECT_GT(model.counts["decremented"], 0) << "no set re-entered a held key";
+      });
 }
 
 INSTANTIATE_TEST_SUITE_P(Pairs, LockSetModelTest, ::testing::ValuesIn(all_backends()),

@@ -36,17 +36,15 @@
 
 #include "backends.hpp"
 #include "dblock/lock_table.hpp"
-#include "dblock/migrator.hpp"
-#include "dblock/open.hpp"
 #include "dblock/read_write_lock.hpp"
 #include "dblock/semaphore.hpp"
 #include "model_env.hpp"
+#include "random_model.hpp"
 
 namespace dblock::testing {
 namespace {
 
 using std::chrono::milliseconds;
-using Clock = std::chrono::steady_clock;
 
 constexpr int kPermits = 2;
 constexpr milliseconds kShortTtl{300};
@@ -67,15 +65,12 @@ struct Permit {
   bool writer = false;   // a ReadWriteLock's writer (slot 0)
 };
 
-class SemaphoreModel {
+class SemaphoreModel : public RandomModel {
  public:
   // `rw`: readers and writers of ReadWriteLock objects (kPermits readers at most) instead of
   // Semaphore permits.
   SemaphoreModel(const Backend& backend, std::uint64_t seed, bool rw)
-      : backend_(backend), rng_(seed), tables_(unique_name("semm") + "_"), rw_(rw) {
-    admin_ = backend_.connect();
-    Migrator(*admin_, tables_).up();
-    pool_ = open_pool(backend_.url(), {.max_size = 8});
+      : RandomModel(backend, seed, "semm", 8), rw_(rw) {
     for (int i = 0; i < 2; ++i) {
       if (rw_) {
         rws_.push_back(std::make_unique<ReadWriteLock>(
@@ -83,17 +78,6 @@ class SemaphoreModel {
       } else {
         locks_.push_back(std::make_unique<Semaphore>(*pool_, kPermits, SemaphoreOptions{tables_}));
       }
-    }
-  }
-  ~SemaphoreModel() {
-    leases_.clear();
-    locks_.clear();
-    rws_.clear();
-    pool_.reset();
-    try {
-      backend_.drop_tables_with_prefix(*admin_, tables_.prefix());
-    } catch (...) {
-      // The tables are uniquely named; a leftover harms nothing.
     }
   }
 
@@ -114,16 +98,8 @@ class SemaphoreModel {
     check();
   }
 
-  int steps = 0;
-  std::map<std::string, int> counts;
-
  private:
-  std::size_t pick(std::size_t n) { return static_cast<std::size_t>(rng_() % n); }
-  int any_handle() {
-    auto it = leases_.begin();
-    std::advance(it, static_cast<long>(pick(leases_.size())));
-    return it->first;
-  }
+  int any_handle() { return any_of(leases_); }
   // Permits of `key` (of writers, or of the rest) certainly held, and those that may be.
   std::pair<int, int> held(const std::string& key, bool writers = false) const {
     int surely = 0, maybe = 0;
@@ -251,11 +227,6 @@ class SemaphoreModel {
     }
   }
 
-  const Backend& backend_;
-  std::mt19937_64 rng_;
-  TableNames tables_;
-  std::unique_ptr<Connection> admin_;
-  std::unique_ptr<Pool> pool_;
   bool rw_;
   std::vector<std::unique_ptr<Semaphore>> locks_;
   std::vector<std::unique_ptr<ReadWriteLock>> rws_;
@@ -268,18 +239,15 @@ class SemaphoreModel {
 
 class SemaphoreModelTest : public ::testing::TestWithParam<Backend> {
  protected:
-  // Runs random steps for a sixth of the budget; returns the summary line.
+  // Runs random steps for a sixth of the budget.
   void run(bool rw) {
-    const std::uint64_t seed = model_seed_from_env();
-    SCOPED_TRACE("DBLOCK_MODEL_SEED=" + std::to_string(seed));
-    SemaphoreModel model(GetParam(), seed, rw);
-    const auto end = Clock::now() + model_budget_from_env() / 6;
-    while (Clock::now() < end && !::testing::Test::HasFailure()) model.step();
-    std::string summary;
-    for (const auto& [what, n] : model.counts) summary += " " + what + "=" + std::to_string(n);
-    std::printf("[ %s model ] %s: %d steps:%s\n", rw ? "rw lock" : "semaphore",
-                GetParam().name.c_str(), model.steps, summary.c_str());
-    EXPECT_GT(model.counts["sleep"], 0) << "no permit outlived its TTL: the run checked too little";
+    run_random_model<SemaphoreModel>(
+        rw ? "rw lock model" : "semaphore model", GetParam(), model_budget_from_env() / 6,
+        [](SemaphoreModel& model) {
+          EXPECT_GT(model.counts["sleep"], 0)
+              << "no permit outlived its TTL: the run checked too little";
+        },
+        rw);
   }
 };
 

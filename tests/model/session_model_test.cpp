@@ -31,10 +31,9 @@
 #include <vector>
 
 #include "backends.hpp"
-#include "dblock/migrator.hpp"
-#include "dblock/open.hpp"
 #include "dblock/session_lock.hpp"
 #include "model_env.hpp"
+#include "random_model.hpp"
 
 namespace dblock::testing {
 namespace {
@@ -56,25 +55,11 @@ struct Hold {
   bool alive = true;
 };
 
-class SessionModel {
+class SessionModel : public RandomModel {
  public:
-  SessionModel(const Backend& backend, std::uint64_t seed)
-      : backend_(backend), rng_(seed), tables_(unique_name("sm") + "_") {
-    admin_ = backend_.connect();
-    Migrator(*admin_, tables_).up();
-    pool_ = open_pool(backend_.url(), {.max_size = 32});
+  SessionModel(const Backend& backend, std::uint64_t seed) : RandomModel(backend, seed, "sm", 32) {
     for (int i = 0; i < 2; ++i) {
       locks_.push_back(std::make_unique<SessionLock>(*pool_, SessionLockOptions{tables_}));
-    }
-  }
-  ~SessionModel() {
-    leases_.clear();
-    locks_.clear();
-    pool_.reset();
-    try {
-      backend_.drop_tables_with_prefix(*admin_, tables_.prefix());
-    } catch (...) {
-      // The tables are uniquely named; a leftover harms nothing.
     }
   }
 
@@ -97,16 +82,8 @@ class SessionModel {
     check();
   }
 
-  int steps = 0;
-  std::map<std::string, int> counts;
-
  private:
-  std::size_t pick(std::size_t n) { return static_cast<std::size_t>(rng_() % n); }
-  int any_handle() {
-    auto it = leases_.begin();
-    std::advance(it, static_cast<long>(pick(leases_.size())));
-    return it->first;
-  }
+  int any_handle() { return any_of(leases_); }
   std::tuple<int, std::string, std::string> id(int lock, const std::string& owner,
                                                const std::string& key) const {
     return {lock, owner, key};
@@ -224,11 +201,6 @@ class SessionModel {
     }
   }
 
-  const Backend& backend_;
-  std::mt19937_64 rng_;
-  TableNames tables_;
-  std::unique_ptr<Connection> admin_;
-  std::unique_ptr<Pool> pool_;
   std::vector<std::unique_ptr<SessionLock>> locks_;
   std::map<std::tuple<int, std::string, std::string>, std::shared_ptr<Hold>> registry_;
   std::map<int, Lease> leases_;
@@ -240,16 +212,10 @@ class SessionModel {
 class SessionModelTest : public ::testing::TestWithParam<Backend> {};
 
 TEST_P(SessionModelTest, RandomStepsKeepExclusionTokensAndLostTruthful) {
-  const std::uint64_t seed = model_seed_from_env();
-  SCOPED_TRACE("DBLOCK_MODEL_SEED=" + std::to_string(seed));
-  SessionModel model(GetParam(), seed);
-  const auto end = Clock::now() + model_budget_from_env() / 3;
-  while (Clock::now() < end && !::testing::Test::HasFailure()) model.step();
-  std::string summary;
-  for (const auto& [what, n] : model.counts) summary += " " + what + "=" + std::to_string(n);
-  std::printf("[ session model ] %s: %d steps:%s\n", GetParam().name.c_str(), model.steps,
-              summary.c_str());
-  EXPECT_GT(model.counts["kill"], 0) << "no session was killed: the run checked too little";
+  run_random_model<SessionModel>(
+      "session model", GetParam(), model_budget_from_env() / 3, [](SessionModel& model) {
+        EXPECT_GT(model.counts["kill"], 0) << "no session was killed: the run checked too little";
+      });
 }
 
 INSTANTIATE_TEST_SUITE_P(Pairs, SessionModelTest, ::testing::ValuesIn(all_backends()),
