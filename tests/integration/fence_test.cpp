@@ -17,13 +17,13 @@
 #include "backends.hpp"
 #include "dblock/lock_set.hpp"
 #include "dblock/lock_table.hpp"
-#include "dblock/migrator.hpp"
 #include "dblock/open.hpp"
 #include "dblock/read_write_lock.hpp"
 #include "dblock/row_lock.hpp"
 #include "dblock/semaphore.hpp"
 #include "dblock/session_lock.hpp"
 #include "dblock/unique_key_lock.hpp"
+#include "migrated_fixture.hpp"
 #include "process.hpp"
 
 namespace dblock::testing {
@@ -46,25 +46,18 @@ std::optional<ErrorCode> thrown_code(Fn&& fn) {
 }
 #define EXPECT_THROW_CODE(stmt, code) EXPECT_EQ(thrown_code([&] { stmt; }), code)
 
-class FenceTest : public ::testing::TestWithParam<Backend> {
+class FenceTest : public MigratedPoolTest {
  protected:
+  FenceTest() : MigratedPoolTest("f", 6) {}
   void SetUp() override {
-    tables_ = TableNames(unique_name("f") + "_");
-    pool_ = open_pool(backend().url(), {.max_size = 6});
-    Migrator(*pool_->acquire(), tables_).up();
-    writes_ = tables_.prefix() + "writes";
+    MigratedPoolTest::SetUp();
+    writes_ = tables_.prefix() + "writes";  // dropped with the prefix's tables
     pool_->acquire()->execute("CREATE TABLE " + writes_ +
                               " (token BIGINT NOT NULL, writer VARCHAR(20) NOT NULL)");
     url_ = std::getenv(backend().url_env.c_str());
     url_ += (url_.find('?') == std::string::npos ? "?" : "&") + std::string("driver=") +
             backend().driver;
   }
-  void TearDown() override {
-    auto c = backend().connect();
-    c->execute("DROP TABLE IF EXISTS " + writes_);
-    backend().drop_tables_with_prefix(*c, tables_.prefix());
-  }
-  const Backend& backend() const { return GetParam(); }
   std::string param() const { return backend().dialect == Dialect::kPostgreSQL ? "$1" : "?"; }
 
   std::unique_ptr<Lock> make(const std::string& kind) {
@@ -72,11 +65,21 @@ class FenceTest : public ::testing::TestWithParam<Backend> {
       return std::make_unique<Semaphore>(*pool_, 1, SemaphoreOptions{tables_});
     return std::make_unique<UniqueKeyLock>(*pool_, UniqueKeyLockOptions{tables_});
   }
-  static LockOptions as(const std::string& owner, milliseconds ttl = milliseconds(30000)) {
-    LockOptions o;
-    o.owner = Owner::named(owner);
-    o.ttl = ttl;
-    return o;
+  // Owner "a"'s lease of `key`, left to run out unrenewed (300 ms), and owner "b"'s, taken once
+  // it has (within 10 s).
+  struct TakenOver {
+    std::optional<Lease> stale, next;
+  };
+  TakenOver taken_over(Lock& lock, const std::string& key) {
+    TakenOver out;
+    out.stale = lock.try_acquire(key, as("a", milliseconds(300), false));
+    if (!out.stale) return out;
+    const auto deadline = Clock::now() + milliseconds(10000);
+    while (!out.next && Clock::now() < deadline) {
+      out.next = lock.try_acquire(key, as("b"));
+      if (!out.next) std::this_thread::sleep_for(milliseconds(50));
+    }
+    return out;
   }
   ChildProcess worker(const std::string& kind, bool fenced, const std::string& when) const {
     return ChildProcess({DBLOCK_LOCK_WORKER_PATH, "fence", url_, tables_.prefix(), kind, "job",
@@ -164,7 +167,7 @@ TEST_P(FenceTest, AHolderPausedInsideAFencedTransactionHoldsTheTakeoverBackUntil
       });
       // Well past the paused holder's TTL: unfenced, the key is taken meanwhile.
       const bool taken_while_paused =
-          taken.wait_for(milliseconds(3 * kTtlMs)) == std::future_status::ready;
+          taken.wait_for(milliseconds(4 * kTtlMs)) == std::future_status::ready;
       holder.signal(SIGCONT);
       holder.signal(SIGUSR1);
       std::optional<Lease> lease = taken.get();
@@ -201,16 +204,8 @@ TEST_P(FenceTest, AFencedTransactionCommitsWhileTheLeaseIsHeldAndTheTakeoverCome
 
 TEST_P(FenceTest, ALeaseLostBeforeTheFenceIsRefusedAndWritesNothing) {
   UniqueKeyLock locks(*pool_, UniqueKeyLockOptions{tables_});
-  LockOptions short_lived = as("a", milliseconds(300));
-  short_lived.auto_renew = false;
-  auto lease = locks.try_acquire("asset", short_lived);
+  auto [lease, next] = taken_over(locks, "asset");
   ASSERT_TRUE(lease);
-  std::optional<Lease> next;
-  const auto deadline = Clock::now() + milliseconds(10000);
-  while (!next && Clock::now() < deadline) {
-    next = locks.try_acquire("asset", as("b"));
-    if (!next) std::this_thread::sleep_for(milliseconds(50));
-  }
   ASSERT_TRUE(next);
   auto conn = pool_->acquire();
   conn->begin();
@@ -264,9 +259,7 @@ TEST_P(FenceTest, ARenewedLeaseThatTheLocalClockCallsLostIsRefusedWithoutAStatem
   // lost() by the local clock (a TTL since the last renewal was sent) is enough: fence() does not
   // ask the database about a lease this process already counts as gone.
   UniqueKeyLock locks(*pool_, UniqueKeyLockOptions{tables_});
-  LockOptions short_lived = as("a", milliseconds(200));
-  short_lived.auto_renew = false;
-  auto lease = locks.try_acquire("asset", short_lived);
+  auto lease = locks.try_acquire("asset", as("a", milliseconds(200), false));
   ASSERT_TRUE(lease);
   std::this_thread::sleep_for(milliseconds(300));
   ASSERT_TRUE(lease->lost());
@@ -296,16 +289,8 @@ TEST_P(FenceTest, ATokenColumnRefusesTheWriteOfAHolderTakenOver) {
     return pool_->acquire()->execute(write, params).affected_rows();
   };
   UniqueKeyLock locks(*pool_, UniqueKeyLockOptions{tables_});
-  LockOptions short_lived = as("a", milliseconds(300));
-  short_lived.auto_renew = false;
-  auto stale = locks.try_acquire("resource:1", short_lived);
+  auto [stale, next] = taken_over(locks, "resource:1");
   ASSERT_TRUE(stale);
-  std::optional<Lease> next;
-  const auto deadline = Clock::now() + milliseconds(10000);
-  while (!next && Clock::now() < deadline) {
-    next = locks.try_acquire("resource:1", as("b"));
-    if (!next) std::this_thread::sleep_for(milliseconds(50));
-  }
   ASSERT_TRUE(next);
   EXPECT_EQ(write_as("b", next->fencing_token()), 1u);
   EXPECT_EQ(write_as("a", stale->fencing_token()), 0u) << "a holder taken over wrote";
@@ -337,9 +322,7 @@ TEST_P(FenceTest, AFenceOutsideATransactionIsRefused) {
 TEST_P(FenceTest, ALockSetIsFencedOnEveryKey) {
   UniqueKeyLock locks(*pool_, UniqueKeyLockOptions{tables_});
   const std::vector<std::string> keys = {"a", "b", "c"};
-  LockOptions short_lived = as("set", milliseconds(300));
-  short_lived.auto_renew = false;
-  auto set = try_acquire_all(locks, keys, short_lived);
+  auto set = try_acquire_all(locks, keys, as("set", milliseconds(300), false));
   ASSERT_TRUE(set);
   {
     auto conn = pool_->acquire();

@@ -83,7 +83,11 @@ class SemaphoreModel : public RandomModel {
 
   void step() {
     const int roll = static_cast<int>(rng_() % 100);
-    if (roll < 45 || leases_.empty()) {
+    // A run that has not slept by step 50 (100, ...) sleeps then, so a short one (a 1 s budget
+    // is about 140 steps, and 3 in 100 sleep) still lets a permit outlive its TTL.
+    if (++steps_ % kForcedSleepEvery == 0 && counts["sleep"] == 0) {
+      sleep_past_short_ttl();
+    } else if (roll < 45 || leases_.empty()) {
       acquire(static_cast<int>(pick(2)), kOwners[pick(kOwners.size())], kKeys[pick(kKeys.size())],
               pick(4) == 0, pick(3) == 0, rw_ && pick(3) == 0);
     } else if (roll < 70) {
@@ -235,6 +239,8 @@ class SemaphoreModel : public RandomModel {
   std::map<std::string, std::set<std::int64_t>> tokens_;
   std::map<std::pair<std::string, std::int64_t>, std::int64_t> last_in_slot_;
   int next_handle_ = 0;
+  static constexpr int kForcedSleepEvery = 50;
+  int steps_ = 0;
 };
 
 class SemaphoreModelTest : public ::testing::TestWithParam<Backend> {
