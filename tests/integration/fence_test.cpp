@@ -112,8 +112,6 @@ class FenceTest : public MigratedPoolTest {
     return out;
   }
 
-  TableNames tables_;
-  std::unique_ptr<Pool> pool_;
   std::string writes_;
   std::string url_;
 };
