@@ -25,6 +25,7 @@ ModelRunner::ModelRunner(const Backend& backend, std::uint64_t seed, bool fair)
   tables_ = TableNames(unique_name("mdl") + "_");
   checker_ = backend_.connect();
   Migrator(*checker_, tables_).up();
+  create_fenced_table();
   pool_ = std::make_unique<TaggedPool>(backend_, 4);
   for (int i = 0; i < 2; ++i) {
     locks_.push_back(std::make_unique<UniqueKeyLock>(

@@ -81,12 +81,16 @@ class ModelRunner {
   void claim(const std::string& who, const std::string& key);
   void with_lock(const std::string& who, const std::string& key, WithLockFn fn,
                  const std::string& intruder = "x");
+  // Writes `handle`'s token in a transaction fenced by its lease (fenced_writes.cpp): committed
+  // while the model says the lease holds its key, refused (kLeaseLost) once it does not; the
+  // writes of each key must follow the token order.
+  void fenced_write(int handle);
+  enum class Fenced { kWritten, kRefused };
   void random_step();
   // Leaves kinds of steps out of random_step(), for narrowing down a failure: a comma-separated
   // list of acquire, renew (also background renewal), release, drop, kill, outage, clean, sleep,
-  // claim, with_lock, awaited (release_awaited), reentry (owners chosen regardless of who holds the
-  // key), lookalikes
-  // ("w " and "W").
+  // claim, with_lock, awaited (release_awaited), fenced (fenced_write), reentry (owners chosen
+  // regardless of who holds the key), lookalikes ("w " and "W").
   void leave_out(const std::string& list);
 
   int steps() const { return step_; }
@@ -125,6 +129,10 @@ class ModelRunner {
   // Whether a valid handle of `who` holds `key` with `token` (a re-entry may return it).
   bool holds(const std::string& who, const std::string& key, std::int64_t token,
              int except = -1) const;
+  // Fenced writes (fenced_writes.cpp): the table, one write and the check of a key's history.
+  void create_fenced_table();
+  Fenced write_fenced(const Lease& lease, const std::string& key);
+  void check_fenced_history(const std::string& key);
   // Handles of `who`'s owner on `key` with `token` (the same tenure of the key), but `except`:
   // the leases the library counts before it frees holds none of them accounts for.
   int others_of_owner(const std::string& who, const std::string& key, std::int64_t token,
@@ -151,6 +159,8 @@ class ModelRunner {
   std::mt19937_64 rng_;
   TableNames tables_;
   std::unique_ptr<Connection> checker_;  // ground truth, kills, cleaner: never killed
+  std::unique_ptr<Connection> writer_;   // fenced writes: never killed
+  std::string writes_;                   // their table
   std::unique_ptr<TaggedPool> pool_;
   std::vector<std::unique_ptr<UniqueKeyLock>> locks_;
   std::map<std::string, Owner> owners_;

@@ -110,6 +110,9 @@ constexpr KnownSeed kKnownSeeds[] = {
 TEST_P(ModelTest, KnownSeedsKeepTheGuarantees) {
   for (const auto& known : kKnownSeeds) {
     ModelRunner runner(GetParam(), known.seed);
+    // The steps drawn when the seed was found: fenced writes came later (and, left out, draw
+    // nothing from the seeded generator).
+    runner.leave_out("fenced");
     while (runner.failures().empty() && runner.steps() < known.steps) runner.random_step();
     EXPECT_TRUE(runner.failures().empty())
         << "seed " << known.seed << " (found: " << known.found << ")\n"

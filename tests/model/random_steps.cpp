@@ -64,8 +64,18 @@ void ModelRunner::with_lock(const std::string& who, const std::string& key, With
       if (fn == WithLockFn::kSleepPastTtlIntruder) {
         refresh();
         const int taken = do_acquire(AcquireSpec{intruder, key, milliseconds(1000)});
-        if (taken >= 0) handles_.at(taken).owned->release();
-        if (taken >= 0) handles_.erase(taken);
+        if (taken >= 0) {
+          // The intruder writes under its fresh lease; the section's lease, past its TTL, must
+          // not write after it.
+          if (write_fenced(handles_.at(taken).lease(), key) != Fenced::kWritten) {
+            fail("fence: a lease granted a moment ago could not fence a write");
+          }
+          handles_.at(taken).owned->release();
+          handles_.erase(taken);
+        }
+        if (write_fenced(lease, key) == Fenced::kWritten) {
+          fail("fence: a lease slept past its TTL committed a fenced write");
+        }
       }
       refresh();
       const TruthRow* r = model_.truth().find(key);
@@ -148,15 +158,16 @@ void ModelRunner::leave_out(const std::string& list) {
 }
 
 void ModelRunner::random_step() {
-  static const char* kKinds[] = {"acquire", "renew", "release", "drop",      "kill",   "outage",
-                                 "clean",   "sleep", "claim",   "with_lock", "awaited"};
-  std::vector<double> weights = {40, 10, 16, 6, 3, 3, 4, 4, 1, 4, 6};
+  static const char* kKinds[] = {"acquire", "renew", "release", "drop",      "kill",    "outage",
+                                 "clean",   "sleep", "claim",   "with_lock", "awaited", "fenced"};
+  std::vector<double> weights = {40, 10, 16, 6, 3, 3, 4, 4, 1, 4, 6, 5};
   for (std::size_t i = 0; i < weights.size(); ++i) {
     if (left_out_.count(kKinds[i])) weights[i] = 0;
   }
   int kind = std::discrete_distribution<int>(weights.begin(), weights.end())(rng_);
   if (handles_.size() >= 10 && kind == 0) kind = 2;  // keep the number of holds small
-  if (handles_.empty() && (kind == 1 || kind == 2 || kind == 3 || kind == 5 || kind == 10)) {
+  if (handles_.empty() &&
+      (kind == 1 || kind == 2 || kind == 3 || kind == 5 || kind == 10 || kind == 11)) {
     kind = 0;
   }
   const bool renewals = !left_out_.count("renew");
@@ -230,6 +241,10 @@ void ModelRunner::random_step() {
       release_awaited(id, waiter, pick_ttl());
       break;
     }
+    case 11:
+      fenced_write(pick_handle());
+      break;
+    case 9:
     default: {
       const std::string key = kLockKeys[std::uniform_int_distribution<std::size_t>(0, 2)(rng_)];
       auto fn = static_cast<WithLockFn>(std::uniform_int_distribution(0, 3)(rng_));
