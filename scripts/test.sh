@@ -23,6 +23,8 @@
 #                      for that database
 #   DBLOCK_TEST_DB_DIR state directory for the servers started here
 #                      (default: ${TMPDIR:-/tmp}/dblock-test-db-$(id -u))
+#   DBLOCK_TEST_JOBS   tests run at once (default 2; the tests mostly wait on their
+#                      databases and on TTLs, so more than the cores can pay)
 set -euo pipefail
 
 repo_root=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd)
@@ -43,6 +45,9 @@ case "${1:-}" in
 esac
 
 build_type=${BUILD_TYPE:-RelWithDebInfo}
+jobs=${DBLOCK_TEST_JOBS:-2}
+[[ "$jobs" =~ ^[1-9][0-9]*$ ]] ||
+  { echo "test.sh: DBLOCK_TEST_JOBS must be a whole number, 1 or more (got '$jobs')" >&2; exit 64; }
 extra_cmake_args=()
 read -r -a extra_cmake_args <<<"${DBLOCK_CMAKE_ARGS:-}"
 build_targets=()
@@ -105,7 +110,7 @@ cmake --build "$build_dir" -j "$(nproc)" "${target_args[@]}"
 
 if [[ "$mode" == fuzz ]]; then
   heading "fuzz"
-  exec ctest --test-dir "$build_dir" --output-on-failure -j 2 "${ctest_args[@]}" "$@"
+  exec ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" "${ctest_args[@]}" "$@"
 fi
 
 # Start the databases the caller did not provide. They get their own state
@@ -147,4 +152,4 @@ fi
 : "${DBLOCK_TEST_MYSQL_URL:?no MySQL URL for the tests}"
 
 heading "test"
-ctest --test-dir "$build_dir" --output-on-failure -j 2 "${ctest_args[@]}" "$@"
+ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" "${ctest_args[@]}" "$@"
