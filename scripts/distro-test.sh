@@ -3,8 +3,8 @@
 # Build and test dblock inside a Debian root filesystem: that distribution's own compiler,
 # libraries (libpq, libpqxx, MariaDB Connector/C, SOCI) and PostgreSQL and MariaDB servers.
 #
-# Usage: scripts/distro-test.sh SUITE [--short | --build | --full | --rootfs-only] [--clang]
-#        [--fresh]
+# Usage: scripts/distro-test.sh SUITE [--short | --build | --full | --rootfs-only]
+#        [--clang | --clang-only] [--fresh]
 #
 #   SUITE    trixie (Debian 13), sid (Debian unstable) or bookworm (Debian 12)
 #   --short  (the default; what CI runs) build the library, the CLI and the unit and integration
@@ -12,7 +12,7 @@
 #            PostgreSQL and MariaDB with scripts/dev-db.sh; run the integration tests chosen to
 #            send each kind of statement dblock has, on every database x driver pair
 #   --build  build the library with every driver, the CLI and the unit tests with GCC and warnings
-#            as errors, and run the unit tests (no servers); CI runs it for trixie
+#            as errors, and run the unit tests (no servers); CI runs it for trixie, with clang
 #   --full   build everything and run the whole suite but the clusters (label ha), the other
 #            PostgreSQL majors (versions) and the format check: unit, integration, config, model,
 #            faults, package
@@ -20,6 +20,9 @@
 #            suites' this way in the background while it runs the suite on this machine
 #   --clang  also build the library, the CLI and the unit tests (with --full: everything) with the
 #            suite's clang, and run the unit tests
+#   --clang-only  with --build: build them and run the unit tests with clang instead of GCC;
+#            CI runs trixie so (sid's GCC 16 and this machine's GCC 12 build with warnings as
+#            errors in the other steps)
 #   --fresh  start cold: remove the cached root filesystem, the compiler cache and the build
 #            directory of the suite first (what a CI run on a new machine pays)
 #
@@ -71,6 +74,7 @@ parse_args() {
       --build) form=build ;;
       --rootfs-only) form=rootfs-only ;;
       --clang) clang=1 ;;
+      --clang-only) clang=only ;;
       --fresh) fresh=1 ;;
       -h | --help) usage ;;
       -*) die "unknown option: $arg (see --help)" ;;
@@ -80,6 +84,8 @@ parse_args() {
         ;;
     esac
   done
+  [[ "$clang" != only || "$form" == build ]] ||
+    die "--clang-only goes with --build (the other forms run their tests on GCC's build)"
   case "$suite" in
     bookworm | trixie | sid) ;;
     "") usage ;;
@@ -311,7 +317,7 @@ main() {
   find_or_make_rootfs
 
   mkdir -p -- "$build_dir"
-  ((clang)) && mkdir -p -- "$clang_build_dir"
+  [[ "$clang" != 0 ]] && mkdir -p -- "$clang_build_dir"
   ccache_dir=
   if [[ -n "$cache" ]]; then
     ccache_dir="$cache/ccache-$suite"

@@ -38,7 +38,7 @@ mount_root() {
   mount --bind "$DISTRO_SOURCE" "$root/src"
   mount -o remount,bind,ro "$root/src"
   mount --bind "$DISTRO_BUILD" "$root/build"
-  [[ "$DISTRO_CLANG" == 1 ]] && mount --bind "$DISTRO_CLANG_BUILD" "$root/build-clang"
+  [[ "$DISTRO_CLANG" != 0 ]] && mount --bind "$DISTRO_CLANG_BUILD" "$root/build-clang"
   [[ -n "$DISTRO_CCACHE" ]] && mount --bind "$DISTRO_CCACHE" "$root/ccache"
   ip link set lo up
   hostname "dblock-$DISTRO_SUITE"
@@ -139,22 +139,10 @@ short_tests_regex="[./]($(IFS='|'; echo "${short_suites[*]}"))\\."
 short_skipped_regex=$(IFS='|'; echo "${short_skipped[*]}")
 short_skipped_regex="[./](${short_skipped_regex//./\\.})"
 
-# The phases' scripts run in the root filesystem: what they expand, they expand there.
+# GCC's build and what runs on it. The phases' scripts run in the root filesystem: what they
+# expand, they expand there.
 # shellcheck disable=SC2016
-run_phases() {
-  phase "versions" '
-    echo "gcc:        $(g++ --version | head -n 1)"
-    echo "clang:      $(clang++ --version | head -n 1)"
-    echo "cmake:      $(cmake --version | head -n 1)"
-    echo "libpq:      $(pkg-config --modversion libpq)"
-    echo "libpqxx:    $(pkg-config --modversion libpqxx)"
-    echo "libmariadb: $(pkg-config --modversion libmariadb)"
-    soci=$(sed -n "s/^#define SOCI_LIB_VERSION \"\(.*\)\"/\1/p" /usr/include/soci/version.h)
-    echo "soci:       ${soci//_/.}"
-    for pg in /usr/lib/postgresql/*/bin/postgres; do echo "postgresql: $("$pg" --version)"; done
-    echo "mariadb:    $(mariadbd --version 2>/dev/null | sed "s/ from Debian.*//")"
-    echo "googletest: $(dpkg-query -W -f="\${Version}" libgtest-dev)"'
-
+gcc_phases() {
   phase "configure (gcc)" "
     CC=gcc CXX=g++ cmake -S /src -B /build $configure_flags >/build/configure.log ||
       { cat /build/configure.log; exit 1; }
@@ -198,8 +186,28 @@ run_phases() {
       -L '^integration' -R '$short_tests_regex' -E '$short_skipped_regex' -j $jobs \
       --output-on-failure"
   fi
+}
 
-  if [[ "$DISTRO_CLANG" == 1 ]]; then
+# The phases' scripts run in the root filesystem: what they expand, they expand there.
+# shellcheck disable=SC2016
+run_phases() {
+  phase "versions" '
+    echo "gcc:        $(g++ --version | head -n 1)"
+    echo "clang:      $(clang++ --version | head -n 1)"
+    echo "cmake:      $(cmake --version | head -n 1)"
+    echo "libpq:      $(pkg-config --modversion libpq)"
+    echo "libpqxx:    $(pkg-config --modversion libpqxx)"
+    echo "libmariadb: $(pkg-config --modversion libmariadb)"
+    soci=$(sed -n "s/^#define SOCI_LIB_VERSION \"\(.*\)\"/\1/p" /usr/include/soci/version.h)
+    echo "soci:       ${soci//_/.}"
+    for pg in /usr/lib/postgresql/*/bin/postgres; do echo "postgresql: $("$pg" --version)"; done
+    echo "mariadb:    $(mariadbd --version 2>/dev/null | sed "s/ from Debian.*//")"
+    echo "googletest: $(dpkg-query -W -f="\${Version}" libgtest-dev)"'
+
+  # --clang-only: the clang build stands in for GCC's (the short and full forms need GCC's).
+  [[ "$DISTRO_CLANG" == only ]] || gcc_phases
+
+  if [[ "$DISTRO_CLANG" != 0 ]]; then
     phase "configure (clang)" "
       CC=clang CXX=clang++ cmake -S /src -B /build-clang $configure_flags \
         >/build-clang/configure.log || { cat /build-clang/configure.log; exit 1; }"
