@@ -30,6 +30,7 @@ std::vector<Value> LockSql::acquire_params(const std::string& key, const std::st
                        {"process", Value(owner.process)},
                        {"thread", Value(owner.thread)},
                        {"ttl_ms", Value(ttl_ms)},
+                       {"lock_delay_ms", Value(0)},
                        {"metadata", Value()}});
 }
 
@@ -43,7 +44,8 @@ std::vector<Value> LockSql::release_params(const std::string& key, const Owner& 
                        {"token", Value(token)},
                        {"channel", Value(channel)},
                        {"release_id", Value(release_id)},
-                       {"min_hold_ms", Value(0)}});
+                       {"min_hold_ms", Value(0)},
+                       {"lock_delay_ms", Value(0)}});
 }
 
 TransactionSql::TransactionSql(Dialect d, const TableNames& tables)
@@ -95,6 +97,7 @@ std::vector<Value> PermitSql::acquire_params(const detail::Statement& statement,
                          {"process", Value(owner.process)},
                          {"thread", Value(owner.thread)},
                          {"ttl_ms", Value(ttl_ms)},
+                         {"lock_delay_ms", Value(0)},
                          {"metadata", Value()},
                          {"slot", Value(slot)},
                          {"first", Value(range.first)},
@@ -114,7 +117,8 @@ std::vector<Value> PermitSql::release_params(const std::string& key, const Owner
                        {"process", Value(owner.process)},
                        {"thread", Value(owner.thread)},
                        {"release_id", Value(release_id)},
-                       {"min_hold_ms", Value(0)}});
+                       {"min_hold_ms", Value(0)},
+                       {"lock_delay_ms", Value(0)}});
 }
 
 std::vector<Value> PermitSql::live_in_params(const std::string& key, std::int64_t first,

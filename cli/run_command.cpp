@@ -72,6 +72,12 @@ below the schedule's period and above the hosts' spread (e.g. 1m for a job every
 `dblock locks` shows such a lock as "finished" until then. A dblock that dies frees the lock at
 --ttl as always.
 
+--lock-delay D keeps the lock taken for D more after its lease ran out unrenewed (dblock killed,
+paused or cut off from the database), by the database clock: writes CMD still had on their way
+to something that cannot check DBLOCK_FENCING_TOKEN land before another host's run starts. A
+release (CMD ended, its processes gone) frees the lock at once. The price: after a crash, the
+lock is taken for --ttl + D. `dblock locks` shows the expiry with D included.
+
 Exit status:
   CMD's own: its exit code, or 128+N when signal N killed it.
   75   the lock is held elsewhere (still, after --wait): CMD was not run; one line on stderr,
@@ -98,6 +104,7 @@ struct RunOptions {
   std::optional<std::string> kill_after;
   std::optional<std::string> owner;
   std::string min_hold = "0";
+  std::string lock_delay = "0";
   bool quiet_busy = false;
   bool no_cgroup = false;
   std::vector<std::string> command;
@@ -301,6 +308,11 @@ int run(const RunOptions& opts) {
   const Timeline t = timeline_of(opts);
   const auto wait = parse_duration_option(opts.wait, "--wait");
   const auto min_hold = parse_duration_option(opts.min_hold, "--min-hold");
+  const auto lock_delay = parse_duration_option(opts.lock_delay, "--lock-delay");
+  if (lock_delay > std::chrono::hours(1)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "--lock-delay must be from 0 to 1h; got " + format_duration(lock_delay));
+  }
   const std::string& cmd = opts.command.front();
 
   SignalInbox inbox;  // before any thread starts, so every thread inherits the mask
@@ -308,6 +320,7 @@ int run(const RunOptions& opts) {
   LockOptions options;
   options.ttl = t.ttl;
   options.min_hold = min_hold;
+  options.lock_delay = lock_delay;
   if (opts.owner) options.owner = Owner::named(*opts.owner);
   options.metadata = nlohmann::json::object({{"command", cmd}})
                          .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -335,7 +348,7 @@ int run(const RunOptions& opts) {
     }
   }
   if (auto sig = inbox.next_stop_signal()) {  // arrived while trying: do not start CMD
-    release(*lease, opts, t.ttl);
+    release(*lease, opts, t.ttl + lock_delay);
     std::cerr << "dblock: stopped by " << signal_name(*sig) << " before " << cmd
               << " started; not running it\n";
     return 128 + *sig;
@@ -344,7 +357,7 @@ int run(const RunOptions& opts) {
   std::optional<Job> job;
   job.emplace(opts.command, environment_for(*lease), !opts.no_cgroup);
   if (job->exec_errno() != 0) {
-    release(*lease, opts, t.ttl);
+    release(*lease, opts, t.ttl + lock_delay);
     std::cerr << "dblock: cannot run " << cmd << ": " << std::strerror(job->exec_errno()) << '\n';
     return job->exec_errno() == ENOENT ? kExitNotFound : kExitCannotExecute;
   }
@@ -360,13 +373,13 @@ int run(const RunOptions& opts) {
     released = keeper.stop_and_release(keeper.last_renewal_sent() + t.ttl - t.stop_margin);
   } catch (const Error& e) {
     std::cerr << "dblock: could not release the lock " << opts.key << " (" << e.what()
-              << "); it expires within " << format_duration(t.ttl) << '\n';
+              << "); it expires within " << format_duration(t.ttl + lock_delay) << '\n';
     exit_now(exit_code_of(ended.status));
   }
   if (!released) {
     std::cerr << "dblock: could not release the lock " << opts.key
-              << " (the database is not answering); it expires within " << format_duration(t.ttl)
-              << '\n';
+              << " (the database is not answering); it expires within "
+              << format_duration(t.ttl + lock_delay) << '\n';
     exit_now(exit_code_of(ended.status));
   }
   if (*released == ReleaseOutcome::kNotHeld) {
@@ -408,6 +421,12 @@ void add_run_command(CLI::App& app, int* exit_code) {
                   "Keep the lock taken at least this long after it was acquired, however soon CMD "
                   "ends, so a short cron job fired a little later on another host does not run "
                   "again; 0: release when CMD ends")
+      ->type_name("DURATION")
+      ->capture_default_str();
+  sub->add_option("--lock-delay", opts->lock_delay,
+                  "Keep the lock taken this much longer after its lease ran out unrenewed (dblock "
+                  "killed or cut off), so CMD's writes still on their way land before another "
+                  "run starts; a release frees it at once; 0 to 1h")
       ->type_name("DURATION")
       ->capture_default_str();
   sub->add_flag("-q,--quiet-busy", opts->quiet_busy,

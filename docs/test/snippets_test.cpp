@@ -54,6 +54,7 @@ bool build_report_once(dblock::ConnectionSource& pool);
 bool run_export_when_allowed(dblock::ConnectionSource& pool);
 void read_then_write_prices(dblock::ConnectionSource& pool);
 bool transfer(dblock::UniqueKeyLock& locks);
+bool print_labels_once(dblock::UniqueKeyLock& locks);
 bool print_in_turn(dblock::ConnectionSource& pool);
 enum class Next { kDone, kBusy, kRetryLater, kCheckTheWork, kFixTheSetup };
 Next post_ledger(dblock::UniqueKeyLock& locks);
@@ -87,6 +88,7 @@ std::int64_t prices_token = 0;
 std::int64_t from_token = 0;
 std::int64_t to_token = 0;
 int ledger_posts = 0;
+std::int64_t labels_token = 0;
 }  // namespace seen
 
 void move_asset(int asset, std::int64_t fencing_token) {
@@ -105,6 +107,7 @@ void move_money(std::int64_t from_token, std::int64_t to_token) {
   seen::to_token = to_token;
 }
 void post_ledger_entries() { ++seen::ledger_posts; }
+void print_labels(std::int64_t fencing_token) { seen::labels_token = fencing_token; }
 
 namespace {
 
@@ -282,6 +285,14 @@ TEST_P(BothDatabases, ReadWriteLockReadsThenWrites) {
   read_then_write_prices(*db().pool);
   EXPECT_EQ(seen::prices_shown, 1);
   EXPECT_GT(seen::prices_token, 0);
+}
+
+TEST_P(BothDatabases, ALockDelayedLeaseReleasedInTimeFreesTheKeyAtOnce) {
+  dblock::UniqueKeyLock locks(*db().pool);
+  seen::labels_token = 0;
+  EXPECT_TRUE(print_labels_once(locks));
+  EXPECT_GT(seen::labels_token, 0);
+  EXPECT_TRUE(locks.try_acquire("printer:3", {.owner = dblock::Owner::named("other")}));
 }
 
 TEST_P(BothDatabases, LockSetHoldsBothAccounts) {

@@ -41,6 +41,9 @@ struct LeaseInfo {
   std::string lease_id;
   Owner owner;
   std::chrono::milliseconds ttl{0};
+  // LockOptions::lock_delay: every statement that sets this lease's expiry adds it on the
+  // database's side; the lease's own deadline (lost(), the renewer) counts the TTL alone.
+  std::chrono::milliseconds lock_delay{0};
 };
 
 class LeaseCore {

@@ -49,6 +49,27 @@ void refuse_min_hold(std::chrono::milliseconds min_hold, std::string_view strate
                   "key for a least time");
 }
 
+void validate_lock_delay(std::chrono::milliseconds lock_delay) {
+  if (lock_delay < std::chrono::milliseconds(0) || lock_delay > kMaxLockDelay) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "lock_delay must be from 0 to 1 hour (3600000 ms); got " +
+                    std::to_string(lock_delay.count()) +
+                    " ms: it is how long a key stays taken after its holder vanished, on top of "
+                    "the TTL");
+  }
+}
+
+void refuse_lock_delay(std::chrono::milliseconds lock_delay, std::string_view strategy) {
+  if (lock_delay.count() == 0) return;
+  throw Error(
+      ErrorCode::kInvalidArgument,
+      std::string(strategy) +
+          " hold nothing past their transaction or session, which the server ends as "
+          "soon as the holder is gone, so lock_delay cannot apply; use a UniqueKeyLock (or a "
+          "Semaphore) for a key that must stay taken for a while after its holder "
+          "vanished");
+}
+
 bool is_forever_wait(std::chrono::milliseconds timeout) {
   if (timeout < std::chrono::milliseconds(0)) {
     throw Error(ErrorCode::kInvalidArgument,

@@ -24,6 +24,14 @@ void validate_min_hold(std::chrono::milliseconds min_hold);
 // Throws Error(kInvalidArgument) when a min_hold is set for `strategy`, which keeps no lease row
 // that could stay taken after a release (row locks, optimistic, session locks).
 void refuse_min_hold(std::chrono::milliseconds min_hold, std::string_view strategy);
+// The most LockOptions::lock_delay accepts.
+inline constexpr std::chrono::milliseconds kMaxLockDelay = std::chrono::hours(1);
+// Throws Error(kInvalidArgument) unless 0 <= lock_delay <= kMaxLockDelay.
+void validate_lock_delay(std::chrono::milliseconds lock_delay);
+// Throws Error(kInvalidArgument) when a lock_delay is set for `strategy`, whose holds end with
+// their transaction or session, so nothing could keep the key taken after one ends (row locks,
+// optimistic, session locks).
+void refuse_lock_delay(std::chrono::milliseconds lock_delay, std::string_view strategy);
 
 // True for the errors a lock's autocommit write may meet when others write the same rows at once
 // (deadlock, serialization failure, lock wait timeout, lock not available): worth a few retries.

@@ -15,8 +15,10 @@ LeaseInfo new_ttl_lease(std::string_view key, const LockOptions& options,
   validate_ttl(options.ttl, ttl_what);
   validate_metadata(options.metadata);
   validate_min_hold(options.min_hold);
-  return {std::string(key), 0, random_lease_id(),
-          options.owner ? *options.owner : Owner::current_thread(), options.ttl};
+  validate_lock_delay(options.lock_delay);
+  return {std::string(key),  0,
+          random_lease_id(), options.owner ? *options.owner : Owner::current_thread(),
+          options.ttl,       options.lock_delay};
 }
 
 std::vector<Arg> owner_args(const Owner& owner, std::initializer_list<Arg> rest) {

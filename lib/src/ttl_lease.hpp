@@ -39,8 +39,8 @@
 namespace dblock::detail {
 
 // A new lease of `key` for `options` (its owner, or the calling thread), with a fresh lease id
-// and no token yet. Throws Error(kInvalidArgument) for a bad key, TTL (named `ttl_what`), metadata
-// or min_hold.
+// and no token yet. Throws Error(kInvalidArgument) for a bad key, TTL (named `ttl_what`),
+// metadata, min_hold or lock_delay.
 LeaseInfo new_ttl_lease(std::string_view key, const LockOptions& options,
                         std::string_view ttl_what);
 

@@ -329,6 +329,15 @@ TEST_P(CliRunTest, ANegativeMinHoldIsRefused) {
   EXPECT_NE(r.err.find("--min-hold"), std::string::npos) << r.err;
 }
 
+TEST_P(CliRunTest, ALockDelayOutOfRangeIsRefused) {
+  for (const std::string bad : {"-1s", "2h"}) {
+    const ProcessResult r = run(run_sh("touch '" + file("ran") + "'", {"--lock-delay", bad}));
+    EXPECT_EQ(r.exit_code, 64) << bad << ": " << r.err;
+    EXPECT_NE(r.err.find("--lock-delay"), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(file("ran"))) << bad;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Pairs, CliRunTest, ::testing::ValuesIn(all_backends()), BackendName());
 
 }  // namespace

@@ -215,6 +215,7 @@ TEST_P(FairWaitTest, ATryThatJoinsSentAgainKeepsItsPlaceAndItsPlaceNeverBlocksIt
                                                    {"process", Value(me.process)},
                                                    {"thread", Value(me.thread)},
                                                    {"ttl_ms", Value(std::int64_t{30000})},
+                                                   {"lock_delay_ms", Value(std::int64_t{0})},
                                                    {"metadata", Value()},
                                                    {"seq", Value()},
                                                    {"waiter_id", Value("w-resent")},

@@ -7,9 +7,10 @@
 //     critical section to OUT_FILE (system clock, microseconds; one file per process).
 //     STRATEGY: "unique" (UniqueKeyLock, the default), "row" (RowLock) or "session"
 //     (SessionLock).
-//   lock_worker hold URL PREFIX KEY TTL_MS
-//     Acquires KEY (auto-renewed), prints "token <n> wall <its clock, s>" and waits. On SIGUSR1 it
-//     renews and releases, prints "renew=<0|1> release=<outcome> lost=<0|1>" and exits.
+//   lock_worker hold URL PREFIX KEY TTL_MS [LOCK_DELAY_MS]
+//     Acquires KEY (auto-renewed; LockOptions::lock_delay LOCK_DELAY_MS, default 0), prints "token
+//     <n> wall <its clock, s>" and waits. On SIGUSR1 it renews and releases, prints "renew=<0|1>
+//     release=<outcome> lost=<0|1>" and exits.
 //   lock_worker fence URL PREFIX KIND KEY TTL_MS TABLE FENCED WHEN
 //     Acquires KEY (KIND "unique": UniqueKeyLock; "semaphore": Semaphore of 1 permit; auto-renewed)
 //     and prints "token <n>". Then writes one row (token, 'worker') into TABLE in a transaction,
@@ -115,7 +116,7 @@ int count_mode(int argc, char** argv) {
 
 std::atomic<bool> g_usr1{false};
 
-int hold_mode(char** argv) {
+int hold_mode(int argc, char** argv) {
   auto url = dblock::DatabaseUrl::parse(argv[2]);
   auto pool = dblock::open_pool(url, {.max_size = 2});
   dblock::UniqueKeyLockOptions options;
@@ -123,6 +124,7 @@ int hold_mode(char** argv) {
   dblock::UniqueKeyLock lock(*pool, options);
   dblock::LockOptions lo;
   lo.ttl = milliseconds(std::stoll(argv[5]));
+  if (argc > 6) lo.lock_delay = milliseconds(std::stoll(argv[6]));
   lo.owner = dblock::Owner::named("worker");
   auto lease = lock.try_acquire(argv[4], lo);
   if (!lease) {
@@ -207,7 +209,7 @@ int main(int argc, char** argv) {
   try {
     std::string mode = argc > 1 ? argv[1] : "";
     if (mode == "count" && (argc == 9 || argc == 10)) return count_mode(argc, argv);
-    if (mode == "hold" && argc == 6) return hold_mode(argv);
+    if (mode == "hold" && (argc == 6 || argc == 7)) return hold_mode(argc, argv);
     if (mode == "fence" && argc == 10) return fence_mode(argv);
     std::cerr << "usage: lock_worker count|hold|fence ...\n";
     return 64;

@@ -205,6 +205,7 @@ std::optional<std::int64_t> send_acquire(Connection& c, const TableNames& tables
                                    {"process", Value(o.process)},
                                    {"thread", Value(o.thread)},
                                    {"ttl_ms", Value(std::int64_t{30000})},
+                                   {"lock_delay_ms", Value(std::int64_t{0})},
                                    {"metadata", Value()},
                                    {"first", Value(std::int64_t{0})},
                                    {"last", Value(permits - 1)},
@@ -262,7 +263,8 @@ TEST_P(SemaphoreTest, ReleaseSentTwiceFreesOnePermit) {
                                          {"process", Value(a.process)},
                                          {"thread", Value(a.thread)},
                                          {"release_id", Value("r-once")},
-                                         {"min_hold_ms", Value(0)}};
+                                         {"min_hold_ms", Value(0)},
+                                         {"lock_delay_ms", Value(0)}};
   EXPECT_EQ(c->execute(release.sql(), release.bind(args)).affected_rows(), 1u);
   EXPECT_EQ(c->execute(release.sql(), release.bind(args)).affected_rows(), 1u);
   auto next = sem->try_acquire("k", as("b"));
@@ -349,10 +351,11 @@ TEST_P(SemaphoreTest, TheCleanerLeavesTheLimitOfAPermitBeingTaken) {
   const detail::SemaphoreSql& sql = detail::server_sql(taking->server()).semaphore;
   const Owner a = Owner::named("a");
   const std::vector<detail::Arg> args = {
-      {"key", Value("k")},      {"permits", Value(2)},         {"lease_id", Value("l-taking")},
-      {"host", Value(a.host)},  {"process", Value(a.process)}, {"thread", Value(a.thread)},
-      {"ttl_ms", Value(30000)}, {"metadata", Value()},         {"first", Value(0)},
-      {"last", Value(1)},       {"blocked_by", Value(-1)},     {"slot", Value(0)}};
+      {"key", Value("k")},        {"permits", Value(2)},         {"lease_id", Value("l-taking")},
+      {"host", Value(a.host)},    {"process", Value(a.process)}, {"thread", Value(a.thread)},
+      {"ttl_ms", Value(30000)},   {"metadata", Value()},         {"first", Value(0)},
+      {"last", Value(1)},         {"blocked_by", Value(-1)},     {"slot", Value(0)},
+      {"lock_delay_ms", Value(0)}};
   const detail::Statement take(sql.acquire.empty() ? sql.acquire_slot : sql.acquire,
                                backend().dialect, tables_);
   taking->begin();

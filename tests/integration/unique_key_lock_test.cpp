@@ -225,6 +225,7 @@ TEST_P(UniqueKeyLockTest, RetryWithTheSameLeaseIdRecognisesItsOwnAcquisition) {
                                       {"process", Value(me.process)},
                                       {"thread", Value(me.thread)},
                                       {"ttl_ms", Value(30000)},
+                                      {"lock_delay_ms", Value(0)},
                                       {"metadata", Value()}});
   auto token_of = [&](const Result& r) {
     return sql.results_in_rows ? (r.empty() ? 0 : r.int64_at(0, "fencing_token"))

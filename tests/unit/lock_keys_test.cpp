@@ -62,6 +62,33 @@ TEST(LockKeys, TtlBounds) {
   EXPECT_THROW(detail::validate_ttl(std::chrono::hours(24 * 366), "ttl"), Error);
 }
 
+TEST(LockKeys, LockDelayBoundsAndRefusals) {
+  using std::chrono::milliseconds;
+  EXPECT_NO_THROW(detail::validate_lock_delay(milliseconds(0)));
+  EXPECT_NO_THROW(detail::validate_lock_delay(std::chrono::hours(1)));
+  for (milliseconds bad :
+       {milliseconds(-1), milliseconds(std::chrono::hours(1)) + milliseconds(1)}) {
+    try {
+      detail::validate_lock_delay(bad);
+      ADD_FAILURE() << bad.count() << " ms accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("lock_delay must be from 0 to 1 hour"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_NO_THROW(detail::refuse_lock_delay(milliseconds(0), "row locks"));
+  try {
+    detail::refuse_lock_delay(milliseconds(5), "row locks");
+    ADD_FAILURE() << "a lock_delay for row locks was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("row locks hold nothing past"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Owner, ThreadsDifferAndNamesFollowTheCaller) {
   Owner here = Owner::current_thread();
   Owner there;

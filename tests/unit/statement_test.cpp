@@ -101,7 +101,8 @@ TEST(Statement, TheReleaseStatementsBindFromOneArgumentList) {
                               {"token", Value(std::int64_t{1})},
                               {"channel", Value("c")},
                               {"release_id", Value("r")},
-                              {"min_hold_ms", Value(std::int64_t{0})}}));
+                              {"min_hold_ms", Value(std::int64_t{0})},
+                              {"lock_delay_ms", Value(std::int64_t{0})}}));
     }
   }
 }
@@ -144,6 +145,7 @@ TEST(Statement, TheLockStatementsBindFromTheirCallersArguments) {
                                             {"process", Value("p")},
                                             {"thread", Value("t")},
                                             {"ttl_ms", Value(std::int64_t{1000})},
+                                            {"lock_delay_ms", Value(std::int64_t{0})},
                                             {"metadata", Value()},
                                             {"fair", Value(1)},
                                             {"seq", Value()},
@@ -183,6 +185,52 @@ TEST(Statement, TheLockStatementsBindFromTheirCallersArguments) {
         }
       }
     }
+  }
+}
+
+// LockOptions::lock_delay: every statement that sets a holder's expiry, or finds the holder's own
+// hold, binds the lease's delay (a hand-over also the waiter's), on every server.
+TEST(Statement, TheStatementsOfAHoldersExpiryBindItsLockDelay) {
+  const std::initializer_list<Arg> args = {{"key", Value("k")},
+                                           {"lease_id", Value("l")},
+                                           {"host", Value("h")},
+                                           {"process", Value("p")},
+                                           {"thread", Value("t")},
+                                           {"ttl_ms", Value(std::int64_t{1000})},
+                                           {"lock_delay_ms", Value(std::int64_t{987651})},
+                                           {"to_lock_delay_ms", Value(std::int64_t{987652})},
+                                           {"min_hold_ms", Value(std::int64_t{0})},
+                                           {"metadata", Value()},
+                                           {"seq", Value()},
+                                           {"waiter_id", Value("w")},
+                                           {"join_ttl_ms", Value()},
+                                           {"token", Value(std::int64_t{1})},
+                                           {"channel", Value("ch")},
+                                           {"release_id", Value("r")},
+                                           {"to_lease_id", Value("l2")},
+                                           {"to_host", Value("h2")},
+                                           {"to_process", Value("p2")},
+                                           {"to_thread", Value("t2")},
+                                           {"to_waiter_id", Value("w2")},
+                                           {"permits", Value(2)},
+                                           {"first", Value(0)},
+                                           {"last", Value(1)},
+                                           {"blocked_by", Value(-1)},
+                                           {"slot", Value(0)}};
+  for (Server server : kServers) {
+    const Dialect d = dialect_of(server);
+    const ServerSql& sql = server_sql(server);
+    for (std::string_view templ :
+         {sql.unique_key.acquire, sql.unique_key.release, sql.unique_key.release_rest,
+          sql.unique_key.hand_over, sql.unique_key.renew, sql.unique_key.fence,
+          sql.semaphore.acquire, sql.semaphore.acquire_slot, sql.semaphore.release,
+          sql.semaphore.renew, sql.semaphore.fence}) {
+      if (templ.empty()) continue;  // a step this dialect does not have
+      const auto values = texts(Statement(templ, d, TableNames()).bind(args));
+      EXPECT_NE(std::find(values.begin(), values.end(), "987651"), values.end()) << templ;
+    }
+    const auto handed = texts(Statement(sql.unique_key.hand_over, d, TableNames()).bind(args));
+    EXPECT_NE(std::find(handed.begin(), handed.end(), "987652"), handed.end());
   }
 }
 

@@ -57,6 +57,26 @@ struct LockOptions {
   /// key at its TTL as always. 0 to 365 days; unique-key locks (lock sets of them) and semaphore
   /// permits only: the other strategies refuse it (Error kInvalidArgument).
   std::chrono::milliseconds min_hold{0};
+  /// Lock-delay: how long the key stays taken after this lease ended without a release (it
+  /// expired: the holder crashed, hung, was paused or cut off), on the database clock. No other
+  /// owner gets the key before TTL + lock_delay has passed since the holder's latest acquire or
+  /// renewal, so writes a paused holder still had in flight to a resource that cannot check
+  /// fencing tokens drain before a new holder starts (Chubby's lock-delay, Consul's LockDelay).
+  /// The holder's own view does not change: lost(), on_lost and the renewer still count the TTL
+  /// alone. A release before the TTL ran out frees the key at once (or at acquisition +
+  /// min_hold), as does an operator's `dblock release --force`; a release sent after the TTL ran
+  /// out leaves the delay running. The price: a crashed holder's key is unavailable for TTL +
+  /// lock_delay. `dblock locks` shows the row's expiry with the delay included. 0 (default): no
+  /// delay. Explained in docs/locks/lock-delay.md.
+  /// 0 to 1 hour; unique-key locks (lock sets of them), semaphore permits and reader-writer
+  /// leases only: the other strategies refuse it (Error kInvalidArgument).
+  ///
+  /// @code
+  ///   dblock::LockOptions o;
+  ///   o.ttl = std::chrono::seconds(10);
+  ///   o.lock_delay = std::chrono::seconds(5);  // a crashed holder's key is free after 15 s
+  /// @endcode
+  std::chrono::milliseconds lock_delay{0};
   /// Who holds it. Default: the calling thread (Owner::current_thread()).
   std::optional<Owner> owner{};
   /// Stored with the lock row and shown by `dblock locks`: one JSON value as text, such as

@@ -120,6 +120,7 @@ RetryPolicy OptimisticLock::retry_policy() const { return impl_->options.retry; 
 std::optional<Lease> OptimisticLock::try_acquire(std::string_view key, const LockOptions& options) {
   validate_lock_key(key);
   detail::refuse_min_hold(options.min_hold, "optimistic locks");
+  detail::refuse_lock_delay(options.lock_delay, "optimistic locks");
   detail::LeaseInfo info{std::string(key), 0, detail::random_lease_id(),
                          options.owner ? *options.owner : Owner::current_thread(), options.ttl};
   PooledConnection conn = impl_->source.acquire();

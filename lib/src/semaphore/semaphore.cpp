@@ -74,6 +74,7 @@ struct Semaphore::Impl {
                      {"permits", Value(static_cast<std::int64_t>(permits))},
                      {"lease_id", Value(info.lease_id)},
                      {"ttl_ms", Value(static_cast<std::int64_t>(lock.ttl.count()))},
+                     {"lock_delay_ms", Value(static_cast<std::int64_t>(info.lock_delay.count()))},
                      {"metadata", detail::metadata_param(lock.metadata)},
                      {"first", Value(static_cast<std::int64_t>(slots.first))},
                      {"last", Value(static_cast<std::int64_t>(slots.last))},
@@ -181,10 +182,12 @@ class Permit final : public detail::LeaseCore {
  protected:
   std::vector<detail::Arg> args() const {
     const auto& i = info();
-    return detail::owner_args(i.owner, {{"key", Value(i.key)},
-                                        {"slot", Value(i.fencing_token % kSlots)},
-                                        {"token", Value(i.fencing_token)},
-                                        {"lease_id", Value(i.lease_id)}});
+    return detail::owner_args(
+        i.owner, {{"key", Value(i.key)},
+                  {"slot", Value(i.fencing_token % kSlots)},
+                  {"token", Value(i.fencing_token)},
+                  {"lease_id", Value(i.lease_id)},
+                  {"lock_delay_ms", Value(static_cast<std::int64_t>(i.lock_delay.count()))}});
   }
 
   ReleaseOutcome do_release() override {

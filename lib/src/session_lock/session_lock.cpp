@@ -303,6 +303,7 @@ std::optional<Lease> lock_key(const std::shared_ptr<SessionLock::Impl>& impl, st
                               milliseconds timeout, const LockOptions& options) {
   validate_lock_key(key);
   detail::refuse_min_hold(options.min_hold, "session locks");
+  detail::refuse_lock_delay(options.lock_delay, "session locks");
   detail::LeaseInfo info{std::string(key), 0, detail::random_lease_id(),
                          options.owner ? *options.owner : Owner::current_thread(), options.ttl};
   std::string registry_key = info.owner.to_string() + '\x1f' + std::string(key);

@@ -54,6 +54,8 @@ constexpr UniqueKeySql kUniqueKey = {
     // Times are UTC_TIMESTAMP(6) (the server's clock, constant within a statement). A row is
     // free when expires_at has passed: release sets hold_count = 0 and expires_at to now.
     // Release frees rows, never deletes them; only the cleaner deletes (rows long past expiry).
+    // Lock-delay: a holder's expiry is now + ttl_ms + lock_delay_ms; its own hold is live while
+    // expires_at > now + lock_delay_ms (see UniqueKeySql in server_sql.hpp).
     //
     // Fencing tokens: the database clock in microseconds since 1970 (TIMESTAMPDIFF, which does
     // not depend on the session time zone), raised past the row's previous token.
@@ -73,7 +75,9 @@ constexpr UniqueKeySql kUniqueKey = {
         " VALUES ({{param:key}}, {{param:lease_id}}, {{param:host}}, {{param:process}},"
         " {{param:thread}}, 1,"
         " LAST_INSERT_ID(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))),"
-        " UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) + INTERVAL {{param:ttl_ms}} * 1000 MICROSECOND,"
+        " UTC_TIMESTAMP(6),"
+        " UTC_TIMESTAMP(6)"
+        "   + INTERVAL ({{param:ttl_ms}} + {{param:lock_delay_ms}}) * 1000 MICROSECOND,"
         " {{param:metadata}})"
         " ON DUPLICATE KEY UPDATE"
         " fencing_token = CASE"
@@ -130,7 +134,9 @@ constexpr UniqueKeySql kUniqueKey = {
         " WHERE lock_key = {{param:key}} AND ((owner_host = {{param:host}}"
         " AND owner_process = {{param:process}} AND owner_thread = {{param:thread}}"
         " AND fencing_token = {{param:token}} AND (lease_id = {{param:release_id}}"
-        "   OR (hold_count > 0 AND expires_at > UTC_TIMESTAMP(6))))"
+        "   OR (hold_count > 0"
+        "     AND expires_at > UTC_TIMESTAMP(6)"
+        "       + INTERVAL {{param:lock_delay_ms}} * 1000 MICROSECOND)))"
         "   OR previous_lease_id = {{param:release_id}})",
     // Parameters as release. Run right after a release
     // that left holds behind although this process holds no other lease of the owner on the
@@ -143,7 +149,8 @@ constexpr UniqueKeySql kUniqueKey = {
         " WHERE lock_key = {{param:key}} AND owner_host = {{param:host}}"
         " AND owner_process = {{param:process}} AND owner_thread = {{param:thread}}"
         " AND fencing_token = {{param:token}} AND lease_id = {{param:release_id}}"
-        " AND hold_count > 0 AND expires_at > UTC_TIMESTAMP(6)",
+        " AND hold_count > 0"
+        " AND expires_at > UTC_TIMESTAMP(6) + INTERVAL {{param:lock_delay_ms}} * 1000 MICROSECOND",
     // A Statement: see UniqueKeySql::hand_over. The WHERE reads the row as it was; the
     // assignments run left to right and read lease_id, assigned last, as it was, so a row that
     // already carries the waiter's lease id (this statement's own earlier attempt) keeps its
@@ -157,13 +164,16 @@ constexpr UniqueKeySql kUniqueKey = {
         " acquired_at = IF(lease_id = {{param:to_lease_id}}, acquired_at, UTC_TIMESTAMP(6)),"
         " metadata = IF(lease_id = {{param:to_lease_id}}, metadata, {{param:metadata}}),"
         " expires_at = IF(lease_id = {{param:to_lease_id}}, expires_at,"
-        "   UTC_TIMESTAMP(6) + INTERVAL {{param:ttl_ms}} * 1000 MICROSECOND),"
+        "   UTC_TIMESTAMP(6)"
+        "   + INTERVAL ({{param:ttl_ms}} + {{param:to_lock_delay_ms}}) * 1000 MICROSECOND),"
         " hold_count = 1, owner_host = {{param:to_host}}, owner_process = {{param:to_process}},"
         " owner_thread = {{param:to_thread}}, lease_id = {{param:to_lease_id}}"
         " WHERE lock_key = {{param:key}} AND hold_count > 0 AND expires_at > UTC_TIMESTAMP(6)"
         " AND ((owner_host = {{param:host}} AND owner_process = {{param:process}}"
         "     AND owner_thread = {{param:thread}} AND fencing_token = {{param:token}}"
         "     AND hold_count = 1"
+        "     AND expires_at > UTC_TIMESTAMP(6)"
+        "       + INTERVAL {{param:lock_delay_ms}} * 1000 MICROSECOND"
         "{{fair}}     AND (SELECT w.waiter_id FROM {{table:lock_waiters}} w"
         "       WHERE w.lock_key = {{param:key}} AND w.expires_at > UTC_TIMESTAMP(6)"
         "       ORDER BY w.seq LIMIT 1) = {{param:to_waiter_id}}{{/fair}})"
@@ -175,10 +185,12 @@ constexpr UniqueKeySql kUniqueKey = {
     // them (acquired or renewed with a longer TTL) relies on the later expiry.
     .renew =
         "UPDATE {{table:locks}} SET expires_at = GREATEST(expires_at,"
-        "   UTC_TIMESTAMP(6) + INTERVAL {{param:ttl_ms}} * 1000 MICROSECOND)"
+        "   UTC_TIMESTAMP(6)"
+        "     + INTERVAL ({{param:ttl_ms}} + {{param:lock_delay_ms}}) * 1000 MICROSECOND)"
         " WHERE lock_key = {{param:key}} AND owner_host = {{param:host}}"
         " AND owner_process = {{param:process}} AND owner_thread = {{param:thread}}"
-        " AND fencing_token = {{param:token}} AND hold_count > 0 AND expires_at > UTC_TIMESTAMP(6)",
+        " AND fencing_token = {{param:token}} AND hold_count > 0"
+        " AND expires_at > UTC_TIMESTAMP(6) + INTERVAL {{param:lock_delay_ms}} * 1000 MICROSECOND",
     // A Statement: key, claim_id, host, process, thread, metadata (JSON or NULL). A claim never
     // expires ('9999-12-31'). LAST_INSERT_ID() = the fencing token when this call (or an earlier
     // attempt with the same claim id) claimed the key, 0 when it is already claimed or held.
@@ -231,7 +243,9 @@ constexpr UniqueKeySql kUniqueKey = {
         "SELECT fencing_token FROM {{table:locks}} WHERE lock_key = {{param:key}}"
         " AND owner_host = {{param:host}} AND owner_process = {{param:process}}"
         " AND owner_thread = {{param:thread}} AND fencing_token = {{param:token}}"
-        " AND hold_count > 0 AND expires_at > UTC_TIMESTAMP(6) LOCK IN SHARE MODE",
+        " AND hold_count > 0"
+        " AND expires_at > UTC_TIMESTAMP(6) + INTERVAL {{param:lock_delay_ms}} * 1000 MICROSECOND"
+        " LOCK IN SHARE MODE",
 };
 
 // The counting semaphore. Times are UTC_TIMESTAMP(6), as in the unique-key lock. A permit row
@@ -265,7 +279,9 @@ constexpr SemaphoreSql kSemaphore = {
         " {{param:process}}, {{param:thread}},"
         " LAST_INSERT_ID(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))"
         "   * 1024 + {{param:slot}}),"
-        " UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) + INTERVAL {{param:ttl_ms}} * 1000 MICROSECOND,"
+        " UTC_TIMESTAMP(6),"
+        " UTC_TIMESTAMP(6)"
+        "   + INTERVAL ({{param:ttl_ms}} + {{param:lock_delay_ms}}) * 1000 MICROSECOND,"
         " {{param:metadata}}"
         " FROM {{table:semaphores}} s WHERE s.lock_key = {{param:key}}"
         " AND s.permits = {{param:permits}} LOCK IN SHARE MODE"
@@ -306,21 +322,27 @@ constexpr SemaphoreSql kSemaphore = {
         " lease_id = IF(previous_lease_id = {{param:release_id}}, lease_id, {{param:release_id}})"
         " WHERE (" DBLOCK_PERMIT_OWNER
         " AND (lease_id = {{param:release_id}}"
-        "   OR (lease_id = {{param:lease_id}} AND expires_at > UTC_TIMESTAMP(6))))"
+        "   OR (lease_id = {{param:lease_id}}"
+        "     AND expires_at > UTC_TIMESTAMP(6)"
+        "       + INTERVAL {{param:lock_delay_ms}} * 1000 MICROSECOND)))"
         " OR (lock_key = {{param:key}} AND slot = {{param:slot}}"
         "   AND previous_lease_id = {{param:release_id}})",
     // CLIENT_FOUND_ROWS: one row matched also when expires_at stays as it was.
     .renew =
         "UPDATE {{table:semaphore_permits}} SET expires_at = GREATEST(expires_at,"
-        "   UTC_TIMESTAMP(6) + INTERVAL {{param:ttl_ms}} * 1000 MICROSECOND)"
+        "   UTC_TIMESTAMP(6)"
+        "     + INTERVAL ({{param:ttl_ms}} + {{param:lock_delay_ms}}) * 1000 MICROSECOND)"
         " WHERE" DBLOCK_PERMIT_OWNER
-        " AND lease_id = {{param:lease_id}} AND expires_at > UTC_TIMESTAMP(6)",
+        " AND lease_id = {{param:lease_id}}"
+        " AND expires_at > UTC_TIMESTAMP(6) + INTERVAL {{param:lock_delay_ms}} * 1000 MICROSECOND",
     .live_in =
         "SELECT COUNT(*) AS n FROM {{table:semaphore_permits}} WHERE lock_key = {{param:key}}"
         " AND slot BETWEEN {{param:first}} AND {{param:last}} AND expires_at > UTC_TIMESTAMP(6)",
     .fence =
         "SELECT fencing_token FROM {{table:semaphore_permits}} WHERE" DBLOCK_PERMIT_OWNER
-        " AND lease_id = {{param:lease_id}} AND expires_at > UTC_TIMESTAMP(6) LOCK IN SHARE MODE",
+        " AND lease_id = {{param:lease_id}}"
+        " AND expires_at > UTC_TIMESTAMP(6) + INTERVAL {{param:lock_delay_ms}} * 1000 MICROSECOND"
+        " LOCK IN SHARE MODE",
 };
 
 #undef DBLOCK_PERMIT_OWNER

@@ -79,6 +79,8 @@ constexpr UniqueKeySql kUniqueKey = {
     // A row is free when expires_at has passed: release sets hold_count = 0 and expires_at to
     // now, so "expires_at <= now" covers free, expired and released rows alike. Rows are freed,
     // never deleted, by release; only the cleaner deletes (rows long past expiry).
+    // Lock-delay: a holder's expiry is now + ttl_ms + lock_delay_ms; its own hold is live while
+    // expires_at > now + lock_delay_ms (see UniqueKeySql in server_sql.hpp).
     //
     // Fencing tokens: the database clock in microseconds, raised past the row's previous
     // token: GREATEST(previous + 1, clock). Strictly increasing per key while the row exists,
@@ -100,7 +102,9 @@ constexpr UniqueKeySql kUniqueKey = {
         " {{param:process}}::text, {{param:thread}}::text, 1,"
         " (extract(epoch FROM statement_timestamp()) * 1000000)::bigint,"
         " statement_timestamp(),"
-        " statement_timestamp() + {{param:ttl_ms}}::bigint * interval '1 millisecond',"
+        " statement_timestamp()"
+        "   + ({{param:ttl_ms}}::bigint + {{param:lock_delay_ms}}::bigint)"
+        "     * interval '1 millisecond',"
         " {{param:metadata}}::jsonb"
         // A busy try stops here, as a read: no transaction id, no WAL flush, no row lock.
         " WHERE {{relaxed:set_config('synchronous_commit', 'off', true) IS NOT NULL AND}}"
@@ -184,7 +188,8 @@ constexpr UniqueKeySql kUniqueKey = {
         " lock_key = {{param:key}} AND ((owner_host = {{param:host}}"
         " AND owner_process = {{param:process}} AND owner_thread = {{param:thread}}"
         " AND fencing_token = {{param:token}} AND (lease_id = {{param:release_id}}"
-        "   OR (hold_count > 0 AND expires_at > statement_timestamp())))"
+        "   OR (hold_count > 0 AND expires_at > statement_timestamp()"
+        "     + {{param:lock_delay_ms}}::bigint * interval '1 millisecond')))"
         "   OR previous_lease_id = {{param:release_id}})"
         " RETURNING lock_key, expires_at, CASE WHEN previous_lease_id = {{param:release_id}}"
         "   THEN -1 ELSE hold_count END AS hold_count){{fair}}, " DBLOCK_QUEUE_HEAD
@@ -206,7 +211,9 @@ constexpr UniqueKeySql kUniqueKey = {
         " lock_key = {{param:key}} AND owner_host = {{param:host}}"
         " AND owner_process = {{param:process}} AND owner_thread = {{param:thread}}"
         " AND fencing_token = {{param:token}} AND lease_id = {{param:release_id}}"
-        " AND hold_count > 0 AND expires_at > statement_timestamp()"
+        " AND hold_count > 0"
+        " AND expires_at > statement_timestamp()"
+        "   + {{param:lock_delay_ms}}::bigint * interval '1 millisecond'"
         " RETURNING lock_key, expires_at){{fair}}, " DBLOCK_QUEUE_HEAD
         "{{/fair}}"
         " SELECT pg_notify({{param:channel}}, {{fair}}h.head || {{/fair}}chr(10) || r.lock_key)"
@@ -224,7 +231,8 @@ constexpr UniqueKeySql kUniqueKey = {
         " acquired_at = CASE WHEN lease_id = {{param:to_lease_id}} THEN acquired_at"
         "   ELSE statement_timestamp() END,"
         " expires_at = CASE WHEN lease_id = {{param:to_lease_id}} THEN expires_at"
-        "   ELSE statement_timestamp() + {{param:ttl_ms}}::bigint * interval '1 millisecond' END,"
+        "   ELSE statement_timestamp() + ({{param:ttl_ms}}::bigint"
+        "     + {{param:to_lock_delay_ms}}::bigint) * interval '1 millisecond' END,"
         " metadata = CASE WHEN lease_id = {{param:to_lease_id}} THEN metadata"
         "   ELSE {{param:metadata}}::jsonb END,"
         " hold_count = 1, lease_id = {{param:to_lease_id}}, owner_host = {{param:to_host}},"
@@ -234,6 +242,8 @@ constexpr UniqueKeySql kUniqueKey = {
         " AND ((owner_host = {{param:host}} AND owner_process = {{param:process}}"
         "     AND owner_thread = {{param:thread}} AND fencing_token = {{param:token}}"
         "     AND hold_count = 1"
+        "     AND expires_at > statement_timestamp()"
+        "       + {{param:lock_delay_ms}}::bigint * interval '1 millisecond'"
         "{{fair}}     AND (SELECT w.waiter_id FROM {{table:lock_waiters}} w"
         "       WHERE w.lock_key = {{param:key}} AND w.expires_at > statement_timestamp()"
         "       ORDER BY w.seq LIMIT 1) = {{param:to_waiter_id}}::text{{/fair}})"
@@ -249,13 +259,15 @@ constexpr UniqueKeySql kUniqueKey = {
     // expiry.
     .renew =
         "UPDATE {{table:locks}}"
-        " SET expires_at = GREATEST(expires_at,"
-        "   statement_timestamp() + {{param:ttl_ms}}::bigint * interval '1 millisecond')"
+        " SET expires_at = GREATEST(expires_at, statement_timestamp()"
+        "   + ({{param:ttl_ms}}::bigint + {{param:lock_delay_ms}}::bigint)"
+        "     * interval '1 millisecond')"
         " WHERE {{relaxed:set_config('synchronous_commit', 'off', true) IS NOT NULL AND}}"
         " lock_key = {{param:key}} AND owner_host = {{param:host}}"
         " AND owner_process = {{param:process}} AND owner_thread = {{param:thread}}"
         " AND fencing_token = {{param:token}} AND hold_count > 0"
-        " AND expires_at > statement_timestamp()",
+        " AND expires_at > statement_timestamp()"
+        "   + {{param:lock_delay_ms}}::bigint * interval '1 millisecond'",
     // A Statement: key, claim_id, host, process, thread, metadata (JSON or NULL).
     // A claim never expires. Succeeds for a new or free key, or for a retry with the same claim
     // id; returns no row when the key is already claimed or held.
@@ -308,7 +320,9 @@ constexpr UniqueKeySql kUniqueKey = {
         "SELECT fencing_token FROM {{table:locks}} WHERE lock_key = {{param:key}}"
         " AND owner_host = {{param:host}} AND owner_process = {{param:process}}"
         " AND owner_thread = {{param:thread}} AND fencing_token = {{param:token}}"
-        " AND hold_count > 0 AND expires_at > statement_timestamp() FOR SHARE",
+        " AND hold_count > 0"
+        " AND expires_at > statement_timestamp()"
+        "   + {{param:lock_delay_ms}}::bigint * interval '1 millisecond' FOR SHARE",
 };
 
 // The counting semaphore. Times come from statement_timestamp(), as in the unique-key lock.
@@ -348,7 +362,9 @@ constexpr SemaphoreSql kSemaphore = {
         "   {{param:process}}::text, {{param:thread}}::text,"
         "   (extract(epoch FROM statement_timestamp()) * 1000000)::bigint * 1024 + pick.slot,"
         "   statement_timestamp(),"
-        "   statement_timestamp() + {{param:ttl_ms}}::bigint * interval '1 millisecond',"
+        "   statement_timestamp()"
+        "   + ({{param:ttl_ms}}::bigint + {{param:lock_delay_ms}}::bigint)"
+        "     * interval '1 millisecond',"
         "   {{param:metadata}}::jsonb FROM pick"
         "   ON CONFLICT (lock_key, slot) DO UPDATE SET"
         "   fencing_token = CASE WHEN p.lease_id = EXCLUDED.lease_id THEN p.fencing_token"
@@ -390,20 +406,26 @@ constexpr SemaphoreSql kSemaphore = {
         "   ELSE {{param:release_id}} END"
         " WHERE (" DBLOCK_PERMIT_OWNER
         " AND (lease_id = {{param:release_id}}"
-        "   OR (lease_id = {{param:lease_id}} AND expires_at > statement_timestamp())))"
+        "   OR (lease_id = {{param:lease_id}} AND expires_at > statement_timestamp()"
+        "     + {{param:lock_delay_ms}}::bigint * interval '1 millisecond')))"
         " OR (lock_key = {{param:key}} AND slot = {{param:slot}}::integer"
         "   AND previous_lease_id = {{param:release_id}})",
     .renew =
         "UPDATE {{table:semaphore_permits}} SET expires_at = GREATEST(expires_at,"
-        "   statement_timestamp() + {{param:ttl_ms}}::bigint * interval '1 millisecond')"
+        "   statement_timestamp()"
+        "   + ({{param:ttl_ms}}::bigint + {{param:lock_delay_ms}}::bigint)"
+        "     * interval '1 millisecond')"
         " WHERE" DBLOCK_PERMIT_OWNER
-        " AND lease_id = {{param:lease_id}} AND expires_at > statement_timestamp()",
+        " AND lease_id = {{param:lease_id}}"
+        " AND expires_at > statement_timestamp()"
+        "   + {{param:lock_delay_ms}}::bigint * interval '1 millisecond'",
     .live_in =
         "SELECT count(*) AS n FROM {{table:semaphore_permits}} WHERE lock_key = {{param:key}}"
         " AND slot BETWEEN {{param:first}}::integer AND {{param:last}}::integer"
         " AND expires_at > statement_timestamp()",
     .fence = "SELECT fencing_token FROM {{table:semaphore_permits}} WHERE" DBLOCK_PERMIT_OWNER
-             " AND lease_id = {{param:lease_id}} AND expires_at > statement_timestamp() FOR SHARE",
+             " AND lease_id = {{param:lease_id}} AND expires_at > statement_timestamp()"
+             " + {{param:lock_delay_ms}}::bigint * interval '1 millisecond' FOR SHARE",
 };
 
 // The tables the cleaner empties, and whose privileges `dblock doctor` checks: a table of a

@@ -61,6 +61,15 @@ struct SessionSql {
 
 // The unique-key lock. PostgreSQL returns rows (RETURNING); MySQL carries one value back in
 // LAST_INSERT_ID().
+//
+// Lock-delay (LockOptions::lock_delay): every statement that sets a holder's expiry (acquire,
+// hand_over, renew) also takes lock_delay_ms (hand_over: the waiter's, to_lock_delay_ms) and
+// stores now + ttl_ms + lock_delay_ms, so acquirers, the cleaner and listings, which read a row
+// with expires_at <= now as free, keep the key taken for the delay after the TTL. The statements
+// about the holder's own hold (release, release_rest, hand_over, renew, fence) take the holder's
+// lock_delay_ms and find the hold only while expires_at > now + lock_delay_ms: once the TTL ran
+// out, the holder can no longer renew, release or hand the key over, so nothing cuts the delay
+// short but an operator's release.
 struct UniqueKeySql {
   bool results_in_rows;
   std::string_view acquire;
@@ -69,13 +78,13 @@ struct UniqueKeySql {
   std::string_view release;
   std::string_view release_rest;  // frees the holds left by acquires whose reply was lost
   // Hands a held key straight to a waiter of this process: the release of the holder's only hold
-  // (key, host, process, thread, token) and the waiter's acquire (to_lease_id, to_host,
-  // to_process, to_thread, ttl_ms, metadata) in one statement, one commit, with a new fencing
-  // token. One row matched when handed over; the token in column "fencing_token" or
-  // LAST_INSERT_ID(). No row when the holder's lease is gone or holds more than one hold. A
-  // retry after a lost reply finds the row already carrying the waiter's lease id and reports
-  // that token again. Sends no notification: the key never comes free. Rendered for a fair lock,
-  // also to_waiter_id: hands over only when that waiter heads the key's queue (where
+  // (key, host, process, thread, token, lock_delay_ms) and the waiter's acquire (to_lease_id,
+  // to_host, to_process, to_thread, ttl_ms, to_lock_delay_ms, metadata) in one statement, one
+  // commit, with a new fencing token. One row matched when handed over; the token in column
+  // "fencing_token" or LAST_INSERT_ID(). No row when the holder's lease is gone or holds more than
+  // one hold. A retry after a lost reply finds the row already carrying the waiter's lease id and
+  // reports that token again. Sends no notification: the key never comes free. Rendered for a fair
+  // lock, also to_waiter_id: hands over only when that waiter heads the key's queue (where
   // acquire_leaves_queue, the statement also deletes its place).
   std::string_view hand_over;
   std::string_view renew;
@@ -110,10 +119,12 @@ struct UniqueKeySql {
 
 // The counting semaphore (the semaphores and semaphore_permits tables), and the reader-writer
 // lock built on it. Statements bound from key, permits (the caller's limit), lease_id, host,
-// process, thread, ttl_ms, metadata, slot, token, release_id; an acquire also from first and last
-// (the slots it may take, below the limit) and blocked_by (a slot whose live permit refuses it;
-// -1: none). A permit's fencing token is slot + 1024 x the database clock in µs, raised
-// past the slot's previous token, so token % 1024 is the slot.
+// process, thread, ttl_ms, lock_delay_ms (as in UniqueKeySql: expiries carry it, and a permit's
+// own statements find it held only while expires_at > now + lock_delay_ms), metadata, slot,
+// token, release_id; an acquire also from first and last (the slots it may take, below the
+// limit) and blocked_by (a slot whose live permit refuses it; -1: none). A permit's fencing token
+// is slot + 1024 x the database clock in µs, raised past the slot's previous token, so token % 1024
+// is the slot.
 struct SemaphoreSql {
   // Where the acquire picks a free slot itself (PostgreSQL): one row, columns "permits" (the
   // key's stored limit; NULL when it has none yet), "free" (how many slots the statement saw

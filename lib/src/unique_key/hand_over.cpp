@@ -39,16 +39,18 @@ bool UniqueKeyLock::Impl::hand_over(const detail::ReleaseRequest& q,
     ~Resolve() { listener.resolve(waiter, grant); }
   } resolve{listener, *waiter, grant};
   const detail::LeaseInfo& to = waiter->lease();
-  const std::vector<detail::Arg> args =
-      detail::owner_args(q.owner, {{"key", Value(q.key)},
-                                   {"token", Value(q.fencing_token)},
-                                   {"to_lease_id", Value(to.lease_id)},
-                                   {"to_host", Value(to.owner.host)},
-                                   {"to_process", Value(to.owner.process)},
-                                   {"to_thread", Value(to.owner.thread)},
-                                   {"ttl_ms", Value(static_cast<std::int64_t>(to.ttl.count()))},
-                                   {"metadata", detail::metadata_param(waiter->metadata())},
-                                   {"to_waiter_id", Value(waiter->waiter_id())}});
+  const std::vector<detail::Arg> args = detail::owner_args(
+      q.owner, {{"key", Value(q.key)},
+                {"token", Value(q.fencing_token)},
+                {"to_lease_id", Value(to.lease_id)},
+                {"to_host", Value(to.owner.host)},
+                {"to_process", Value(to.owner.process)},
+                {"to_thread", Value(to.owner.thread)},
+                {"ttl_ms", Value(static_cast<std::int64_t>(to.ttl.count()))},
+                {"lock_delay_ms", Value(q.lock_delay_ms)},
+                {"to_lock_delay_ms", Value(static_cast<std::int64_t>(to.lock_delay.count()))},
+                {"metadata", detail::metadata_param(waiter->metadata())},
+                {"to_waiter_id", Value(waiter->waiter_id())}});
   const auto sent = detail::BootClock::now();  // the waiter's lease runs from here at the latest
   std::optional<Result> r;
   for (bool retried = false;; retried = true) {

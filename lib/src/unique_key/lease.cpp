@@ -31,8 +31,10 @@ class UniqueKeyLease final : public LeaseCore {
 
   void fence(Connection& conn) override {
     const auto& i = info();
-    const std::vector<Arg> args =
-        owner_args(i.owner, {{"key", Value(i.key)}, {"token", Value(i.fencing_token)}});
+    const std::vector<Arg> args = owner_args(
+        i.owner, {{"key", Value(i.key)},
+                  {"token", Value(i.fencing_token)},
+                  {"lock_delay_ms", Value(static_cast<std::int64_t>(i.lock_delay.count()))}});
     send_fence(conn, impl_->statements, &UniqueKeyLock::Impl::Statements::fence, impl_->dialect,
                impl_->galera, args, i.key);
   }
@@ -51,16 +53,18 @@ class UniqueKeyLease final : public LeaseCore {
       }
     } not_holding{listener_, i.key};
     // A key kept taken for a least time (min_hold) goes to no waiter before then.
-    return impl_->release({i.key, i.owner, i.fencing_token, "r-" + random_lease_id(), min_hold_ms_},
+    return impl_->release({i.key, i.owner, i.fencing_token, "r-" + random_lease_id(), min_hold_ms_,
+                           static_cast<std::int64_t>(i.lock_delay.count())},
                           min_hold_ms_ == 0);
   }
 
   bool do_renew(std::chrono::milliseconds ttl) override {
     const auto& i = info();
-    const std::vector<Arg> args =
-        owner_args(i.owner, {{"ttl_ms", Value(static_cast<std::int64_t>(ttl.count()))},
-                             {"key", Value(i.key)},
-                             {"token", Value(i.fencing_token)}});
+    const std::vector<Arg> args = owner_args(
+        i.owner, {{"ttl_ms", Value(static_cast<std::int64_t>(ttl.count()))},
+                  {"lock_delay_ms", Value(static_cast<std::int64_t>(i.lock_delay.count()))},
+                  {"key", Value(i.key)},
+                  {"token", Value(i.fencing_token)}});
     // Renewing twice is harmless.
     auto r = impl_->run(&UniqueKeyLock::Impl::Statements::renew, args, true, this);
     if (!r)

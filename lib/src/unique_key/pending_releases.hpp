@@ -40,6 +40,8 @@ struct ReleaseRequest {
   std::int64_t fencing_token = 0;
   std::string release_id;        // the same id on every attempt: see the release statement
   std::int64_t min_hold_ms = 0;  // LockOptions::min_hold of the lease
+  // LockOptions::lock_delay of the lease: a release once its TTL ran out matches nothing
+  std::int64_t lock_delay_ms = 0;
 };
 
 class PendingReleases {

@@ -20,7 +20,8 @@ std::vector<detail::Arg> UniqueKeyLock::Impl::release_args(const detail::Release
                                       {"token", Value(q.fencing_token)},
                                       {"channel", Value(channel)},
                                       {"release_id", Value(q.release_id)},
-                                      {"min_hold_ms", Value(q.min_hold_ms)}});
+                                      {"min_hold_ms", Value(q.min_hold_ms)},
+                                      {"lock_delay_ms", Value(q.lock_delay_ms)}});
 }
 
 ReleaseOutcome UniqueKeyLock::Impl::send_release(const detail::ReleaseRequest& q,
