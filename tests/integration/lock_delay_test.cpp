@@ -129,6 +129,37 @@ TEST_P(LockDelayTest, APausedHolderCannotRenewOrReleaseItsKeyFreeDuringTheDelay)
   EXPECT_EQ(lease->release(), ReleaseOutcome::kReleased);
 }
 
+// The owner of a lease that lapsed (its TTL ran out unrenewed) asks for the key again during the
+// delay, through a lock that waits unfairly and one that waits fairly: re-entering the lapsed
+// hold would hand the old tenure's fencing token to the new one (a paused writer and the new
+// holder writing under one token), so the key stays taken, for its owner too, until the delay
+// ran out; then the owner takes it afresh, with a token above the old one.
+TEST_P(LockDelayTest, ALapsedHoldsOwnerCannotReenterItDuringTheDelay) {
+  constexpr milliseconds kDelay{2000};
+  UniqueKeyLock fair(*pool_, UniqueKeyLockOptions{.tables = tables_, .fair = true});
+  for (Lock* lock : {static_cast<Lock*>(lock_.get()), static_cast<Lock*>(&fair)}) {
+    const std::string key = lock == &fair ? "fair-job" : "job";
+    const LockOptions o = quiet("w", kDelay);
+    auto lapsed = lock->try_acquire(key, o);
+    ASSERT_TRUE(lapsed);
+    const std::int64_t token = lapsed->fencing_token();
+    const auto acquired_at = Clock::now();
+    sleep_until(acquired_at + kTtl + milliseconds(300));
+    ASSERT_TRUE(lapsed->lost());
+    auto again = lock->try_acquire(key, o);
+    ASSERT_LT(ms_since(acquired_at), (kTtl + kDelay - milliseconds(300)).count())
+        << "the try came too late: the test proves nothing";
+    EXPECT_FALSE(again) << key << ": the owner re-entered its lapsed hold during the delay, token "
+                        << again->fencing_token() << " (the lapsed lease's: " << token << ")";
+    again.reset();
+    auto next = lock->acquire(key, milliseconds(10000), o);
+    ASSERT_TRUE(next);
+    EXPECT_GE(ms_since(acquired_at), (kTtl + kDelay - milliseconds(300)).count()) << key;
+    EXPECT_GT(next->fencing_token(), token) << key;
+    EXPECT_EQ(next->release(), ReleaseOutcome::kReleased);
+  }
+}
+
 // A release in time frees the key at once, the delay notwithstanding: a clean end has no writes
 // left in flight.
 TEST_P(LockDelayTest, AReleaseInTimeFreesTheKeyAtOnce) {

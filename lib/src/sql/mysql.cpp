@@ -85,6 +85,8 @@ constexpr UniqueKeySql kUniqueKey = {
         "     THEN LAST_INSERT_ID(GREATEST(fencing_token + 1, VALUES(fencing_token)))"
         "   WHEN owner_host = VALUES(owner_host) AND owner_process = VALUES(owner_process)"
         "     AND owner_thread = VALUES(owner_thread) AND hold_count > 0"
+        "     AND expires_at > UTC_TIMESTAMP(6)"
+        "       + INTERVAL {{param:lock_delay_ms}} * 1000 MICROSECOND"
         "     THEN LAST_INSERT_ID(fencing_token)"
         "   ELSE fencing_token + LAST_INSERT_ID(0) END,"
         " acquired_at = IF(expires_at <= UTC_TIMESTAMP(6), VALUES(acquired_at), acquired_at),"
@@ -93,22 +95,30 @@ constexpr UniqueKeySql kUniqueKey = {
         " hold_count = CASE WHEN expires_at <= UTC_TIMESTAMP(6) THEN 1"
         "   WHEN owner_host = VALUES(owner_host) AND owner_process = VALUES(owner_process)"
         "     AND owner_thread = VALUES(owner_thread) AND hold_count > 0"
+        "     AND expires_at > UTC_TIMESTAMP(6)"
+        "       + INTERVAL {{param:lock_delay_ms}} * 1000 MICROSECOND"
         "     THEN IF(lease_id = VALUES(lease_id), hold_count, hold_count + 1)"
         "   ELSE hold_count END,"
         " lease_id = IF(expires_at <= UTC_TIMESTAMP(6) OR (owner_host = VALUES(owner_host)"
         "   AND owner_process = VALUES(owner_process) AND owner_thread = VALUES(owner_thread)"
-        "   AND hold_count > 0),"
+        "   AND hold_count > 0"
+        "   AND expires_at > UTC_TIMESTAMP(6)"
+        "     + INTERVAL {{param:lock_delay_ms}} * 1000 MICROSECOND),"
         "   VALUES(lease_id), lease_id),"
         " owner_host = IF(expires_at <= UTC_TIMESTAMP(6), VALUES(owner_host), owner_host),"
         " owner_process = IF(expires_at <= UTC_TIMESTAMP(6), VALUES(owner_process), owner_process),"
         " owner_thread = IF(expires_at <= UTC_TIMESTAMP(6), VALUES(owner_thread), owner_thread),"
         // Owners changed above only when the row was free, which the first WHEN catches. The
         // owner's re-entry needs a live hold (hold_count > 0: a row released and kept taken for
-        // its min_hold is no one's to re-enter); lease_id and expires_at read hold_count after
-        // its assignment above, which leaves it 0 for such a row and above 0 for a re-entry.
+        // its min_hold is no one's to re-enter) whose TTL has not run out (a hold lapsed into its
+        // lock-delay is no one's either: re-entered, it would hand its token to a new tenure);
+        // lease_id and expires_at read hold_count after its assignment above, which leaves it 0
+        // for such a row and above 0 for a re-entry.
         " expires_at = CASE WHEN expires_at <= UTC_TIMESTAMP(6) THEN VALUES(expires_at)"
         "   WHEN owner_host = VALUES(owner_host) AND owner_process = VALUES(owner_process)"
         "     AND owner_thread = VALUES(owner_thread) AND hold_count > 0"
+        "     AND expires_at > UTC_TIMESTAMP(6)"
+        "       + INTERVAL {{param:lock_delay_ms}} * 1000 MICROSECOND"
         "     THEN GREATEST(expires_at, VALUES(expires_at))"
         "   ELSE expires_at END",
     .acquire_leaves_queue = false,  // a fair waiter that got the key then sends leave

@@ -106,19 +106,24 @@ constexpr UniqueKeySql kUniqueKey = {
         "   + ({{param:ttl_ms}}::bigint + {{param:lock_delay_ms}}::bigint)"
         "     * interval '1 millisecond',"
         " {{param:metadata}}::jsonb"
-        // A busy try stops here, as a read: no transaction id, no WAL flush, no row lock.
+        // A busy try stops here, as a read: no transaction id, no WAL flush, no row lock. The
+        // owner re-enters only a hold whose TTL has not run out: one lapsed into its lock-delay
+        // stays taken, by no one (re-entered, it would hand its token to a new tenure).
         " WHERE {{relaxed:set_config('synchronous_commit', 'off', true) IS NOT NULL AND}}"
         " NOT EXISTS (SELECT 1 FROM {{table:locks}} b WHERE b.lock_key = {{param:key}}"
         "   AND b.expires_at > statement_timestamp() AND NOT (b.owner_host = {{param:host}}"
         "   AND b.owner_process = {{param:process}} AND b.owner_thread = {{param:thread}}"
-        "   AND b.hold_count > 0))"
+        "   AND b.hold_count > 0 AND b.expires_at > statement_timestamp()"
+        "     + {{param:lock_delay_ms}}::bigint * interval '1 millisecond'))"
         // Fair: a free key goes to the first live waiter; the owner's re-entry needs no turn.
         "{{fair}} AND (NOT EXISTS (SELECT 1 FROM {{table:lock_waiters}} w"
         "     WHERE w.lock_key = {{param:key}} AND w.expires_at > statement_timestamp()"
         "     AND w.seq < COALESCE({{param:seq}}::bigint, 9223372036854775807)"
         "     AND w.waiter_id <> COALESCE({{param:waiter_id}}::text, ''))"
         "   OR EXISTS (SELECT 1 FROM {{table:locks}} m WHERE m.lock_key = {{param:key}}"
-        "     AND m.expires_at > statement_timestamp() AND m.owner_host = {{param:host}}"
+        "     AND m.expires_at > statement_timestamp()"
+        "       + {{param:lock_delay_ms}}::bigint * interval '1 millisecond'"
+        "     AND m.owner_host = {{param:host}}"
         "     AND m.owner_process = {{param:process}} AND m.owner_thread = {{param:thread}}"
         "     AND m.hold_count > 0)){{/fair}}"
         " ON CONFLICT (lock_key) DO UPDATE SET"
@@ -138,7 +143,9 @@ constexpr UniqueKeySql kUniqueKey = {
         " owner_process = EXCLUDED.owner_process, owner_thread = EXCLUDED.owner_thread"
         " WHERE l.expires_at <= statement_timestamp()"
         "   OR (l.owner_host = EXCLUDED.owner_host AND l.owner_process = EXCLUDED.owner_process"
-        "       AND l.owner_thread = EXCLUDED.owner_thread AND l.hold_count > 0)"
+        "       AND l.owner_thread = EXCLUDED.owner_thread AND l.hold_count > 0"
+        "       AND l.expires_at > statement_timestamp()"
+        "         + {{param:lock_delay_ms}}::bigint * interval '1 millisecond')"
         " RETURNING fencing_token, hold_count"
         // A fair waiter that got the key leaves the queue in the same statement.
         "{{fair}}), d AS (DELETE FROM {{table:lock_waiters}}"
