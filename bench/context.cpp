@@ -49,14 +49,30 @@ ScopedTables::~ScopedTables() {
     const Dialect d = conn_->dialect();
     Result r = conn_->execute(
         d == Dialect::kPostgreSQL
-            ? "SELECT table_name AS t FROM information_schema.tables"
+            ? "SELECT table_name AS t, table_type AS kind FROM information_schema.tables"
               " WHERE table_schema = current_schema() AND starts_with(table_name, $1)"
-            : "SELECT table_name AS t FROM information_schema.tables"
-              " WHERE table_schema = DATABASE() AND LEFT(table_name, CHAR_LENGTH(?)) = ?",
+              " ORDER BY 2 DESC"
+            : "SELECT table_name AS t, table_type AS kind FROM information_schema.tables"
+              " WHERE table_schema = DATABASE() AND LEFT(table_name, CHAR_LENGTH(?)) = ?"
+              " ORDER BY 2 DESC",
         d == Dialect::kPostgreSQL ? std::vector<Value>{names_.prefix()}
                                   : std::vector<Value>{names_.prefix(), names_.prefix()});
     for (const auto& row : r.rows()) {
-      if (row[0]) conn_->execute("DROP TABLE IF EXISTS " + quote_identifier(d, *row[0]));
+      // The views first (VIEW sorts after BASE TABLE): a table with a view cannot be dropped.
+      const bool view = row[1] && *row[1] == "VIEW";
+      if (row[0]) {
+        conn_->execute(std::string(view ? "DROP VIEW" : "DROP TABLE") + " IF EXISTS " +
+                       quote_identifier(d, *row[0]));
+      }
+    }
+    if (d == Dialect::kPostgreSQL) {  // and the token-check function
+      Result f = conn_->execute(
+          "SELECT p.oid::regprocedure::text AS f FROM pg_proc p WHERE p.pronamespace ="
+          " current_schema()::regnamespace AND starts_with(p.proname, $1)",
+          {Value(names_.prefix())});
+      for (const auto& row : f.rows()) {
+        if (row[0]) conn_->execute("DROP FUNCTION IF EXISTS " + *row[0]);
+      }
     }
   } catch (const std::exception&) {
   }

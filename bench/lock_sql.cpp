@@ -83,7 +83,9 @@ PermitSql::PermitSql(Dialect d, const TableNames& tables)
       slots(sql_for(d).semaphore.slots, d, tables),
       acquire_slot(sql_for(d).semaphore.acquire_slot, d, tables),
       release(sql_for(d).semaphore.release, d, tables),
-      live_in(sql_for(d).semaphore.live_in, d, tables) {}
+      live_in(sql_for(d).semaphore.live_in, d, tables),
+      live_in_shared(sql_for(d).semaphore.live_in_shared, d, tables),
+      live_in_exclusive(sql_for(d).semaphore.live_in_exclusive, d, tables) {}
 
 std::vector<Value> PermitSql::acquire_params(const detail::Statement& statement,
                                              const std::string& key, std::int64_t permits,

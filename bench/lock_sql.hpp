@@ -88,6 +88,8 @@ struct PermitSql {
   detail::Statement slots, acquire_slot;  // empty on PostgreSQL
   detail::Statement release;
   detail::Statement live_in;
+  // live_in with the rows locked (the reader-writer lock's reader and writer checks).
+  detail::Statement live_in_shared, live_in_exclusive;
 };
 
 // "prefix" + 32 random hex digits: a fresh key for an uncontended acquisition.

@@ -73,8 +73,9 @@ bool raw_release_permit(RawClient& client, const PermitSql& sql, const std::stri
 }
 
 std::int64_t raw_live_in(RawClient& client, const PermitSql& sql, const std::string& key,
-                         std::int64_t first, std::int64_t last) {
-  return client.execute(sql.live_in.sql(), sql.live_in_params(key, first, last)).first;
+                         std::int64_t first, std::int64_t last,
+                         detail::Statement PermitSql::*statement) {
+  return client.execute((sql.*statement).sql(), sql.live_in_params(key, first, last)).first;
 }
 
 }  // namespace dblock::bench

@@ -87,3 +87,15 @@ CREATE TABLE IF NOT EXISTS dblock_semaphore_permits (
     PRIMARY KEY (lock_key, slot),
     KEY expires_at_idx (expires_at)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+-- The live leases, for services on the same database that check a fencing token in their own
+-- transaction: merged into the caller's statement, so LOCK IN SHARE MODE on a view locks the base
+-- row (docs/locks/fencing.md).
+CREATE OR REPLACE ALGORITHM=MERGE SQL SECURITY INVOKER VIEW dblock_live_locks AS
+    SELECT lock_key, fencing_token, owner_host, owner_process, owner_thread, expires_at
+    FROM dblock_locks
+    WHERE hold_count > 0 AND expires_at > UTC_TIMESTAMP(6);
+CREATE OR REPLACE ALGORITHM=MERGE SQL SECURITY INVOKER VIEW dblock_live_permits AS
+    SELECT lock_key, slot, fencing_token, owner_host, owner_process, owner_thread, expires_at
+    FROM dblock_semaphore_permits
+    WHERE expires_at > UTC_TIMESTAMP(6);

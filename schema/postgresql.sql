@@ -87,3 +87,26 @@ CREATE TABLE IF NOT EXISTS dblock_semaphore_permits (
 );
 CREATE INDEX IF NOT EXISTS dblock_semaphore_permits_expires_at_idx
     ON dblock_semaphore_permits (expires_at);
+
+-- The live leases, for services on the same database that check a fencing token in their own
+-- transaction: views for reading, and fence_token(key, token), which checks a token and
+-- share-locks its row until the caller's transaction ends (docs/locks/fencing.md).
+CREATE OR REPLACE VIEW dblock_live_locks AS
+    SELECT lock_key, fencing_token, owner_host, owner_process, owner_thread, expires_at
+    FROM dblock_locks
+    WHERE hold_count > 0 AND expires_at > statement_timestamp();
+CREATE OR REPLACE VIEW dblock_live_permits AS
+    SELECT lock_key, slot, fencing_token, owner_host, owner_process, owner_thread, expires_at
+    FROM dblock_semaphore_permits
+    WHERE expires_at > statement_timestamp();
+CREATE OR REPLACE FUNCTION dblock_fence_token(key text, token bigint)
+    RETURNS boolean LANGUAGE sql VOLATILE SECURITY DEFINER
+    SET search_path FROM CURRENT AS $fence$
+    SELECT EXISTS (SELECT 1 FROM dblock_locks l
+                   WHERE l.lock_key = $1 AND l.fencing_token = $2 AND l.hold_count > 0
+                   AND l.expires_at > statement_timestamp() FOR SHARE)
+        OR EXISTS (SELECT 1 FROM dblock_semaphore_permits p
+                   WHERE p.lock_key = $1 AND p.slot = ($2 % 1024)::integer
+                   AND p.fencing_token = $2 AND p.expires_at > statement_timestamp() FOR SHARE)
+$fence$;
+REVOKE ALL ON FUNCTION dblock_fence_token(text, bigint) FROM PUBLIC;

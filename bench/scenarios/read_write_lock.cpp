@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // The reader-writer lock (ReadWriteLock), uncontended, at 1 and 8 connections:
 // - reader().try_acquire + release of a random key: the permit acquire of a reader slot
-//   (1..max_readers, refused while slot 0 is held), live_in of slot 0, release;
-// - writer().try_acquire + release: the permit acquire of slot 0, live_in of the reader slots,
-//   release;
+//   (1..max_readers, refused while slot 0 is held), live_in_shared of slot 0 (its row
+//   share-locked), release;
+// - writer().try_acquire + release: the permit acquire of slot 0, live_in_exclusive of the reader
+//   slots (their rows locked exclusively), release;
 // each against a raw loop sending the same statements with the same parameters (PostgreSQL: the
 // one acquire statement; MySQL: slots, then acquire_slot of a free slot of the range picked at
 // random client-side); ratio = dblock / raw throughput (see compare.hpp). The 64 keys' limits
@@ -35,10 +36,13 @@ struct Side {
   const char* name;  // "reader", "writer"
   SlotRange range;
   std::int64_t check_first, check_last;
+  detail::Statement PermitSql::*check;  // the locking read of those slots
 };
 
-constexpr Side kReader{"reader", {1, kMaxReaders, kWriterSlot}, kWriterSlot, kWriterSlot};
-constexpr Side kWriter{"writer", {kWriterSlot, kWriterSlot, -1}, 1, kMaxReaders};
+constexpr Side kReader{
+    "reader", {1, kMaxReaders, kWriterSlot}, kWriterSlot, kWriterSlot, &PermitSql::live_in_shared};
+constexpr Side kWriter{
+    "writer", {kWriterSlot, kWriterSlot, -1}, 1, kMaxReaders, &PermitSql::live_in_exclusive};
 
 std::vector<std::string> make_keys() {
   const std::string run = random_key("rw:");
@@ -65,7 +69,7 @@ Operation raw_operation(const Target& target, const PermitSql& sql, const Side& 
     const std::int64_t token =
         raw_take_permit(*client, sql, {key, kLimit, side.range, lease_id, owner, kTtlMs});
     if (token == 0) return false;
-    if (raw_live_in(*client, sql, key, side.check_first, side.check_last) != 0) {
+    if (raw_live_in(*client, sql, key, side.check_first, side.check_last, side.check) != 0) {
       raw_release_permit(*client, sql, key, owner, token, lease_id);
       return false;
     }
@@ -123,8 +127,8 @@ void run(BenchContext& ctx) {
            "a plain client loop: the permit acquire (PostgreSQL: one statement; MySQL: slots, "
            "acquire_slot of a free slot of the range picked at random client-side) of slots 1.." +
            std::to_string(kMaxReaders) +
-           " blocked by slot 0 (reader) or of slot 0 (writer), live_in of slot 0 (reader) or "
-           "of slots 1.." +
+           " blocked by slot 0 (reader) or of slot 0 (writer), live_in_shared of slot 0 (reader) "
+           "or live_in_exclusive of slots 1.." +
            std::to_string(kMaxReaders) +
            " (writer), release; ops_per_s counts acquire+release pairs; latency is of the pair"},
       {"points", points}};

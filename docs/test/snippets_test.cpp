@@ -47,6 +47,7 @@ void unique_key_examples(dblock::ConnectionSource& pool);
 bool claim_voucher(dblock::UniqueKeyLock& locks, int user, int voucher);
 bool run_job_step(dblock::UniqueKeyLock& locks, const std::string& job);
 bool sell_voucher(dblock::ConnectionSource& pool, int voucher);
+bool close_day_fenced(dblock::ConnectionSource& pool);
 bool ship_order(dblock::RowLock& rows, long order);
 int count_visit(dblock::ConnectionSource& pool, int page);
 bool sell_one(dblock::Connection& conn, int voucher);
@@ -254,6 +255,14 @@ TEST_P(BothDatabases, UniqueKeyExamplesFenceAndRunEachSection) {
   EXPECT_TRUE(claim_voucher(locks, 7, 9));
   EXPECT_FALSE(claim_voucher(locks, 7, 9));  // once per user and voucher
   EXPECT_TRUE(claim_voucher(locks, 8, 9));
+}
+
+TEST_P(BothDatabases, ASessionLeaseCommitsOnItsOwnConnection) {
+  db().pool->acquire()->execute("CREATE TABLE ledger_days (closed int NOT NULL)");
+  EXPECT_TRUE(close_day_fenced(*db().pool));
+  auto conn = db().pool->acquire();
+  EXPECT_EQ(conn->execute("SELECT closed FROM ledger_days").size(), 1u);
+  conn->execute("DROP TABLE ledger_days");
 }
 
 TEST_P(BothDatabases, ANamedOwnerReentersAndGivesTheKeyBack) {

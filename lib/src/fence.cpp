@@ -16,8 +16,7 @@ namespace detail {
 void LeaseCore::fence(Connection& conn) {
   if (connection() == nullptr) {
     throw Error(ErrorCode::kFailedPrecondition,
-                "this kind of lease cannot fence a transaction yet (a session lock's "
-                "connection is its own); see docs/locks/fencing.md");
+                "this kind of lease cannot fence a transaction; see docs/locks/fencing.md");
   }
   if (connection() != &conn) {
     throw Error(ErrorCode::kInvalidArgument,

@@ -27,6 +27,11 @@ GRANT SELECT, INSERT, CREATE, ALTER ON dblock_versions TO dblock_migrator;
 GRANT SELECT, INSERT, CREATE, ALTER ON dblock_lock_waiters TO dblock_migrator;
 GRANT SELECT, INSERT, CREATE, ALTER ON dblock_semaphores TO dblock_migrator;
 GRANT SELECT, INSERT, CREATE, ALTER ON dblock_semaphore_permits TO dblock_migrator;
+-- The views of live leases: CREATE OR REPLACE VIEW needs DROP on the view too, and CREATE lets
+-- this GRANT name a view not created yet. A service that checks tokens through them
+-- (docs/locks/fencing.md) needs SELECT on the view and on its table.
+GRANT CREATE, CREATE VIEW, DROP ON dblock_live_locks TO dblock_migrator;
+GRANT CREATE, CREATE VIEW, DROP ON dblock_live_permits TO dblock_migrator;
 
 -- dblock_app: every lock strategy's statements, `dblock locks` and `dblock release`. Fair
 -- waiting deletes its queue places (lock_waiters); nothing else is deleted. SELECT on the

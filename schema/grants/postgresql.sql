@@ -19,8 +19,10 @@
 --        psql -d app -v ON_ERROR_STOP=1 -f schema/grants/postgresql.sql
 -- Run step 2 again after an upgrade whose migrations add tables.
 
--- dblock_migrator: creates the tables, indexes and sequence in the schema. To use another
--- schema than the connection's current one (--schema), it also needs CREATE on the database.
+-- dblock_migrator: creates the tables, indexes, sequence, views and function in the schema. To
+-- use another schema than the connection's current one (--schema), it also needs CREATE on the
+-- database. A service that checks tokens (docs/locks/fencing.md) needs USAGE on the schema and
+-- EXECUTE ON FUNCTION public.dblock_fence_token(text, bigint) (or SELECT on the views, to read).
 GRANT USAGE, CREATE ON SCHEMA public TO dblock_migrator;
 
 -- dblock_app: every lock strategy's statements, `dblock locks` and `dblock release`. Fair

@@ -89,7 +89,7 @@ std::vector<std::string> Backend::catalog_queries() const {
         " FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid"
         " JOIN pg_namespace n ON n.oid = c.relnamespace"
         " LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum"
-        " WHERE n.nspname = $1 AND c.relkind IN ('r', 'S') AND a.attnum > 0"
+        " WHERE n.nspname = $1 AND c.relkind IN ('r', 'S', 'v') AND a.attnum > 0"
         " AND NOT a.attisdropped"
         " AND c.relname <> 'dblock_schema_migrations' ORDER BY 1, 2",
         "SELECT tablename, indexname, replace(indexdef, schemaname || '.', '')"
@@ -99,6 +99,10 @@ std::vector<std::string> Backend::catalog_queries() const {
         " FROM pg_constraint co JOIN pg_class cl ON cl.oid = co.conrelid"
         " JOIN pg_namespace n ON n.oid = co.connamespace"
         " WHERE n.nspname = $1 AND cl.relname <> 'dblock_schema_migrations' ORDER BY 1, 2",
+        "SELECT p.proname, pg_get_function_identity_arguments(p.oid),"
+        " pg_get_function_result(p.oid), p.prosecdef, p.provolatile"
+        " FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace"
+        " WHERE n.nspname = $1 ORDER BY 1, 2",
     };
   }
   return {
@@ -134,18 +138,30 @@ void Backend::drop_schema(Connection& conn, const std::string& schema) const {
 
 void Backend::drop_tables_with_prefix(Connection& conn, const std::string& prefix) const {
   validate_identifier(prefix, "prefix");
-  auto r = conn.execute(dialect == Dialect::kPostgreSQL
-                            ? "SELECT tablename AS t FROM pg_tables WHERE schemaname = "
-                              "current_schema() AND starts_with(tablename, $1)"
-                            : "SELECT table_name AS t FROM information_schema.tables WHERE "
-                              "table_schema = DATABASE() AND LEFT(table_name, CHAR_LENGTH(?)) = ?",
-                        dialect == Dialect::kPostgreSQL
-                            ? std::vector<Value>{Value(prefix)}
-                            : std::vector<Value>{Value(prefix), Value(prefix)});
+  // Views first (a view's table cannot be dropped under it on PostgreSQL); MySQL lists views
+  // among the tables, as table_type VIEW.
+  auto r = conn.execute(
+      dialect == Dialect::kPostgreSQL
+          ? "SELECT viewname AS t, 'VIEW' AS kind FROM pg_views WHERE schemaname = "
+            "current_schema() AND starts_with(viewname, $1) UNION ALL SELECT tablename, 'TABLE'"
+            " FROM pg_tables WHERE schemaname = current_schema() AND starts_with(tablename, $1)"
+          : "SELECT table_name AS t, IF(table_type = 'VIEW', 'VIEW', 'TABLE') AS kind"
+            " FROM information_schema.tables WHERE table_schema = DATABASE()"
+            " AND LEFT(table_name, CHAR_LENGTH(?)) = ? ORDER BY kind DESC",
+      dialect == Dialect::kPostgreSQL ? std::vector<Value>{Value(prefix)}
+                                      : std::vector<Value>{Value(prefix), Value(prefix)});
   for (std::size_t i = 0; i < r.size(); ++i) {
-    conn.execute("DROP TABLE IF EXISTS " + quote_identifier(dialect, *r.at(i, 0)));
+    conn.execute("DROP " + r.at(i, "kind").value_or("TABLE") + " IF EXISTS " +
+                 quote_identifier(dialect, *r.at(i, "t")));
   }
   if (dialect != Dialect::kPostgreSQL) return;
+  auto functions = conn.execute(
+      "SELECT p.oid::regprocedure::text AS f FROM pg_proc p"
+      " WHERE p.pronamespace = current_schema()::regnamespace AND starts_with(p.proname, $1)",
+      {Value(prefix)});
+  for (std::size_t i = 0; i < functions.size(); ++i) {
+    conn.execute("DROP FUNCTION IF EXISTS " + *functions.at(i, "f"));  // regprocedure quotes
+  }
   auto seqs = conn.execute(
       "SELECT sequencename AS s FROM pg_sequences WHERE schemaname = current_schema()"
       " AND starts_with(sequencename, $1)",

@@ -49,7 +49,8 @@ std::vector<std::string> snapshot(const Backend& backend, Connection& conn,
                                  {prefix})
                            : conn.execute(
                                  "SELECT table_schema, table_name FROM information_schema.tables"
-                                 " WHERE LEFT(table_name, CHAR_LENGTH(?)) = ? ORDER BY 1, 2",
+                                 " WHERE LEFT(table_name, CHAR_LENGTH(?)) = ?"
+                                 " AND table_type = 'BASE TABLE' ORDER BY 1, 2",
                                  {prefix, prefix});
   add("table", listed);
   for (const auto& row : listed.rows()) {

@@ -65,6 +65,16 @@ class FenceTest : public MigratedPoolTest {
       return std::make_unique<Semaphore>(*pool_, 1, SemaphoreOptions{tables_});
     return std::make_unique<UniqueKeyLock>(*pool_, UniqueKeyLockOptions{tables_});
   }
+  // The lock that competes with a worker (worker()) of `kind`: the same kind, or the other side
+  // of its reader-writer lock (the worker's has 2 readers).
+  Lock& contender(const std::string& kind) {
+    if (kind != "writer" && kind != "reader") return *owned_.emplace_back(make(kind));
+    ReadWriteLockOptions options;
+    options.tables = tables_;
+    options.max_readers = 2;
+    ReadWriteLock& rw = *rw_.emplace_back(std::make_unique<ReadWriteLock>(*pool_, options));
+    return kind == "writer" ? rw.reader() : rw.writer();
+  }
   // Owner "a"'s lease of `key`, left to run out unrenewed (300 ms), and owner "b"'s, taken once
   // it has (within 10 s).
   struct TakenOver {
@@ -112,24 +122,17 @@ class FenceTest : public MigratedPoolTest {
     return out;
   }
 
-  std::string writes_;
-  std::string url_;
-};
-
-// A holder paused past its TTL, taken over, then resumed: its fenced transaction is refused and
-// writes nothing; unfenced, its write lands after the new holder's. (The resumed holder's own
-// clock already counts its lease lost here; a lease the holder still thinks live is refused by
-// the database: the operator case below.)
-TEST_P(FenceTest, AHolderPausedPastItsTtlAndTakenOverCannotCommit) {
-  for (const std::string kind : {"unique", "semaphore"}) {
+  // A holder (worker() of `kind`) paused past its TTL before its transaction, and the key taken
+  // meanwhile: fenced, its commit is refused and writes nothing; unfenced, its write lands after
+  // the next holder's.
+  void paused_before_its_transaction(const std::string& kind) {
     for (const bool fenced : {true, false}) {
       SCOPED_TRACE(kind + (fenced ? " fenced" : " not fenced (the failure fencing prevents)"));
       ChildProcess holder = worker(kind, fenced, "before");
       ASSERT_TRUE(holder.wait_for_output("token ", milliseconds(10000))) << holder.output_so_far();
       const std::int64_t stale = token_in(holder.output_so_far());
       holder.signal(SIGSTOP);  // its renewer stops with it: the lease runs out
-      auto lock = make(kind);
-      auto lease = lock->acquire("job", milliseconds(10000), as("next"));
+      auto lease = contender(kind).acquire("job", milliseconds(10000), as("next"));
       ASSERT_TRUE(lease);
       ASSERT_GT(lease->fencing_token(), stale);
       write_fenced(*lease, "next");
@@ -149,20 +152,19 @@ TEST_P(FenceTest, AHolderPausedPastItsTtlAndTakenOverCannotCommit) {
       pool_->acquire()->execute("DELETE FROM " + writes_);
     }
   }
-}
-
-TEST_P(FenceTest, AHolderPausedInsideAFencedTransactionHoldsTheTakeoverBackUntilItCommits) {
-  for (const std::string kind : {"unique", "semaphore"}) {
+  // A holder (worker() of `kind`) paused past its TTL inside its fenced transaction: the next
+  // acquire waits for its commit; unfenced, it goes ahead while the paused write is still to
+  // come.
+  void paused_inside_its_transaction(const std::string& kind) {
     for (const bool fenced : {true, false}) {
       SCOPED_TRACE(kind + (fenced ? " fenced" : " not fenced (the failure fencing prevents)"));
       ChildProcess holder = worker(kind, fenced, "inside");
       ASSERT_TRUE(holder.wait_for_output("fenced", milliseconds(10000))) << holder.output_so_far();
       const std::int64_t stale = token_in(holder.output_so_far());
       holder.signal(SIGSTOP);
-      auto lock = make(kind);
-      auto taken = std::async(std::launch::async, [&] {
-        return lock->acquire("job", milliseconds(15000), as("next"));
-      });
+      Lock& lock = contender(kind);
+      auto taken = std::async(std::launch::async,
+                              [&] { return lock.acquire("job", milliseconds(15000), as("next")); });
       // Well past the paused holder's TTL: unfenced, the key is taken meanwhile.
       const bool taken_while_paused =
           taken.wait_for(milliseconds(4 * kTtlMs)) == std::future_status::ready;
@@ -174,14 +176,43 @@ TEST_P(FenceTest, AHolderPausedInsideAFencedTransactionHoldsTheTakeoverBackUntil
       ASSERT_TRUE(lease);
       ASSERT_GT(lease->fencing_token(), stale);
       EXPECT_NE(r.out.find("commit=ok"), std::string::npos) << r.out;
-      // Fenced, the takeover waited for the commit; not fenced, it went ahead while the paused
-      // holder's write was still to come.
       EXPECT_EQ(taken_while_paused, !fenced);
       EXPECT_EQ(history(), std::to_string(stale) + ":worker");
       EXPECT_EQ(lease->release(), ReleaseOutcome::kReleased);
       pool_->acquire()->execute("DELETE FROM " + writes_);
     }
   }
+
+  std::string writes_;
+  std::string url_;
+  std::vector<std::unique_ptr<Lock>> owned_;
+  std::vector<std::unique_ptr<ReadWriteLock>> rw_;
+};
+
+// A holder paused past its TTL, taken over, then resumed: its fenced transaction is refused and
+// writes nothing; unfenced, its write lands after the new holder's. (The resumed holder's own
+// clock already counts its lease lost here; a lease the holder still thinks live is refused by
+// the database: the operator case below.)
+TEST_P(FenceTest, AHolderPausedPastItsTtlAndTakenOverCannotCommit) {
+  for (const std::string kind : {"unique", "semaphore"}) paused_before_its_transaction(kind);
+}
+
+// A reader-writer lock's writer paused past its TTL while a reader got in (and the other way
+// round): the paused side's fenced commit is refused.
+TEST_P(FenceTest, AReaderOrWriterPausedPastItsTtlCannotCommitOnceTheOtherSideGotIn) {
+  for (const std::string kind : {"writer", "reader"}) paused_before_its_transaction(kind);
+}
+
+TEST_P(FenceTest, AHolderPausedInsideAFencedTransactionHoldsTheTakeoverBackUntilItCommits) {
+  for (const std::string kind : {"unique", "semaphore"}) paused_inside_its_transaction(kind);
+}
+
+// A writer paused inside its fenced transaction holds every reader back until its commit (a
+// reader's admission share-locks slot 0, which the writer's fence locks exclusively); a reader
+// paused inside its fenced transaction holds the writer back (the writer's look at the reader
+// slots locks them exclusively).
+TEST_P(FenceTest, AReaderOrWriterPausedInsideAFencedTransactionHoldsTheOtherSideBack) {
+  for (const std::string kind : {"writer", "reader"}) paused_inside_its_transaction(kind);
 }
 
 TEST_P(FenceTest, AFencedTransactionCommitsWhileTheLeaseIsHeldAndTheTakeoverComesAfter) {
@@ -350,20 +381,178 @@ TEST_P(FenceTest, TransactionalLeasesAreFencedByTheirOwnConnectionOnly) {
   other->rollback();
 }
 
-TEST_P(FenceTest, KindsThatCannotFenceYetSaySo) {
-  auto conn = pool_->acquire();
-  conn->begin();
-  ReadWriteLockOptions rw_options;
-  rw_options.tables = tables_;
-  ReadWriteLock rw(*pool_, rw_options);
-  auto reader = rw.reader().try_acquire("doc", as("r"));
-  ASSERT_TRUE(reader);
-  EXPECT_THROW_CODE(fence(*reader, *conn), ErrorCode::kFailedPrecondition);
+TEST_P(FenceTest, ReaderWriterLeasesAreFencedWhileHeld) {
+  ReadWriteLockOptions options;
+  options.tables = tables_;
+  options.max_readers = 2;
+  ReadWriteLock rw(*pool_, options);
+  auto writer = rw.writer().try_acquire("doc", as("w"));
+  ASSERT_TRUE(writer);
+  write_fenced(*writer, "w");
+  EXPECT_TRUE(writer->renew());  // the fenced transaction ended: the writer's row is free again
+  const std::string w = std::to_string(writer->fencing_token()) + ":w";
+  EXPECT_EQ(writer->release(), ReleaseOutcome::kReleased);
+  auto r1 = rw.reader().try_acquire("doc", as("r1"));
+  auto r2 = rw.reader().try_acquire("doc", as("r2"));
+  ASSERT_TRUE(r1);
+  ASSERT_TRUE(r2);
+  // Two readers' fenced transactions at once: neither waits for the other.
+  auto c1 = pool_->acquire();
+  auto c2 = pool_->acquire();
+  c1->begin();
+  c2->begin();
+  fence(*r1, *c1);
+  fence(*r2, *c2);
+  c1->commit();
+  c2->commit();
+  // A reader admitted while another reader's fenced transaction is open.
+  write_fenced(*r1, "r1");
+  const std::string r1_wrote = std::to_string(r1->fencing_token()) + ":r1";
+  auto r3_conn = pool_->acquire();
+  r3_conn->begin();
+  fence(*r2, *r3_conn);
+  EXPECT_EQ(r1->release(), ReleaseOutcome::kReleased);
+  auto r3 = rw.reader().try_acquire("doc", as("r3"));
+  EXPECT_TRUE(r3);
+  r3_conn->rollback();
+  EXPECT_EQ(history(), w + " " + r1_wrote);
+}
+
+TEST_P(FenceTest, ASessionLeaseIsFencedByItsOwnBorrowedConnectionOnly) {
   SessionLock sessions(*pool_, SessionLockOptions{tables_});
-  auto session = sessions.try_acquire("s", as("s"));
-  ASSERT_TRUE(session);
-  EXPECT_THROW_CODE(fence(*session, *conn), ErrorCode::kFailedPrecondition);
-  conn->rollback();
+  auto lease = sessions.try_acquire("s", as("s"));
+  ASSERT_TRUE(lease);
+  {
+    auto other = pool_->acquire();
+    other->begin();
+    EXPECT_THROW_CODE(fence(*lease, *other), ErrorCode::kInvalidArgument);
+    other->rollback();
+  }
+  {
+    SessionConnection conn(*lease);
+    EXPECT_THROW_CODE(SessionConnection again(*lease), ErrorCode::kFailedPrecondition);
+    conn->begin();
+    fence(*lease, *conn);
+    conn->execute("INSERT INTO " + writes_ + " (token, writer) VALUES (" + param() + ", 's')",
+                  {Value(lease->fencing_token())});
+    EXPECT_TRUE(lease->renew());  // on the borrowing thread: no statement in the transaction
+    conn->commit();
+    conn->begin();  // left open: the borrow's end rolls it back
+    conn->execute("INSERT INTO " + writes_ + " (token, writer) VALUES (0, 'rolled back')");
+  }
+  EXPECT_EQ(history(), std::to_string(lease->fencing_token()) + ":s");
+  EXPECT_TRUE(lease->renew());  // the connection is the lease's again
+  // Released on the borrowing thread: the lock goes with the borrow's end.
+  {
+    SessionConnection conn(*lease);
+    EXPECT_EQ(lease->release(), ReleaseOutcome::kReleased);
+    EXPECT_FALSE(sessions.try_acquire("s", as("t"))) << "released before the borrow ended";
+  }
+  EXPECT_TRUE(sessions.try_acquire("s", as("t")));
+  Lease empty;
+  EXPECT_THROW_CODE(SessionConnection none(empty), ErrorCode::kInvalidArgument);
+}
+
+// A session holder writes in a transaction on its own connection; its session is killed from
+// outside and another owner takes the lock: the commit fails, and none of its rows exist. The
+// same writes on another connection (unfenced) commit after the loss.
+TEST_P(FenceTest, ASessionHolderWhoseSessionWasKilledCannotCommit) {
+  SessionLock sessions(*pool_, SessionLockOptions{tables_});
+  for (const bool own : {true, false}) {
+    SCOPED_TRACE(own ? "on the session's own connection"
+                     : "on another connection (the failure the session's fence prevents)");
+    auto lease = sessions.try_acquire("job", as("a"));
+    ASSERT_TRUE(lease);
+    std::optional<SessionConnection> borrowed;
+    borrowed.emplace(*lease);
+    const std::int64_t session = backend().session_id(**borrowed);
+    PooledConnection other;
+    Connection* conn = &**borrowed;
+    if (!own) {
+      other = pool_->acquire();
+      conn = other.get();
+    }
+    conn->begin();
+    if (own) fence(*lease, *conn);
+    conn->execute("INSERT INTO " + writes_ + " (token, writer) VALUES (" + param() + ", 'a')",
+                  {Value(lease->fencing_token())});
+    backend().kill_session(*pool_->acquire(), session);
+    std::optional<Lease> next;
+    const auto deadline = Clock::now() + milliseconds(10000);
+    while (!next && Clock::now() < deadline) {
+      next = sessions.try_acquire("job", as("b"));
+      if (!next) std::this_thread::sleep_for(milliseconds(20));
+    }
+    ASSERT_TRUE(next) << "the killed session's lock was not freed";
+    EXPECT_TRUE(lease->lost());
+    std::optional<ErrorCode> commit = thrown_code([&] { conn->commit(); });
+    if (own) {
+      EXPECT_TRUE(commit.has_value()) << "a killed session committed";
+      EXPECT_EQ(history(), "");
+    } else {
+      EXPECT_EQ(commit, std::nullopt);
+      EXPECT_EQ(history(), std::to_string(lease->fencing_token()) + ":a");
+    }
+    borrowed.reset();
+    other = PooledConnection();
+    EXPECT_THROW_CODE(lease->release(), ErrorCode::kLeaseLost);
+    EXPECT_EQ(next->release(), ReleaseOutcome::kReleased);
+    pool_->acquire()->execute("DELETE FROM " + writes_);
+  }
+}
+
+// Another service on the same database checks a lease's token in its own transaction, in plain
+// SQL (migration 0008, docs/locks/fencing.md): on PostgreSQL through fence_token() or a locking
+// read of a view, on MySQL and MariaDB through a locking read of a view. While its transaction is
+// open, a takeover of the lease, expired meanwhile, waits for it; the token taken over is then
+// refused. Read without a lock (the control), the view holds the takeover back not at all.
+TEST_P(FenceTest, AServiceCheckingATokenInSqlHoldsTheTakeoverBackUntilItCommits) {
+  const Dialect d = backend().dialect;
+  const bool pg = d == Dialect::kPostgreSQL;
+  const std::string p1 = pg ? "$1::text" : "?";
+  const std::string p2 = pg ? "$2::bigint" : "?";
+  const std::string share = pg ? " FOR SHARE" : " LOCK IN SHARE MODE";
+  struct Check {
+    std::string via;
+    std::string sql;  // one row while the token is held
+    bool locks;
+  };
+  for (const std::string kind : {"unique", "semaphore"}) {
+    const std::string view = tables_.qualified(d, kind == "unique" ? "live_locks" : "live_permits");
+    const std::string by_view =
+        "SELECT 1 AS held FROM " + view + " WHERE lock_key = " + p1 + " AND fencing_token = " + p2;
+    std::vector<Check> checks = {{"view", by_view + share, true},
+                                 {"view read without a lock (control)", by_view, false}};
+    if (pg) {
+      checks.push_back({"fence_token()",
+                        "SELECT 1 AS held WHERE " + tables_.qualified(d, "fence_token") + "(" + p1 +
+                            ", " + p2 + ")",
+                        true});
+    }
+    for (const Check& check : checks) {
+      SCOPED_TRACE(kind + " through " + check.via);
+      auto lock = make(kind);
+      const std::string key = "svc:" + check.via;
+      auto lease = lock->try_acquire(key, as("a", milliseconds(300), false));
+      ASSERT_TRUE(lease);
+      const std::vector<Value> held = {Value(key), Value(lease->fencing_token())};
+      auto service = pool_->acquire();
+      service->begin();
+      EXPECT_EQ(service->execute(check.sql, held).size(), 1u);
+      std::this_thread::sleep_for(milliseconds(500));  // the lease runs out
+      auto taken = std::async(std::launch::async,
+                              [&] { return lock->acquire(key, milliseconds(10000), as("b")); });
+      const bool taken_while_open = taken.wait_for(milliseconds(1500)) == std::future_status::ready;
+      service->commit();
+      std::optional<Lease> next = taken.get();
+      ASSERT_TRUE(next);
+      EXPECT_EQ(taken_while_open, !check.locks);
+      service->begin();
+      EXPECT_EQ(service->execute(check.sql, held).size(), 0u) << "a token taken over passed";
+      EXPECT_EQ(service->execute(check.sql, {Value(key), Value(next->fencing_token())}).size(), 1u);
+      service->rollback();
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Pairs, FenceTest, ::testing::ValuesIn(all_backends()), BackendName());

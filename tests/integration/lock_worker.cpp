@@ -12,7 +12,8 @@
 //     <n> wall <its clock, s>" and waits. On SIGUSR1 it renews and releases, prints "renew=<0|1>
 //     release=<outcome> lost=<0|1>" and exits.
 //   lock_worker fence URL PREFIX KIND KEY TTL_MS TABLE FENCED WHEN
-//     Acquires KEY (KIND "unique": UniqueKeyLock; "semaphore": Semaphore of 1 permit; auto-renewed)
+//     Acquires KEY (KIND "unique": UniqueKeyLock; "semaphore": Semaphore of 1 permit; "writer" or
+//     "reader": that side of a ReadWriteLock of 2 readers; auto-renewed)
 //     and prints "token <n>". Then writes one row (token, 'worker') into TABLE in a transaction,
 //     fenced when FENCED is 1: WHEN "before" waits for SIGUSR1 before the transaction begins;
 //     "inside" begins, fences, inserts, prints "fenced" and waits for SIGUSR1 before the commit.
@@ -35,6 +36,7 @@
 #include "dblock/error.hpp"
 #include "dblock/fence.hpp"
 #include "dblock/open.hpp"
+#include "dblock/read_write_lock.hpp"
 #include "dblock/row_lock.hpp"
 #include "dblock/semaphore.hpp"
 #include "dblock/session_lock.hpp"
@@ -162,12 +164,19 @@ int fence_mode(char** argv) {
   const bool fenced = std::string(argv[8]) == "1";
   const bool inside = std::string(argv[9]) == "inside";
   std::unique_ptr<dblock::Lock> lock;
+  std::unique_ptr<dblock::ReadWriteLock> rw;
   if (kind == "semaphore") {
     lock = std::make_unique<dblock::Semaphore>(*pool, 1, dblock::SemaphoreOptions{tables});
+  } else if (kind == "writer" || kind == "reader") {
+    dblock::ReadWriteLockOptions options;
+    options.tables = tables;
+    options.max_readers = 2;
+    rw = std::make_unique<dblock::ReadWriteLock>(*pool, options);
   } else {
     lock = std::make_unique<dblock::UniqueKeyLock>(*pool, dblock::UniqueKeyLockOptions{tables});
   }
-  auto lease = lock->try_acquire(argv[5], lo);
+  dblock::Lock& locks = !rw ? *lock : kind == "writer" ? rw->writer() : rw->reader();
+  auto lease = locks.try_acquire(argv[5], lo);
   if (!lease) {
     std::printf("busy\n");
     return 3;

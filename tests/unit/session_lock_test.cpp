@@ -47,6 +47,28 @@ TEST(SessionLock, NamesAPostgreSQLLockByTheFirst64BitsOfTheHash) {
   EXPECT_EQ(conn.sent_with("pg_advisory_unlock(").size(), 1u);
 }
 
+// The lease's connection borrowed (SessionConnection) on this thread: renew() sends nothing into
+// the caller's transaction, and a release unlocks only once the borrow ends, not under it.
+TEST(SessionLock, ALeaseReleasedWhileItsConnectionIsBorrowedUnlocksWhenTheBorrowEnds) {
+  ScriptedConnection conn(Server::kPostgreSQL);
+  conn.answer = [](const std::string&) { return token("7"); };
+  auto source = borrow(conn);
+  SessionLock locks(*source);
+  auto lease = locks.try_acquire("k");
+  ASSERT_TRUE(lease);
+  {
+    SessionConnection borrowed(*lease);
+    EXPECT_EQ(&*borrowed, &conn);
+    const std::size_t before = conn.sent.size();
+    EXPECT_TRUE(lease->renew());
+    EXPECT_EQ(lease->release(), ReleaseOutcome::kReleased);
+    EXPECT_EQ(conn.sent.size(), before);
+  }
+  EXPECT_EQ(conn.sent_with("pg_advisory_unlock(").size(), 1u);
+  Lease empty;
+  EXPECT_THROW(SessionConnection none(empty), Error);
+}
+
 TEST(SessionLock, BoundsPostgreSQLWaitsByLockTimeoutInTheLockStatement) {
   ScriptedConnection conn(Server::kPostgreSQL);
   auto source = borrow(conn);

@@ -31,18 +31,21 @@ namespace dblock {
 
 /// Makes `conn`'s open transaction commit only while `lease` is held (see the file's comment).
 /// `conn` is a connection to the lock table's database with a transaction begun through it
-/// (Connection::begin()). For a unique-key lease, a semaphore permit or a lock set's leases, one
-/// statement; for a row-lock, optimistic or session lease, `conn` must be the lease's own
-/// connection (Lease::connection()), whose transaction or session already ends with the lock,
-/// and nothing is sent.
+/// (Connection::begin()). For a unique-key lease, a semaphore permit, a reader-writer lease or a
+/// lock set's leases, one statement (a reader-writer lock's writer locks its row exclusively,
+/// which every reader's admission waits for; a reader share-locks its own, which the writer's
+/// wait for the readers waits for). For a row-lock or optimistic lease, `conn` must be the
+/// lease's own connection (Lease::connection()), whose transaction already ends with the lock;
+/// for a session lease, its own connection borrowed with SessionConnection, whose session holds
+/// the lock; nothing is sent for those.
 ///
-/// Throws Error(kLeaseLost) when the lease is gone (expired, taken over, released, or held by the
-/// process this one was forked from): roll the transaction back. Error(kFailedPrecondition) when
-/// `conn` has no open transaction, for a reader-writer lease, and on a Galera cluster (where a
-/// share lock on one node holds back no takeover on another). Error(kInvalidArgument) for an
-/// empty lease, or a connection other than a transactional lease's own. Database errors as
-/// Connection::execute (a serialization failure under REPEATABLE READ when the row changed after
-/// the transaction's snapshot: retry the transaction).
+/// Throws Error(kLeaseLost) when the lease is gone (expired, taken over, released, its session
+/// ended, or held by the process this one was forked from): roll the transaction back.
+/// Error(kFailedPrecondition) when `conn` has no open transaction, and on a Galera cluster (where
+/// a share lock on one node holds back no takeover on another). Error(kInvalidArgument) for an
+/// empty lease, or a connection other than a transactional or session lease's own. Database
+/// errors as Connection::execute (a serialization failure under REPEATABLE READ when the row
+/// changed after the transaction's snapshot: retry the transaction).
 DBLOCK_EXPORT void fence(const Lease& lease, Connection& conn);
 
 /// fence() for every lease of `set`, in the set's key order.

@@ -24,6 +24,10 @@
 /// one is not misled by the reply to another's statement. The ConnectionSource must outlive this
 /// object and every lease it returned.
 ///
+/// A transaction that must commit only while the lock is held runs on the lease's own connection,
+/// borrowed with SessionConnection: the session that holds the lock is the one that commits, so
+/// a session that ended (and freed the lock) cannot commit either (docs/locks/fencing.md).
+///
 /// Explained in docs/locks/session-lock.md (a vanished holder: docs/connections.md).
 #pragma once
 
@@ -64,6 +68,47 @@ class DBLOCK_EXPORT SessionLock final : public Lock {
 
  private:
   std::shared_ptr<Impl> impl_;
+};
+
+/// The connection of a SessionLock lease, borrowed for a transaction that commits only while the
+/// lock is held: the session that holds the lock runs the transaction, and a session that ended
+/// (killed, its connection broken: the server then frees the lock) cannot commit. fence() accepts
+/// the lease with this connection and sends nothing; it refuses any other connection.
+///
+/// @code
+///   auto lease = locks.acquire("ledger", 5s);
+///   dblock::SessionConnection conn(*lease);  // the lease's own connection, for this scope
+///   conn->begin();
+///   dblock::fence(*lease, *conn);            // checks the session; no statement
+///   conn->execute("UPDATE ledger SET ...");
+///   conn->commit();                          // fails if the session (and the lock) ended
+/// @endcode
+///
+/// While it lives, the lease's own statements on the connection (renew(), the release of the
+/// last reentrant lease) wait for it on other threads. On its own thread, renew() sends nothing
+/// and a release is carried out when the SessionConnection ends; a new acquire of the key by
+/// the same owner there would wait for itself, so release and acquire again after the borrow.
+/// The destructor rolls back a transaction left open (never throws).
+///
+/// Thread-safety: made, used and destroyed on one thread (it holds the connection's turn, which
+/// other threads wait for); neither copyable nor movable.
+class DBLOCK_EXPORT SessionConnection {
+ public:
+  /// Borrows `lease`'s connection, first waiting for a statement of the lease in flight on
+  /// another thread. Throws Error(kInvalidArgument) for an empty lease or one of another lock
+  /// kind, Error(kLeaseLost) when the lease's session already ended, Error(kFailedPrecondition)
+  /// when this thread borrows it already.
+  explicit SessionConnection(const Lease& lease);
+  ~SessionConnection();
+  SessionConnection(const SessionConnection&) = delete;
+  SessionConnection& operator=(const SessionConnection&) = delete;
+
+  Connection& operator*() const noexcept;
+  Connection* operator->() const noexcept;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace dblock

@@ -35,8 +35,14 @@ std::shared_ptr<Semaphore::Impl> make_permits(ConnectionSource& source, PermitSl
 std::optional<Lease> take_permit(const std::shared_ptr<Semaphore::Impl>& impl, std::string_view key,
                                  std::chrono::milliseconds timeout, const LockOptions& options);
 
+// How the rows a count of live permits reads are locked for its statement: not at all (a plain
+// read), shared or exclusive. A locked read waits for a fenced transaction holding a conflicting
+// lock on one of the rows (docs/locks/fencing.md), whatever the row's expiry.
+enum class RowLocks { kNone, kShared, kExclusive };
+
 // How many live permits `key` has in slots `first` to `last`.
-std::int64_t live_permits(Semaphore::Impl& impl, const std::string& key, int first, int last);
+std::int64_t live_permits(Semaphore::Impl& impl, const std::string& key, int first, int last,
+                          RowLocks locks = RowLocks::kNone);
 
 // Stores the limit of `impl` as `key`'s, whatever was stored.
 void store_limit(Semaphore::Impl& impl, std::string_view key);

@@ -37,8 +37,13 @@ class Reader final : public Lock {
     auto lease = detail::take_permit(permits_, key, milliseconds(0), options);
     if (!lease) return lease;  // every reader slot held, or a writer seen at slot 0
     // Taken: now look at slot 0. A writer that took it before this read waits for this reader;
-    // one that took it before the permit was taken is seen here.
-    if (detail::live_permits(*permits_, lease->key(), kWriterSlot, kWriterSlot) == 0) return lease;
+    // one that took it before the permit was taken is seen here. The read share-locks slot 0's
+    // row, expired or not: a writer whose fenced transaction is open (fence() locks that row
+    // exclusively) is waited for, so no reader gets in before a paused writer's commit ended.
+    if (detail::live_permits(*permits_, lease->key(), kWriterSlot, kWriterSlot,
+                             detail::RowLocks::kShared) == 0) {
+      return lease;
+    }
     give_back(*lease);
     return std::nullopt;
   }
@@ -86,9 +91,12 @@ class Writer final : public Lock {
       Backoff backoff(backoff_);
       const bool drained = detail::retry_until(
           clock, left(), forever, backoff,
-          // Every slot past 0: readers let in under a higher limit count too.
+          // Every slot past 0: readers let in under a higher limit count too. Their rows are
+          // locked exclusively, expired or not: a reader's fenced transaction (a share lock on
+          // its row) is waited for.
           [&] {
-            return detail::live_permits(*permits_, lease->key(), 1, Semaphore::kMaxPermits) == 0;
+            return detail::live_permits(*permits_, lease->key(), 1, Semaphore::kMaxPermits,
+                                        detail::RowLocks::kExclusive) == 0;
           },
           [&](milliseconds d) { clock.sleep_for(d); });
       if (drained && !lease->lost()) return lease;

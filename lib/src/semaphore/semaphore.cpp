@@ -29,6 +29,7 @@ static_assert(Semaphore::kMaxPermits <= kSlots);
 
 struct Statements {
   detail::Statement acquire, slots, acquire_slot, define, set_limit, release, renew, live_in, fence;
+  detail::Statement fence_exclusive, live_in_shared, live_in_exclusive;  // reader-writer locks
 };
 
 // What one attempt at a permit found.
@@ -50,12 +51,18 @@ struct Semaphore::Impl {
           const detail::SemaphoreSql& sql = server.semaphore;
           const Dialect d = src.dialect();
           const TableNames& t = options.tables;
-          return Statements{
-              detail::Statement(sql.acquire, d, t),      detail::Statement(sql.slots, d, t),
-              detail::Statement(sql.acquire_slot, d, t), detail::Statement(sql.define, d, t),
-              detail::Statement(sql.set_limit, d, t),    detail::Statement(sql.release, d, t),
-              detail::Statement(sql.renew, d, t),        detail::Statement(sql.live_in, d, t),
-              detail::Statement(sql.fence, d, t)};
+          return Statements{detail::Statement(sql.acquire, d, t),
+                            detail::Statement(sql.slots, d, t),
+                            detail::Statement(sql.acquire_slot, d, t),
+                            detail::Statement(sql.define, d, t),
+                            detail::Statement(sql.set_limit, d, t),
+                            detail::Statement(sql.release, d, t),
+                            detail::Statement(sql.renew, d, t),
+                            detail::Statement(sql.live_in, d, t),
+                            detail::Statement(sql.fence, d, t),
+                            detail::Statement(sql.fence_exclusive, d, t),
+                            detail::Statement(sql.live_in_shared, d, t),
+                            detail::Statement(sql.live_in_exclusive, d, t)};
         }) {}
 
   // Runs `fn(conn, statements)` with run_pooled's retries (ttl_lease.hpp): nullopt when it kept
@@ -136,13 +143,16 @@ struct Semaphore::Impl {
       throw detail::kept_contending("storing the limit of semaphore '" + key + "'", "try again");
   }
 
-  // Live permits of `key` in slots `first` to `last`.
-  std::int64_t live_in(const std::string& key, int first, int last) {
+  // Live permits of `key` in slots `first` to `last`, their rows locked as `locks` says.
+  std::int64_t live_in(const std::string& key, int first, int last, detail::RowLocks locks) {
     const detail::Arg args[] = {{"key", Value(key)},
                                 {"first", Value(static_cast<std::int64_t>(first))},
                                 {"last", Value(static_cast<std::int64_t>(last))}};
     auto n = run([&](Connection& conn, const Statements& st) {
-      return conn.execute(st.live_in.sql(), st.live_in.bind(args)).int64_at(0, "n");
+      const detail::Statement& s = locks == detail::RowLocks::kShared      ? st.live_in_shared
+                                   : locks == detail::RowLocks::kExclusive ? st.live_in_exclusive
+                                                                           : st.live_in;
+      return conn.execute(s.sql(), s.bind(args)).int64_at(0, "n");
     });
     if (!n) throw detail::kept_contending("counting the holders of '" + key + "'", "try again");
     return *n;
@@ -167,16 +177,13 @@ class Permit final : public detail::LeaseCore {
         min_hold_ms_(min_hold.count()) {}
 
   void fence(Connection& conn) override {
-    if (impl_->slots.read_write) {
-      // Readers and the writer exclude each other by reading the other slots, not by writing
-      // one row, so a share lock on this permit's row would hold back none of them.
-      throw Error(ErrorCode::kFailedPrecondition,
-                  "fence() cannot protect a transaction with a reader-writer lease yet: its "
-                  "readers and writer do not share a row to lock; check the fencing token in "
-                  "the write instead (docs/locks/fencing.md)");
-    }
-    detail::send_fence(conn, impl_->statements, &Statements::fence, impl_->source.dialect(),
-                       impl_->galera, args(), info().key);
+    // A reader-writer lock's writer locks its slot 0 exclusively: a reader's admission reads that
+    // row with a share lock (ReadWriteLock), so it waits for this transaction. A reader's share
+    // lock on its own slot holds back the writer's look at the reader slots likewise.
+    const bool writer = impl_->slots.read_write && info().fencing_token % kSlots == 0;
+    detail::send_fence(conn, impl_->statements,
+                       writer ? &Statements::fence_exclusive : &Statements::fence,
+                       impl_->source.dialect(), impl_->galera, args(), info().key);
   }
 
  protected:
@@ -306,8 +313,9 @@ std::optional<Lease> take_permit(const std::shared_ptr<Semaphore::Impl>& impl, s
       [&](milliseconds d) { clock.sleep_for(d); });
 }
 
-std::int64_t live_permits(Semaphore::Impl& impl, const std::string& key, int first, int last) {
-  return impl.live_in(key, first, last);
+std::int64_t live_permits(Semaphore::Impl& impl, const std::string& key, int first, int last,
+                          RowLocks locks) {
+  return impl.live_in(key, first, last, locks);
 }
 
 void store_limit(Semaphore::Impl& impl, std::string_view key) {

@@ -6,10 +6,12 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include "dblock/error.hpp"
 #include "galera.hpp"
 #include "hold_registry.hpp"
+#include "lease_access.hpp"
 #include "lease_core.hpp"
 #include "lock_keys.hpp"
 #include "retry_until.hpp"
@@ -18,6 +20,7 @@
 #include "sql/by_server.hpp"
 #include "sql/server_sql.hpp"
 #include "sql/statement.hpp"
+#include "ttl_lease.hpp"
 
 namespace dblock {
 
@@ -57,21 +60,54 @@ struct Hold {
   std::int64_t fencing_token = 0;
   int count = 1;  // leases of this owner on this hold; guarded by the registry
 
+  // The turn on conn: one statement, or one borrow (SessionConnection), at a time. While a
+  // statement or a borrow has it, `statements` is odd. A thread that borrowed conn already has
+  // the turn: its own statements (a release or renewal of the lease) run in the borrow's.
+  class Turn {
+   public:
+    explicit Turn(Hold& hold) : hold_(hold), lock_(hold.statement_mu, std::defer_lock) {
+      if (hold.borrowed_here()) return;
+      lock_.lock();
+      hold.statements.fetch_add(1);
+    }
+    ~Turn() {
+      if (!lock_.owns_lock()) return;
+      hold_.note_broken();
+      hold_.statements.fetch_add(1);
+    }
+    Turn(const Turn&) = delete;
+    Turn& operator=(const Turn&) = delete;
+
+   private:
+    Hold& hold_;
+    std::unique_lock<std::mutex> lock_;
+  };
+
   // Runs fn(Connection&) as the only statement on the connection, and notes whether the
   // connection broke.
   template <class Fn>
   auto run(Fn&& fn) {
-    std::lock_guard lock_statements(statement_mu);
-    struct Running {
-      Hold& hold;
-      explicit Running(Hold& h) : hold(h) { hold.statements.fetch_add(1); }
-      ~Running() {
-        if (hold.conn->broken()) hold.gone.store(true);
-        hold.statements.fetch_add(1);
-      }
-    } running(*this);
+    Turn turn(*this);
     return fn(*conn);
   }
+
+  // A borrow (SessionConnection) takes the turn on this thread until end_borrow() on it.
+  void begin_borrow() {
+    statement_mu.lock();
+    statements.fetch_add(1);
+    borrower.store(std::this_thread::get_id());
+  }
+  void end_borrow() noexcept {
+    borrower.store(std::thread::id());
+    note_broken();
+    statements.fetch_add(1);
+    statement_mu.unlock();
+  }
+  bool borrowed_here() const noexcept { return borrower.load() == std::this_thread::get_id(); }
+
+  // Set (in a borrow's turn) when the lease's last release ran on the borrowing thread: the
+  // borrow's end sends the unlock.
+  bool release_when_returned = false;
 
   // True once the session is gone (the connection broke, the server closed it, or sent the
   // message that ends it), noticed without a statement: the server frees the lock with it. The
@@ -95,8 +131,13 @@ struct Hold {
   }
 
  private:
-  std::mutex statement_mu;                   // one statement at a time on conn
-  std::atomic<std::uint64_t> statements{0};  // odd while a statement runs
+  void note_broken() noexcept {
+    if (conn && conn->broken()) gone.store(true);
+  }
+
+  std::mutex statement_mu;                   // the turn on conn
+  std::atomic<std::thread::id> borrower;     // the thread of the borrow in progress, if any
+  std::atomic<std::uint64_t> statements{0};  // odd while a statement or a borrow runs
   std::atomic<bool> gone{false};             // a statement left the connection broken
   std::atomic<bool> detached{false};         // conn went back to its source
 };
@@ -174,6 +215,43 @@ void unlock_all_quietly(Connection& conn, const Statements& st) noexcept {
   }
 }
 
+// The session holding the lock on `key` ended before the unlock was answered: the server freed
+// the lock when it ended the session (or will, once it sees the connection closed).
+Error session_lost(const std::string& key, std::string_view cause) {
+  std::string message = "the session holding '" + key +
+                        "' ended before the release: the server freed the lock with it, so "
+                        "another owner may have held the key since; acquire again to redo "
+                        "the work";
+  if (!cause.empty()) message.append(" (").append(cause).append(")");
+  return Error(ErrorCode::kLeaseLost, message);
+}
+
+// Unlocks `hold` (the last lease of it was released) and gives its connection back; run in the
+// hold's turn.
+ReleaseOutcome unlock_hold(SessionLock::Impl& impl, Hold& hold, const std::string& key) {
+  const Statements& st = impl.statements[hold.conn->server()];
+  Connection& conn = *hold.conn;
+  // A session the driver already knows is gone. One the server closed without the driver
+  // noticing yet fails the unlock below with kConnectionLost (no poll of the socket first:
+  // that would cost every release a system call).
+  if (conn.broken()) {
+    hold.detach();
+    throw session_lost(key, {});
+  }
+  Result r;
+  try {
+    r = conn.execute(st.release.sql(), st.release.bind({{"lock", hold.lock}}));
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kConnectionLost) unlock_all_quietly(conn, st);
+    hold.detach();
+    if (e.code() == ErrorCode::kConnectionLost) throw session_lost(key, e.what());
+    throw;
+  }
+  hold.detach();
+  return !r.empty() && r.at(0, "released") == "1" ? ReleaseOutcome::kReleased
+                                                  : ReleaseOutcome::kNotHeld;
+}
+
 class SessionLease final : public detail::LeaseCore {
  public:
   SessionLease(std::shared_ptr<SessionLock::Impl> impl, std::shared_ptr<Hold> hold,
@@ -186,35 +264,19 @@ class SessionLease final : public detail::LeaseCore {
   ReleaseOutcome do_release() override {
     if (!impl_->holds.leave(*hold_)) return ReleaseOutcome::kDecremented;
     // The last lease of the hold: no other lease runs statements on it any more.
-    const Statements& st = impl_->statements[hold_->conn->server()];
-    Connection& conn = *hold_->conn;
-    // A session the driver already knows is gone. One the server closed without the driver
-    // noticing yet fails the unlock below with kConnectionLost (no poll of the socket first:
-    // that would cost every release a system call).
-    if (conn.broken()) {
-      hold_->detach();
-      throw lost({});
+    if (hold_->borrowed_here()) {
+      // This thread borrowed the connection: the borrow's end unlocks (SessionConnection).
+      hold_->release_when_returned = true;
+      return ReleaseOutcome::kReleased;
     }
-    Result r;
-    try {
-      r = hold_->run([&](Connection& c) {
-        return c.execute(st.release.sql(), st.release.bind({{"lock", hold_->lock}}));
-      });
-    } catch (const Error& e) {
-      if (e.code() != ErrorCode::kConnectionLost) {
-        hold_->run([&](Connection& c) { unlock_all_quietly(c, st); });
-      }
-      hold_->detach();
-      if (e.code() == ErrorCode::kConnectionLost) throw lost(e.what());
-      throw;
-    }
-    hold_->detach();
-    return !r.empty() && r.at(0, "released") == "1" ? ReleaseOutcome::kReleased
-                                                    : ReleaseOutcome::kNotHeld;
+    Hold::Turn turn(*hold_);
+    return unlock_hold(*impl_, *hold_, info().key);
   }
 
   bool do_renew(milliseconds) override {
     if (hold_->broken()) return false;
+    // The connection is borrowed by this thread, perhaps in a failed transaction: no statement.
+    if (hold_->borrowed_here()) return true;
     try {
       hold_->run([](Connection& c) { c.execute("SELECT 1"); });
       return true;
@@ -224,22 +286,24 @@ class SessionLease final : public detail::LeaseCore {
     }
   }
 
+  // A transaction on the lease's own connection (SessionConnection) commits only while the
+  // session lives, and with it the lock: nothing to send. Any other is not protected.
+  void fence(Connection& conn) override {
+    if (hold_->conn.get() != &conn || !hold_->borrowed_here()) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "a session lock on '" + info().key +
+                      "' fences only a transaction on its own connection, borrowed on this "
+                      "thread: run the transaction on dblock::SessionConnection(lease)");
+    }
+    if (hold_->broken()) throw detail::fence_lease_lost(info().key);
+  }
+
   bool connection_lost() const noexcept override { return hold_->broken(); }
 
  private:
-  // The session holding the lock ended before the unlock was answered: the server freed the
-  // lock when it ended the session (or will, once it sees the connection closed).
-  Error lost(std::string_view cause) const {
-    std::string message = "the session holding '" + info().key +
-                          "' ended before the release: the server freed the lock with it, so "
-                          "another owner may have held the key since; acquire again to redo "
-                          "the work";
-    if (!cause.empty()) message.append(" (").append(cause).append(")");
-    return Error(ErrorCode::kLeaseLost, message);
-  }
-
   std::shared_ptr<SessionLock::Impl> impl_;
   std::shared_ptr<Hold> hold_;
+  friend class dblock::SessionConnection;
 };
 
 // The token in a lock statement's answer; nullopt when the lock was not taken.
@@ -358,5 +422,52 @@ std::optional<Lease> SessionLock::acquire(std::string_view key, milliseconds tim
   const bool forever = detail::is_forever_wait(timeout);
   return lock_key(impl_, key, forever ? milliseconds::max() : timeout, options);
 }
+
+struct SessionConnection::Impl {
+  std::shared_ptr<SessionLock::Impl> lock;
+  std::shared_ptr<Hold> hold;
+  std::string key;
+};
+
+SessionConnection::SessionConnection(const Lease& lease) {
+  auto* session = dynamic_cast<SessionLease*>(detail::LeaseAccess::core(lease));
+  if (session == nullptr) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "SessionConnection needs a held lease of a SessionLock; this one is empty or of "
+                "another lock kind (fence() a unique-key lease on any connection instead)");
+  }
+  const std::shared_ptr<Hold>& hold = session->hold_;
+  if (hold->borrowed_here()) {
+    throw Error(ErrorCode::kFailedPrecondition,
+                "the connection of the session lock on '" + lease.key() +
+                    "' is borrowed on this thread already: use that SessionConnection");
+  }
+  hold->begin_borrow();  // waits for a statement of the hold in flight
+  if (session->released() || session->lost()) {
+    hold->end_borrow();
+    throw Error(ErrorCode::kLeaseLost, "the session holding '" + lease.key() +
+                                           "' ended (or the lease was released): the server "
+                                           "freed the lock with it; acquire again");
+  }
+  impl_ = std::make_unique<Impl>(Impl{session->impl_, hold, lease.key()});
+}
+
+SessionConnection::~SessionConnection() {
+  Hold& hold = *impl_->hold;
+  if (hold.conn && hold.conn->in_transaction()) hold.conn->rollback();
+  if (hold.release_when_returned && hold.conn) {
+    try {
+      unlock_hold(*impl_->lock, hold, impl_->key);
+    } catch (...) {
+      // The session ended (its lock with it), or the unlock failed and unlock_hold freed every
+      // lock of the session.
+    }
+  }
+  hold.end_borrow();
+}
+
+Connection& SessionConnection::operator*() const noexcept { return *impl_->hold->conn; }
+
+Connection* SessionConnection::operator->() const noexcept { return impl_->hold->conn.get(); }
 
 }  // namespace dblock

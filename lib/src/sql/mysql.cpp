@@ -353,6 +353,21 @@ constexpr SemaphoreSql kSemaphore = {
         " AND lease_id = {{param:lease_id}}"
         " AND expires_at > UTC_TIMESTAMP(6) + INTERVAL {{param:lock_delay_ms}} * 1000 MICROSECOND"
         " LOCK IN SHARE MODE",
+    // Locking reads of the latest committed rows. The WHERE names only the primary key, so every
+    // row of the range is locked whatever its expiry; expiry is counted after the wait.
+    .fence_exclusive =
+        "SELECT fencing_token FROM {{table:semaphore_permits}} WHERE" DBLOCK_PERMIT_OWNER
+        " AND lease_id = {{param:lease_id}}"
+        " AND expires_at > UTC_TIMESTAMP(6) + INTERVAL {{param:lock_delay_ms}} * 1000 MICROSECOND"
+        " FOR UPDATE",
+    .live_in_shared =
+        "SELECT COUNT(IF(expires_at > UTC_TIMESTAMP(6), 1, NULL)) AS n"
+        " FROM {{table:semaphore_permits}} WHERE lock_key = {{param:key}}"
+        " AND slot BETWEEN {{param:first}} AND {{param:last}} LOCK IN SHARE MODE",
+    .live_in_exclusive =
+        "SELECT COUNT(IF(expires_at > UTC_TIMESTAMP(6), 1, NULL)) AS n"
+        " FROM {{table:semaphore_permits}} WHERE lock_key = {{param:key}}"
+        " AND slot BETWEEN {{param:first}} AND {{param:last}} FOR UPDATE",
 };
 
 #undef DBLOCK_PERMIT_OWNER

@@ -433,6 +433,22 @@ constexpr SemaphoreSql kSemaphore = {
     .fence = "SELECT fencing_token FROM {{table:semaphore_permits}} WHERE" DBLOCK_PERMIT_OWNER
              " AND lease_id = {{param:lease_id}} AND expires_at > statement_timestamp()"
              " + {{param:lock_delay_ms}}::bigint * interval '1 millisecond' FOR SHARE",
+    // FOR NO KEY UPDATE (the lock an UPDATE takes) conflicts with FOR SHARE. The rows are locked
+    // in a subquery (no aggregate may carry a locking clause), whose predicate leaves expiry out:
+    // an expired row held by a fenced transaction is waited for, then counted as it is then.
+    .fence_exclusive =
+        "SELECT fencing_token FROM {{table:semaphore_permits}} WHERE" DBLOCK_PERMIT_OWNER
+        " AND lease_id = {{param:lease_id}} AND expires_at > statement_timestamp()"
+        " + {{param:lock_delay_ms}}::bigint * interval '1 millisecond' FOR NO KEY UPDATE",
+    .live_in_shared =
+        "SELECT count(*) FILTER (WHERE expires_at > statement_timestamp()) AS n FROM"
+        " (SELECT expires_at FROM {{table:semaphore_permits}} WHERE lock_key = {{param:key}}"
+        " AND slot BETWEEN {{param:first}}::integer AND {{param:last}}::integer FOR SHARE) r",
+    .live_in_exclusive =
+        "SELECT count(*) FILTER (WHERE expires_at > statement_timestamp()) AS n FROM"
+        " (SELECT expires_at FROM {{table:semaphore_permits}} WHERE lock_key = {{param:key}}"
+        " AND slot BETWEEN {{param:first}}::integer AND {{param:last}}::integer"
+        " FOR NO KEY UPDATE) r",
 };
 
 // The tables the cleaner empties, and whose privileges `dblock doctor` checks: a table of a
