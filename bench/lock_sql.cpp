@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "lock_sql.hpp"
 
-#include "lock_keys.hpp"
 #include "sql/server_sql.hpp"
+#include "strategy_rules.hpp"
 
 namespace dblock::bench {
 

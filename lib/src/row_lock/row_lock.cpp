@@ -15,7 +15,7 @@
 #include "hold_registry.hpp"
 #include "isolation.hpp"
 #include "lease_core.hpp"
-#include "lock_keys.hpp"
+#include "strategy_rules.hpp"
 #include "sql/server_sql.hpp"
 #include "sql/statement.hpp"
 #include "transaction_hold.hpp"

@@ -6,7 +6,7 @@
 
 #include "clock.hpp"
 #include "dblock/error.hpp"
-#include "lock_keys.hpp"
+#include "strategy_rules.hpp"
 #include "retry_until.hpp"
 #include "semaphore/permits.hpp"
 

@@ -7,7 +7,7 @@
 
 #include "dblock/error.hpp"
 #include "lease_core.hpp"
-#include "lock_keys.hpp"
+#include "strategy_rules.hpp"
 #include "metadata.hpp"
 #include "random.hpp"
 #include "retry_until.hpp"

@@ -11,7 +11,7 @@
 #include "galera.hpp"
 #include "hold_registry.hpp"
 #include "lease_core.hpp"
-#include "lock_keys.hpp"
+#include "strategy_rules.hpp"
 #include "retry_until.hpp"
 #include "sha256.hpp"
 #include "socket_probes.hpp"

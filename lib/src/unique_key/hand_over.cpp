@@ -8,7 +8,7 @@
 
 #include "boot_clock.hpp"
 #include "dblock/error.hpp"
-#include "lock_keys.hpp"
+#include "strategy_rules.hpp"
 #include "metadata.hpp"
 #include "ttl_lease.hpp"
 #include "unique_key/live_holds.hpp"

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "lock_keys.hpp"
+#include "strategy_rules.hpp"
 #include "ttl_lease.hpp"
 #include "unique_key/live_holds.hpp"
 

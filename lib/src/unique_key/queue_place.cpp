@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "dblock/error.hpp"
-#include "lock_keys.hpp"
+#include "strategy_rules.hpp"
 #include "ttl_lease.hpp"
 
 namespace dblock::detail {

@@ -16,7 +16,7 @@
 #include "boot_clock.hpp"
 #include "dblock/error.hpp"
 #include "lease_core.hpp"
-#include "lock_keys.hpp"
+#include "strategy_rules.hpp"
 #include "metadata.hpp"
 #include "retry_until.hpp"
 #include "ttl_lease.hpp"
