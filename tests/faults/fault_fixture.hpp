@@ -72,6 +72,16 @@ struct FaultCaseName {
   }
 };
 
+// A scenario on one key that the test cuts off: the lock behind the fault proxy, another lock of
+// the same strategy and tables for the other owners, and the history both write, named after the
+// key (FaultTest::cut_off_scene).
+struct CutOffScene {
+  CutOffLock cut;
+  std::unique_ptr<Lock> other;
+  HistoryWriter history;
+  std::string key;
+};
+
 class FaultTest : public ::testing::TestWithParam<FaultCase> {
  protected:
   void SetUp() override;
@@ -85,6 +95,9 @@ class FaultTest : public ::testing::TestWithParam<FaultCase> {
   std::unique_ptr<Lock> make_lock() const { return make_lock(*pool_); }
   // A lock of this test's strategy and tables whose network the test cuts (cut_off_lock.hpp).
   CutOffLock cut_off_lock(PoolOptions pool = {.max_size = 2}) const;
+  // cut_off_lock(), make_lock() and a new history, for `key`:
+  //   auto [cut, other, history, key] = cut_off_scene("lost-reply");
+  CutOffScene cut_off_scene(const std::string& key);
   // A lock of this test's strategy and tables whose one session the test kills
   // (one_session_lock.hpp).
   OneSessionLock one_session_lock() const { return OneSessionLock(backend(), strategy(), tables_); }
