@@ -103,9 +103,7 @@ namespace {
 TEST_P(ConnectionFaultTest, ASessionKilledMidHoldIsReplacedForTheNextCall) {
   if (strategy().transactional) return transactional_session_killed_mid_hold();
   if (strategy().held_by_session()) return session_killed_mid_hold();
-  auto one = one_session_lock();
-  auto other = make_lock();
-  HistoryWriter history(new_history("mid-hold"));
+  auto [one, other, history] = one_session_scene("mid-hold");
   RecordedHolder holder(*one.lock, history, "holder", "k", milliseconds(30000));
   ASSERT_TRUE(holder.acquire(milliseconds(0)));
   one.kill(*conn_);

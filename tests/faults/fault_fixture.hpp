@@ -82,6 +82,13 @@ struct CutOffScene {
   std::string key;
 };
 
+// The same for a lock whose one session the test kills (FaultTest::one_session_scene).
+struct OneSessionScene {
+  OneSessionLock one;
+  std::unique_ptr<Lock> other;
+  HistoryWriter history;
+};
+
 class FaultTest : public ::testing::TestWithParam<FaultCase> {
  protected:
   void SetUp() override;
@@ -101,6 +108,9 @@ class FaultTest : public ::testing::TestWithParam<FaultCase> {
   // A lock of this test's strategy and tables whose one session the test kills
   // (one_session_lock.hpp).
   OneSessionLock one_session_lock() const { return OneSessionLock(backend(), strategy(), tables_); }
+  // one_session_lock(), make_lock() and a new history named `stem`:
+  //   auto [one, other, history] = one_session_scene("mid-hold");
+  OneSessionScene one_session_scene(const std::string& stem);
   // Scenario 6's holder of "k", with a lease of `ttl`, whose network the test cuts, and the
   // owner waiting to take the key (cut_off_holder.hpp), with a history of their own.
   CutOffHolder cut_off_holder(std::chrono::milliseconds ttl);

@@ -45,9 +45,7 @@ void ConnectionFaultTest::session_killed_mid_hold() {
       "hold, that renew() says no and release() throws kLeaseLost, that the new owner's token "
       "is higher, and that the Lock's next acquire works "
       "on a fresh connection");
-  auto one = one_session_lock();
-  auto other = make_lock();
-  HistoryWriter history(new_history("mid-hold"));
+  auto [one, other, history] = one_session_scene("mid-hold");
   const auto session = one.session();
   auto lease = try_acquire_recorded(*one.lock, history, "holder", "k", owned_by("holder"));
   ASSERT_TRUE(lease);
@@ -97,9 +95,7 @@ void ConnectionFaultTest::session_killed_mid_acquire() {
       "nothing while it waits; when its session is killed there it is not retried (the session "
       "is gone); checked that the error is kConnectionLost, that the holder it waited for still "
       "holds the key, and that the next acquire works on a fresh connection");
-  auto one = one_session_lock();
-  auto other = make_lock();
-  HistoryWriter history(new_history("mid-acquire"));
+  auto [one, other, history] = one_session_scene("mid-acquire");
   RecordedHolder blocker(*other, history, "blocker", "k", milliseconds(30000));
   ASSERT_TRUE(blocker.acquire(milliseconds(0)));
   const auto session = one.session();

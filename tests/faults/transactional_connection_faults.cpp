@@ -31,9 +31,7 @@ void ConnectionFaultTest::transactional_session_killed_mid_hold() {
                        "ends it; checked instead that the lease reports lost, release() throws "
                        "kLeaseLost, the write is not applied, and the next acquire and "
                        "commit work on a fresh connection");
-  auto one = one_session_lock();
-  auto other = make_lock();
-  HistoryWriter history(new_history("mid-hold"));
+  auto [one, other, history] = one_session_scene("mid-hold");
   auto lease = try_acquire_recorded(*one.lock, history, "holder", "k", owned_by("holder", false));
   ASSERT_TRUE(lease);
   const auto token = lease->fencing_token();
