@@ -23,8 +23,10 @@
 #include <functional>
 #include <future>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "backends.hpp"
 #include "dblock/connection.hpp"
@@ -118,6 +120,22 @@ class MigratedLockTest : public MigratedPoolTest {
     EXPECT_FALSE(lock_->try_acquire(key, as("b")));
     EXPECT_LT(since(start), milliseconds(50));
     EXPECT_TRUE(lock_->try_acquire("other", as("b")));
+  }
+
+  // Two leases of "a" on "k": one hold, taken twice (check both before use).
+  std::pair<std::optional<Lease>, std::optional<Lease>> one_hold_twice() {
+    auto first = lock_->try_acquire("k", as("a"));
+    auto second = lock_->try_acquire("k", as("a"));
+    return {std::move(first), std::move(second)};
+  }
+
+  // Gives back such a hold: the inner lease's release only decrements, and "b" gets the key
+  // once the outer one is released, not before.
+  void expect_inner_then_outer_release(Lease& inner, Lease& outer) {
+    EXPECT_EQ(inner.release(), ReleaseOutcome::kDecremented);
+    EXPECT_FALSE(lock_->try_acquire("k", as("b")));  // still held after the inner release
+    EXPECT_EQ(outer.release(), ReleaseOutcome::kReleased);
+    EXPECT_TRUE(lock_->try_acquire("k", as("b")));
   }
 
   // "b" waiting for `key`, up to 10 s, on a thread of its own: the future gives the fencing

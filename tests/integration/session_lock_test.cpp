@@ -225,10 +225,8 @@ TEST_P(SessionLockTest, ReentrantForTheSameOwnerOnOneHold) {
 // The reply to one lease's renewal, waiting on the hold's socket for a moment, is not the server
 // ending the session: the other lease, asked all the while, must never say it is lost.
 TEST_P(SessionLockTest, LostStaysFalseWhileAnotherLeaseOfTheHoldRenews) {
-  auto renewing = lock_->try_acquire("k", as("a"));
-  ASSERT_TRUE(renewing);
-  auto watched = lock_->try_acquire("k", as("a"));
-  ASSERT_TRUE(watched);
+  auto [renewing, watched] = one_hold_twice();
+  ASSERT_TRUE(renewing && watched);
   std::atomic<bool> stop{false};
   std::atomic<int> seen_lost{0};
   std::atomic<long> asked{0};
@@ -249,18 +247,14 @@ TEST_P(SessionLockTest, LostStaysFalseWhileAnotherLeaseOfTheHoldRenews) {
                                  << " renewals";
   EXPECT_GT(renewed, 100);
   EXPECT_FALSE(lock_->try_acquire("k", as("b")));
-  EXPECT_EQ(watched->release(), ReleaseOutcome::kDecremented);
-  EXPECT_EQ(renewing->release(), ReleaseOutcome::kReleased);
-  EXPECT_TRUE(lock_->try_acquire("k", as("b")));
+  expect_inner_then_outer_release(*watched, *renewing);
 }
 
 // Two leases of one owner share one hold and its connection: renewing both at once from two
 // threads takes turns on the connection instead of sending two statements over each other.
 TEST_P(SessionLockTest, ReentrantLeasesRenewedFromTwoThreadsAtOnce) {
-  auto outer = lock_->try_acquire("k", as("a"));
-  ASSERT_TRUE(outer);
-  auto inner = lock_->try_acquire("k", as("a"));
-  ASSERT_TRUE(inner);
+  auto [outer, inner] = one_hold_twice();
+  ASSERT_TRUE(outer && inner);
   std::atomic<int> failed{0};
   auto renew_for_a_while = [&](Lease& lease) {
     for (int i = 0; i < 300; ++i) {
@@ -277,10 +271,7 @@ TEST_P(SessionLockTest, ReentrantLeasesRenewedFromTwoThreadsAtOnce) {
   EXPECT_EQ(failed.load(), 0);
   EXPECT_FALSE(outer->lost());
   EXPECT_FALSE(inner->lost());
-  EXPECT_EQ(inner->release(), ReleaseOutcome::kDecremented);
-  EXPECT_FALSE(lock_->try_acquire("k", as("b")));
-  EXPECT_EQ(outer->release(), ReleaseOutcome::kReleased);
-  EXPECT_TRUE(lock_->try_acquire("k", as("b")));
+  expect_inner_then_outer_release(*inner, *outer);
 }
 
 TEST_P(SessionLockTest, LongKeysDifferingInTheLastCharacterAreDifferentLocks) {
