@@ -27,18 +27,19 @@ struct PermitSlots {
   bool read_write = false;  // a ReadWriteLock's (for the messages)
 };
 
-std::shared_ptr<Semaphore::Impl> make_permits(ConnectionSource& source, PermitSlots slots,
-                                              SemaphoreOptions options);
+std::shared_ptr<detail::SemaphoreCore> make_permits(ConnectionSource& source, PermitSlots slots,
+                                                    SemaphoreOptions options);
 
 // A permit of `key`: one try for a zero timeout, else a wait (std::chrono::milliseconds::max():
 // without a limit).
-std::optional<Lease> take_permit(const std::shared_ptr<Semaphore::Impl>& impl, std::string_view key,
-                                 std::chrono::milliseconds timeout, const LockOptions& options);
+std::optional<Lease> take_permit(const std::shared_ptr<detail::SemaphoreCore>& impl,
+                                 std::string_view key, std::chrono::milliseconds timeout,
+                                 const LockOptions& options);
 
 // How many live permits `key` has in slots `first` to `last`.
-std::int64_t live_permits(Semaphore::Impl& impl, const std::string& key, int first, int last);
+std::int64_t live_permits(detail::SemaphoreCore& impl, const std::string& key, int first, int last);
 
 // Stores the limit of `impl` as `key`'s, whatever was stored.
-void store_limit(Semaphore::Impl& impl, std::string_view key);
+void store_limit(detail::SemaphoreCore& impl, std::string_view key);
 
 }  // namespace dblock::detail

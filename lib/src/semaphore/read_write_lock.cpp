@@ -6,9 +6,9 @@
 
 #include "clock.hpp"
 #include "dblock/error.hpp"
-#include "strategy_rules.hpp"
 #include "retry_until.hpp"
 #include "semaphore/permits.hpp"
+#include "strategy_rules.hpp"
 
 namespace dblock {
 
@@ -30,7 +30,7 @@ void give_back(Lease& lease) noexcept {
 // Shared leases: a reader slot, kept only when no writer has slot 0 once it is taken.
 class Reader final : public Lock {
  public:
-  Reader(std::shared_ptr<Semaphore::Impl> permits, BackoffPolicy backoff)
+  Reader(std::shared_ptr<detail::SemaphoreCore> permits, BackoffPolicy backoff)
       : permits_(std::move(permits)), backoff_(backoff) {}
 
   std::optional<Lease> try_acquire(std::string_view key, const LockOptions& options) override {
@@ -55,14 +55,14 @@ class Reader final : public Lock {
   using Lock::acquire;
 
  private:
-  std::shared_ptr<Semaphore::Impl> permits_;
+  std::shared_ptr<detail::SemaphoreCore> permits_;
   BackoffPolicy backoff_;
 };
 
 // Exclusive leases: slot 0, then the readers already in drained.
 class Writer final : public Lock {
  public:
-  Writer(std::shared_ptr<Semaphore::Impl> permits, BackoffPolicy backoff)
+  Writer(std::shared_ptr<detail::SemaphoreCore> permits, BackoffPolicy backoff)
       : permits_(std::move(permits)), backoff_(backoff) {}
 
   std::optional<Lease> try_acquire(std::string_view key, const LockOptions& options) override {
@@ -100,7 +100,7 @@ class Writer final : public Lock {
   using Lock::acquire;
 
  private:
-  std::shared_ptr<Semaphore::Impl> permits_;
+  std::shared_ptr<detail::SemaphoreCore> permits_;
   BackoffPolicy backoff_;
 };
 
