@@ -106,8 +106,8 @@ class Writer final : public Lock {
 
 }  // namespace
 
-struct ReadWriteLock::Impl {
-  Impl(ConnectionSource& source, ReadWriteLockOptions options) {
+struct detail::ReadWriteLockCore {
+  ReadWriteLockCore(ConnectionSource& source, ReadWriteLockOptions options) {
     const int n = options.max_readers;
     if (n < 1 || n >= Semaphore::kMaxPermits) {
       throw Error(ErrorCode::kInvalidArgument, "a reader-writer lock needs max_readers from 1 to " +
@@ -128,7 +128,7 @@ struct ReadWriteLock::Impl {
 };
 
 ReadWriteLock::ReadWriteLock(ConnectionSource& source, ReadWriteLockOptions options)
-    : impl_(std::make_unique<Impl>(source, std::move(options))) {}
+    : impl_(std::make_unique<detail::ReadWriteLockCore>(source, std::move(options))) {}
 
 ReadWriteLock::~ReadWriteLock() = default;
 
