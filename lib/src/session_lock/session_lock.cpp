@@ -11,13 +11,13 @@
 #include "galera.hpp"
 #include "hold_registry.hpp"
 #include "lease_core.hpp"
-#include "strategy_rules.hpp"
 #include "retry_until.hpp"
 #include "sha256.hpp"
 #include "socket_probes.hpp"
 #include "sql/by_server.hpp"
 #include "sql/server_sql.hpp"
 #include "sql/statement.hpp"
+#include "strategy_rules.hpp"
 
 namespace dblock {
 
@@ -103,8 +103,8 @@ struct Hold {
 
 }  // namespace
 
-struct SessionLock::Impl {
-  Impl(ConnectionSource& src, SessionLockOptions opts)
+struct detail::SessionLockCore {
+  SessionLockCore(ConnectionSource& src, SessionLockOptions opts)
       : source(src),
         options(std::move(opts)),
         dialect(src.dialect()),
@@ -176,7 +176,7 @@ void unlock_all_quietly(Connection& conn, const Statements& st) noexcept {
 
 class SessionLease final : public detail::LeaseCore {
  public:
-  SessionLease(std::shared_ptr<SessionLock::Impl> impl, std::shared_ptr<Hold> hold,
+  SessionLease(std::shared_ptr<detail::SessionLockCore> impl, std::shared_ptr<Hold> hold,
                detail::LeaseInfo info)
       : LeaseCore(std::move(info), nullptr), impl_(std::move(impl)), hold_(std::move(hold)) {}
 
@@ -238,7 +238,7 @@ class SessionLease final : public detail::LeaseCore {
     return Error(ErrorCode::kLeaseLost, message);
   }
 
-  std::shared_ptr<SessionLock::Impl> impl_;
+  std::shared_ptr<detail::SessionLockCore> impl_;
   std::shared_ptr<Hold> hold_;
 };
 
@@ -299,8 +299,9 @@ std::optional<std::int64_t> lock_on(Connection& conn, const Statements& st, cons
       [&](milliseconds pause) { clock.sleep_for(pause); });
 }
 
-std::optional<Lease> lock_key(const std::shared_ptr<SessionLock::Impl>& impl, std::string_view key,
-                              milliseconds timeout, const LockOptions& options) {
+std::optional<Lease> lock_key(const std::shared_ptr<detail::SessionLockCore>& impl,
+                              std::string_view key, milliseconds timeout,
+                              const LockOptions& options) {
   validate_lock_key(key);
   detail::refuse_min_hold(options.min_hold, "session locks");
   detail::LeaseInfo info{std::string(key), 0, detail::random_lease_id(),
@@ -344,7 +345,7 @@ std::optional<Lease> lock_key(const std::shared_ptr<SessionLock::Impl>& impl, st
 }  // namespace
 
 SessionLock::SessionLock(ConnectionSource& source, SessionLockOptions options)
-    : impl_(std::make_shared<Impl>(source, std::move(options))) {}
+    : impl_(std::make_shared<detail::SessionLockCore>(source, std::move(options))) {}
 
 SessionLock::~SessionLock() = default;
 
