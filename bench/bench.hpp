@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -54,6 +55,14 @@ struct Headline {
   bool ratio = false;      // listed first
   std::string database{};  // Target::name (set by BenchContext::headline)
 };
+
+// The headlines of one kind (the ratios, or the other figures) as the human table and the
+// Markdown report lay them out: the labels in run order, and each label's headline by database.
+struct HeadlineRows {
+  std::vector<std::string> labels;
+  std::map<std::string, std::map<std::string, const Headline*>> cells;
+};
+HeadlineRows headline_rows(const std::vector<Headline>& headlines, bool ratios);
 
 // Lock tables under a fresh random prefix, migrated; dropped when this goes away.
 class ScopedTables {

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "lock_sql.hpp"
 
-#include "lock_keys.hpp"
 #include "sql/server_sql.hpp"
+#include "strategy_rules.hpp"
 
 namespace dblock::bench {
 
@@ -12,6 +12,15 @@ namespace {
 // statements are only the row lock's bounded waits, which no raw loop sends).
 const detail::ServerSql& sql_for(Dialect d) {
   return detail::server_sql(d == Dialect::kPostgreSQL ? Server::kPostgreSQL : Server::kMySQL);
+}
+
+// A row lock statement's parameters: the key and its owner.
+std::vector<Value> key_and_owner(const detail::Statement& statement, const std::string& key,
+                                 const Owner& owner) {
+  return statement.bind({{"key", Value(key)},
+                         {"host", Value(owner.host)},
+                         {"process", Value(owner.process)},
+                         {"thread", Value(owner.thread)}});
 }
 
 }  // namespace
@@ -63,18 +72,12 @@ TransactionSql::TransactionSql(Dialect d, const TableNames& tables)
 
 std::vector<Value> TransactionSql::row_lock_try_params(const std::string& key,
                                                        const Owner& owner) const {
-  return row_lock_try.bind({{"key", Value(key)},
-                            {"host", Value(owner.host)},
-                            {"process", Value(owner.process)},
-                            {"thread", Value(owner.thread)}});
+  return key_and_owner(row_lock_try, key, owner);
 }
 
 std::vector<Value> TransactionSql::row_lock_stamp_params(const std::string& key,
                                                          const Owner& owner) const {
-  return row_lock_stamp.bind({{"key", Value(key)},
-                              {"host", Value(owner.host)},
-                              {"process", Value(owner.process)},
-                              {"thread", Value(owner.thread)}});
+  return key_and_owner(row_lock_stamp, key, owner);
 }
 
 PermitSql::PermitSql(Dialect d, const TableNames& tables)

@@ -158,13 +158,7 @@ void headline_table(std::ostream& out, const std::vector<Headline>& headlines,
   for (std::size_t i = 0; i < databases.size(); ++i) out << "---|";
   out << "---|\n";
   for (bool ratios : {true, false}) {
-    std::vector<std::string> labels;
-    std::map<std::string, std::map<std::string, const Headline*>> cells;
-    for (const auto& h : headlines) {
-      if (h.ratio != ratios) continue;
-      if (!cells.contains(h.label)) labels.push_back(h.label);
-      cells[h.label][h.database] = &h;
-    }
+    auto [labels, cells] = headline_rows(headlines, ratios);
     for (const auto& label : labels) {
       std::string target;
       out << "| " << label << " |";

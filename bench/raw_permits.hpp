@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The semaphore tables' permit, taken and given back by the raw baseline as Semaphore::Impl does
-// it (lib/src/semaphore/semaphore.cpp), with PermitSql's statements: PostgreSQL's one acquire
+// The semaphore tables' permit, taken and given back by the raw baseline as detail::SemaphoreCore
+// does it (lib/src/semaphore/semaphore.cpp), with PermitSql's statements: PostgreSQL's one acquire
 // statement; MySQL's slots, a free slot of the range picked at random client-side, then
 // acquire_slot. Shared by the semaphore and reader-writer lock scenarios.
 //

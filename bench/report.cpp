@@ -91,6 +91,16 @@ nlohmann::json headlines_json(const std::vector<Headline>& headlines) {
   return out;
 }
 
+HeadlineRows headline_rows(const std::vector<Headline>& headlines, bool ratios) {
+  HeadlineRows rows;
+  for (const auto& h : headlines) {
+    if (h.ratio != ratios) continue;
+    if (!rows.cells.contains(h.label)) rows.labels.push_back(h.label);
+    rows.cells[h.label][h.database] = &h;
+  }
+  return rows;
+}
+
 void print_table(std::ostream& out, const std::vector<Headline>& headlines,
                  const nlohmann::json& document) {
   std::vector<std::string> databases;
@@ -101,13 +111,7 @@ void print_table(std::ostream& out, const std::vector<Headline>& headlines,
   }
   // One row per label, one column per database; ratios first, then figures, in run order.
   for (bool ratios : {true, false}) {
-    std::vector<std::string> labels;
-    std::map<std::string, std::map<std::string, const Headline*>> cells;
-    for (const auto& h : headlines) {
-      if (h.ratio != ratios) continue;
-      if (!cells.contains(h.label)) labels.push_back(h.label);
-      cells[h.label][h.database] = &h;
-    }
+    auto [labels, cells] = headline_rows(headlines, ratios);
     if (labels.empty()) continue;
     out << "\n" << (ratios ? "Ratios" : "Figures") << "\n";
     std::string header = pad("", 46);

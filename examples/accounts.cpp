@@ -18,13 +18,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "dblock/error.hpp"
 #include "dblock/lock_set.hpp"
-#include "dblock/migrator.hpp"
 #include "dblock/open.hpp"
 #include "dblock/unique_key_lock.hpp"
 #include "dblock/url.hpp"
@@ -34,13 +32,11 @@ namespace {
 
 using namespace std::chrono_literals;
 
+constexpr const char* kUsage =
+    "usage: accounts [--url URL] [--processes N] [--threads T] [--requests R]\n";
+
 constexpr int kAccounts = 10;
 constexpr long kOpening = 1000;
-
-struct Config {
-  std::optional<std::string> url;
-  examples::RaceConfig race{4, 8, 1000};
-};
 
 // The demo's own tables, unique to this run.
 struct Demo {
@@ -154,36 +150,14 @@ bool report(const dblock::DatabaseUrl& url, const Demo& demo, const examples::Ra
   if (n[kMoved] + n[kInsufficient] + n[kTimedOut] + n[kFenced] + n[kError] != cfg.requests) {
     problems.push_back("requests went missing");
   }
-  for (const auto& p : problems) std::printf("FAILED: %s\n", p.c_str());
-  if (problems.empty()) std::printf("OK: every transfer held both accounts; no money lost\n");
-  return problems.empty();
+  return examples::verdict(problems, "every transfer held both accounts; no money lost");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  Config cfg;
-  if (!examples::parse_race_args(argc, argv, cfg.url, cfg.race)) {
-    std::fprintf(stderr,
-                 "usage: accounts [--url URL] [--processes N] [--threads T] [--requests R]\n");
-    return 2;
-  }
-  try {
-    const auto url = dblock::DatabaseUrl::resolve(cfg.url);
-    const Demo demo;
-    {  // set up, then close: a connection must never be shared across fork()
-      auto conn = dblock::open_connection(url);
-      std::printf("database: %s\n", conn->describe().c_str());
-      dblock::Migrator(*conn).up();
-      create_tables(*conn, demo);
-    }
-    auto setup = [&demo](dblock::ConnectionSource& pool) { return account_requests(pool, demo); };
-    const bool ok = examples::with_cleanup(
-        [&] { return report(url, demo, cfg.race, examples::race(url, cfg.race, setup, kMoved)); },
-        [&] { drop_tables(url, demo); });
-    return ok ? 0 : 1;
-  } catch (const std::exception& e) {  // dblock::Error, or a failed pipe() / fork()
-    std::fprintf(stderr, "accounts: %s\n", e.what());
-    return 1;
-  }
+  const examples::RaceProgram program{"accounts", kUsage, {4, 8, 1000}, kMoved};
+  const Demo demo;
+  return examples::race_main(argc, argv, program, demo, create_tables, account_requests, report,
+                             drop_tables);
 }

@@ -17,14 +17,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "dblock/error.hpp"
-#include "dblock/migrator.hpp"
 #include "dblock/open.hpp"
 #include "dblock/semaphore.hpp"
 #include "dblock/url.hpp"
@@ -34,12 +32,10 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr int kPermits = 3;
+constexpr const char* kUsage =
+    "usage: job_runner [--url URL] [--processes N] [--threads T] [--requests JOBS]\n";
 
-struct Config {
-  std::optional<std::string> url;
-  examples::RaceConfig race{4, 6, 200};
-};
+constexpr int kPermits = 3;
 
 // The demo's own table, unique to this run, and its semaphore key.
 struct Demo {
@@ -138,36 +134,13 @@ bool report(const dblock::DatabaseUrl& url, const Demo& demo, const examples::Ra
   if (peak >= 0 && peak < kPermits && cfg.processes * cfg.threads > kPermits) {
     problems.push_back("the permits were never all in use (jobs ran one after another)");
   }
-  for (const auto& p : problems) std::printf("FAILED: %s\n", p.c_str());
-  if (problems.empty()) std::printf("OK: every job ran once, never more than 3 at a time\n");
-  return problems.empty();
+  return examples::verdict(problems, "every job ran once, never more than 3 at a time");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  Config cfg;
-  if (!examples::parse_race_args(argc, argv, cfg.url, cfg.race)) {
-    std::fprintf(stderr,
-                 "usage: job_runner [--url URL] [--processes N] [--threads T] [--requests JOBS]\n");
-    return 2;
-  }
-  try {
-    const auto url = dblock::DatabaseUrl::resolve(cfg.url);
-    const Demo demo;
-    {  // set up, then close: a connection must never be shared across fork()
-      auto conn = dblock::open_connection(url);
-      std::printf("database: %s\n", conn->describe().c_str());
-      dblock::Migrator(*conn).up();
-      create_table(*conn, demo);
-    }
-    auto setup = [&demo](dblock::ConnectionSource& pool) { return jobs(pool, demo); };
-    const bool ok = examples::with_cleanup(
-        [&] { return report(url, demo, cfg.race, examples::race(url, cfg.race, setup, kRan)); },
-        [&] { drop_table(url, demo); });
-    return ok ? 0 : 1;
-  } catch (const std::exception& e) {  // dblock::Error, or a failed pipe() / fork()
-    std::fprintf(stderr, "job_runner: %s\n", e.what());
-    return 1;
-  }
+  const examples::RaceProgram program{"job_runner", kUsage, {4, 6, 200}, kRan};
+  const Demo demo;
+  return examples::race_main(argc, argv, program, demo, create_table, jobs, report, drop_table);
 }

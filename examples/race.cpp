@@ -10,11 +10,13 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <optional>
 #include <system_error>
 #include <thread>
 #include <vector>
 
+#include "dblock/migrator.hpp"
 #include "dblock/open.hpp"
 
 namespace examples {
@@ -140,6 +142,39 @@ bool parse_race_args(int argc, char** argv, std::optional<std::string>& url, Rac
   if (flags.count("threads")) race.threads = std::atoi(flags["threads"].c_str());
   if (flags.count("requests")) race.requests = std::atol(flags["requests"].c_str());
   return race.processes > 0 && race.threads > 0 && race.requests > 0;
+}
+
+bool verdict(const std::vector<std::string>& problems, const char* ok) {
+  for (const auto& p : problems) std::printf("FAILED: %s\n", p.c_str());
+  if (problems.empty()) std::printf("OK: %s\n", ok);
+  return problems.empty();
+}
+
+int race_main(int argc, char** argv, const RaceProgram& program, const RaceSteps& steps) {
+  std::optional<std::string> url_flag;
+  RaceConfig cfg = program.race;
+  if (!parse_race_args(argc, argv, url_flag, cfg)) {
+    std::fprintf(stderr, "%s", program.usage);
+    return 2;
+  }
+  try {
+    const auto url = dblock::DatabaseUrl::resolve(url_flag);
+    {  // set up, then close: a connection must never be shared across fork()
+      auto conn = dblock::open_connection(url);
+      std::printf("database: %s\n", conn->describe().c_str());
+      dblock::Migrator(*conn).up();
+      steps.create(*conn);
+    }
+    const bool ok = with_cleanup(
+        [&] {
+          return steps.report(url, cfg, race(url, cfg, steps.requests, program.winning_outcome));
+        },
+        [&] { steps.drop(url); });
+    return ok ? 0 : 1;
+  } catch (const std::exception& e) {  // dblock::Error, or a failed pipe() / fork()
+    std::fprintf(stderr, "%s: %s\n", program.name, e.what());
+    return 1;
+  }
 }
 
 }  // namespace examples

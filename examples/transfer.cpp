@@ -16,12 +16,10 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "dblock/error.hpp"
-#include "dblock/migrator.hpp"
 #include "dblock/open.hpp"
 #include "dblock/unique_key_lock.hpp"
 #include "dblock/url.hpp"
@@ -31,10 +29,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-struct Config {
-  std::optional<std::string> url;
-  examples::RaceConfig race{4, 8, 1000};
-};
+constexpr const char* kUsage =
+    "usage: transfer [--url URL] [--processes N] [--threads T] [--requests R]\n";
 
 // The demo's own tables, unique to this run.
 struct Demo {
@@ -153,39 +149,14 @@ bool report(const dblock::DatabaseUrl& url, const Demo& demo, const examples::Ra
   if (n[kTransferred] + rejected != cfg.requests) problems.push_back("requests went missing");
   if (log_rows != 1) problems.push_back(std::to_string(log_rows) + " rows in the transfer log");
   if (owner != winner) problems.push_back("the asset belongs to " + owner + ", not " + winner);
-  for (const auto& p : problems) std::printf("FAILED: %s\n", p.c_str());
-  if (problems.empty()) std::printf("OK: exactly one transfer succeeded\n");
-  return problems.empty();
+  return examples::verdict(problems, "exactly one transfer succeeded");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  Config cfg;
-  if (!examples::parse_race_args(argc, argv, cfg.url, cfg.race)) {
-    std::fprintf(stderr,
-                 "usage: transfer [--url URL] [--processes N] [--threads T] "
-                 "[--requests R]\n");
-    return 2;
-  }
-  try {
-    const auto url = dblock::DatabaseUrl::resolve(cfg.url);
-    const Demo demo;
-    {  // set up, then close: a connection must never be shared across fork()
-      auto conn = dblock::open_connection(url);
-      std::printf("database: %s\n", conn->describe().c_str());
-      dblock::Migrator(*conn).up();
-      create_tables(*conn, demo);
-    }
-    auto setup = [&demo](dblock::ConnectionSource& pool) { return transfer_requests(pool, demo); };
-    const bool ok = examples::with_cleanup(
-        [&] {
-          return report(url, demo, cfg.race, examples::race(url, cfg.race, setup, kTransferred));
-        },
-        [&] { drop_tables(url, demo); });
-    return ok ? 0 : 1;
-  } catch (const std::exception& e) {  // dblock::Error, or a failed pipe() / fork()
-    std::fprintf(stderr, "transfer: %s\n", e.what());
-    return 1;
-  }
+  const examples::RaceProgram program{"transfer", kUsage, {4, 8, 1000}, kTransferred};
+  const Demo demo;
+  return examples::race_main(argc, argv, program, demo, create_tables, transfer_requests, report,
+                             drop_tables);
 }

@@ -4,6 +4,8 @@
 // Thread-safety: pure functions.
 #include "dblock/dialect.hpp"
 
+#include "enum_names.hpp"
+
 namespace dblock {
 
 std::string_view to_string(Dialect dialect) noexcept {
@@ -11,15 +13,8 @@ std::string_view to_string(Dialect dialect) noexcept {
 }
 
 std::string_view to_string(Server server) noexcept {
-  switch (server) {
-    case Server::kPostgreSQL:
-      return "postgresql";
-    case Server::kMySQL:
-      return "mysql";
-    case Server::kMariaDB:
-      return "mariadb";
-  }
-  return "unknown";
+  constexpr auto kNames = detail::enum_names<Server::kMariaDB>({"postgresql", "mysql", "mariadb"});
+  return kNames.of(server, "unknown");
 }
 
 Dialect dialect_of(Server server) noexcept {

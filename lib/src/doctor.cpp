@@ -9,6 +9,7 @@
 #include "dblock/error.hpp"
 #include "dblock/migrator.hpp"
 #include "doctor_privileges.hpp"
+#include "enum_names.hpp"
 #include "galera.hpp"
 #include "sql/server_sql.hpp"
 
@@ -395,27 +396,14 @@ class Doctor {
 }  // namespace
 
 std::string_view to_string(Finding::Status status) noexcept {
-  switch (status) {
-    case Finding::Status::kOk:
-      return "ok";
-    case Finding::Status::kWarning:
-      return "warning";
-    case Finding::Status::kFailure:
-      return "failure";
-  }
-  return "unknown";
+  constexpr auto kNames =
+      detail::enum_names<Finding::Status::kFailure>({"ok", "warning", "failure"});
+  return kNames.of(status, "unknown");
 }
 
 std::string_view to_string(DoctorRole role) noexcept {
-  switch (role) {
-    case DoctorRole::kApplication:
-      return "app";
-    case DoctorRole::kCleaner:
-      return "cleaner";
-    case DoctorRole::kMigrator:
-      return "migrator";
-  }
-  return "unknown";
+  constexpr auto kNames = detail::enum_names<DoctorRole::kMigrator>({"app", "cleaner", "migrator"});
+  return kNames.of(role, "unknown");
 }
 
 std::vector<Finding> check_deployment(Connection& conn, const TableNames& tables, DoctorRole role) {

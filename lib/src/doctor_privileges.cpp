@@ -3,6 +3,7 @@
 #include "doctor_privileges.hpp"
 
 #include "dblock/error.hpp"
+#include "enum_names.hpp"
 #include "sql/statement.hpp"
 
 namespace dblock::detail {
@@ -75,15 +76,11 @@ std::vector<std::string_view> table_needs(DoctorRole role, Dialect dialect, std:
 }
 
 std::string_view ok_message(DoctorRole role) {
-  switch (role) {
-    case DoctorRole::kApplication:
-      return "this user may take, renew and release locks of every strategy";
-    case DoctorRole::kCleaner:
-      return "this user may run the cleaner on every table it empties";
-    case DoctorRole::kMigrator:
-      return "this user may apply dblock's migrations";
-  }
-  return "";
+  constexpr auto kMessages = enum_names<DoctorRole::kMigrator>(
+      {"this user may take, renew and release locks of every strategy",
+       "this user may run the cleaner on every table it empties",
+       "this user may apply dblock's migrations"});
+  return kMessages.of(role, "");
 }
 
 }  // namespace

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// The privilege checks of `dblock doctor` (dblock/doctor.hpp): what a role needs on dblock's
-// tables (every table the cleaner empties, sql/server_sql.hpp's CleanerSql::tables, and the
-// migrations table), and on PostgreSQL its schema and sequence, found with probes that match no
-// row; each privilege missing is named with the GRANT that gives it. schema/grants/<dialect>.sql
-// lists the same privileges for people to apply. Internal.
+// The privilege checks of `dblock doctor` (dblock/doctor.hpp), in its words (dblock/finding.hpp):
+// what a role needs on dblock's tables (every table the cleaner empties, sql/server_sql.hpp's
+// CleanerSql::tables, and the migrations table), and on PostgreSQL its schema and sequence, found
+// with probes that match no row; each privilege missing is named with the GRANT that gives it.
+// schema/grants/<dialect>.sql lists the same privileges for people to apply. Internal.
 //
 //   detail::Privileges privileges(conn, tables);
 //   Finding f = privileges.check(DoctorRole::kCleaner);      // "privileges" for the cleaner
@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "dblock/connection.hpp"
-#include "dblock/doctor.hpp"
+#include "dblock/finding.hpp"
 #include "dblock/table_names.hpp"
 #include "sql/server_sql.hpp"
 

@@ -1,42 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "dblock/error.hpp"
 
+#include "enum_names.hpp"
+
 namespace dblock {
 
 std::string_view to_string(ErrorCode code) noexcept {
-  switch (code) {
-    case ErrorCode::kUniqueViolation:
-      return "unique_violation";
-    case ErrorCode::kLockNotAvailable:
-      return "lock_not_available";
-    case ErrorCode::kLockWaitTimeout:
-      return "lock_wait_timeout";
-    case ErrorCode::kDeadlock:
-      return "deadlock";
-    case ErrorCode::kSerializationFailure:
-      return "serialization_failure";
-    case ErrorCode::kConnectionLost:
-      return "connection_lost";
-    case ErrorCode::kConnectFailed:
-      return "connect_failed";
-    case ErrorCode::kAccessDenied:
-      return "access_denied";
-    case ErrorCode::kUndefinedTable:
-      return "undefined_table";
-    case ErrorCode::kInvalidArgument:
-      return "invalid_argument";
-    case ErrorCode::kFailedPrecondition:
-      return "failed_precondition";
-    case ErrorCode::kPoolExhausted:
-      return "pool_exhausted";
-    case ErrorCode::kCommitInDoubt:
-      return "commit_in_doubt";
-    case ErrorCode::kLeaseLost:
-      return "lease_lost";
-    case ErrorCode::kOther:
-      return "other";
-  }
-  return "other";
+  constexpr auto kNames = detail::enum_names<ErrorCode::kOther>(
+      {"unique_violation", "lock_not_available", "lock_wait_timeout", "deadlock",
+       "serialization_failure", "connection_lost", "connect_failed", "access_denied",
+       "undefined_table", "invalid_argument", "failed_precondition", "pool_exhausted",
+       "commit_in_doubt", "lease_lost", "other"});
+  return kNames.of(code, "other");
 }
 
 RetryScope retry_scope(ErrorCode code) noexcept {

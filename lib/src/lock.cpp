@@ -6,8 +6,8 @@
 
 #include "dblock/error.hpp"
 #include "lease_core.hpp"
-#include "lock_keys.hpp"
 #include "renewer.hpp"
+#include "strategy_rules.hpp"
 
 namespace dblock {
 

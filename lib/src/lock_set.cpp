@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "clock.hpp"
-#include "lock_keys.hpp"
+#include "strategy_rules.hpp"
 
 namespace dblock {
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "dblock/error.hpp"
+#include "escaped_text.hpp"
 
 namespace dblock::detail {
 
@@ -19,23 +20,6 @@ constexpr std::string_view kExample =
 [[noreturn]] void refuse(std::string_view what) {
   throw Error(ErrorCode::kInvalidArgument,
               "the lock metadata " + std::string(what) + "; " + std::string(kExample));
-}
-
-// Bytes outside printable ASCII shown as \xNN, so a message stays one line of text.
-std::string printable(std::string_view text) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (char ch : text) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c < 0x20 || c >= 0x7f) {
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    } else {
-      out += ch;
-    }
-  }
-  return out;
 }
 
 // Walks the parsed value: counts the nesting and looks into every string and name. Stops at the
@@ -61,7 +45,7 @@ class Checker final : public nlohmann::json_sax<nlohmann::json> {
     if (const auto close = what.find("] "); close != std::string_view::npos) {
       what.remove_prefix(close + 2);
     }
-    problem_ = "is not JSON: " + printable(what);
+    problem_ = "is not JSON: " + escaped_text(what, Bytes::kAsciiOnly);
     return false;
   }
 

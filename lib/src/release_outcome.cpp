@@ -4,20 +4,14 @@
 // Thread-safety: a pure function.
 #include "dblock/release_outcome.hpp"
 
+#include "enum_names.hpp"
+
 namespace dblock {
 
 std::string_view to_string(ReleaseOutcome outcome) noexcept {
-  switch (outcome) {
-    case ReleaseOutcome::kReleased:
-      return "released";
-    case ReleaseOutcome::kDecremented:
-      return "decremented";
-    case ReleaseOutcome::kNotHeld:
-      return "not_held";
-    case ReleaseOutcome::kConflict:
-      return "conflict";
-  }
-  return "not_held";
+  constexpr auto kNames = detail::enum_names<ReleaseOutcome::kConflict>(
+      {"released", "decremented", "not_held", "conflict"});
+  return kNames.of(outcome, "not_held");
 }
 
 }  // namespace dblock

@@ -2,6 +2,7 @@
 #include "dblock/table_names.hpp"
 
 #include "dblock/error.hpp"
+#include "escaped_text.hpp"
 
 namespace dblock {
 
@@ -21,20 +22,8 @@ bool valid_identifier(std::string_view s) {
 
 // Shows a rejected name safely: printable ASCII kept, the rest as \xNN, long names cut.
 std::string printable(std::string_view s) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (std::size_t i = 0; i < s.size() && i < 80; ++i) {
-    auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c < 0x7f) {
-      out += static_cast<char>(c);
-    } else {
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  if (s.size() > 80) out += "...";
-  return out;
+  return detail::escaped_text(s.substr(0, 80), detail::Bytes::kAsciiOnly) +
+         (s.size() > 80 ? "..." : "");
 }
 }  // namespace
 

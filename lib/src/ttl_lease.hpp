@@ -32,9 +32,9 @@
 #include "dblock/lock.hpp"
 #include "galera.hpp"
 #include "lease_core.hpp"
-#include "lock_keys.hpp"
 #include "sql/by_server.hpp"
 #include "sql/statement.hpp"
+#include "strategy_rules.hpp"
 
 namespace dblock::detail {
 

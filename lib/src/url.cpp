@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "dblock/error.hpp"
+#include "escaped_text.hpp"
 #include "url_encoding.hpp"
 
 namespace dblock {
@@ -45,27 +46,11 @@ std::string redact_raw(std::string_view url) {
   return out;
 }
 
-// Control characters shown as \xNN, so a message stays one line.
-std::string escape_controls(std::string_view text) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (char ch : text) {
-    auto c = static_cast<unsigned char>(ch);
-    if (c < 0x20 || c == 0x7f) {
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    } else {
-      out += ch;
-    }
-  }
-  return out;
-}
-
 [[noreturn]] void fail(std::string_view url, std::string_view what) {
   throw Error(ErrorCode::kInvalidArgument,
-              escape_controls("invalid database URL '" + redact_raw(url) +
-                              "': " + std::string(what) + "; " + std::string(kExpected)));
+              detail::escaped_text("invalid database URL '" + redact_raw(url) +
+                                       "': " + std::string(what) + "; " + std::string(kExpected),
+                                   detail::Bytes::kControlsOnly));
 }
 
 int hex_value(char c) {

@@ -12,6 +12,7 @@
 // Thread-safety: as GoogleTest fixtures.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -29,6 +30,15 @@ class ConnectionFaultTest : public FaultTest {
   // For a lease whose session the server ended: renew() says no, lost() yes, and release()
   // throws kLeaseLost. The release goes to `history` as `client`'s, one that got no reply.
   static void expect_ended(Lease& lease, HistoryWriter& history, const std::string& client);
+  // After a fault: `client` takes `key` through `lock` within `wait` (else the failure says
+  // `if_not`) and releases it. Returns the lease's token (0 when the key never came).
+  static std::int64_t take_and_release(Lock& lock, HistoryWriter& history,
+                                       const std::string& client, const std::string& key,
+                                       std::chrono::milliseconds wait, const char* if_not);
+  // The same for a transactional strategy, with the lease's transaction adding one to the
+  // resource counter, which must read `counter_after` once it is released.
+  void take_and_commit(Lock& lock, HistoryWriter& history, const std::string& client,
+                       const std::string& key, std::int64_t counter_after, const char* if_not);
 
   // The session (other than conn_'s and `not_this`) whose statement on this test's table
   // `table` waits for a lock, once one does (up to 10 s); -1 if none appears. On MySQL the

@@ -36,6 +36,31 @@ std::optional<bool> ConnectionFaultTest::lost_when_key_taken(RecordedHolder& tak
   return lost;
 }
 
+std::int64_t ConnectionFaultTest::take_and_release(Lock& lock, HistoryWriter& history,
+                                                   const std::string& client,
+                                                   const std::string& key, milliseconds wait,
+                                                   const char* if_not) {
+  RecordedHolder holder(lock, history, client, key, milliseconds(30000));
+  if (!holder.acquire(wait)) {
+    ADD_FAILURE() << if_not;
+    return 0;
+  }
+  EXPECT_EQ(holder.release(), "released");
+  return holder.token();
+}
+
+void ConnectionFaultTest::take_and_commit(Lock& lock, HistoryWriter& history,
+                                          const std::string& client, const std::string& key,
+                                          std::int64_t counter_after, const char* if_not) {
+  RecordedHolder holder(lock, history, client, key, milliseconds(30000));
+  ASSERT_TRUE(holder.acquire(milliseconds(0))) << if_not;
+  EXPECT_EQ(
+      holder.in_transaction([&](Connection& c) { return increment_counter(c, tables_, client); }),
+      1u);
+  EXPECT_EQ(holder.release(), "released");
+  EXPECT_EQ(counter(), counter_after);
+}
+
 void ConnectionFaultTest::expect_ended(Lease& lease, HistoryWriter& history,
                                        const std::string& client) {
   const std::string key(lease.key());
@@ -78,9 +103,7 @@ namespace {
 TEST_P(ConnectionFaultTest, ASessionKilledMidHoldIsReplacedForTheNextCall) {
   if (strategy().transactional) return transactional_session_killed_mid_hold();
   if (strategy().held_by_session()) return session_killed_mid_hold();
-  auto one = one_session_lock();
-  auto other = make_lock();
-  HistoryWriter history(new_history("mid-hold"));
+  auto [one, other, history] = one_session_scene("mid-hold");
   RecordedHolder holder(*one.lock, history, "holder", "k", milliseconds(30000));
   ASSERT_TRUE(holder.acquire(milliseconds(0)));
   one.kill(*conn_);
@@ -290,10 +313,7 @@ TEST_P(ConnectionFaultTest, LostRepliesAreRetriedAndRecognised) {
   if (strategy().transactional) return transactional_acquire_reply_lost();
   if (strategy().held_by_session()) return session_acquire_reply_lost();
   if (!strategy().reentrant) return nonreentrant_acquire_reply_lost();
-  auto cut = cut_off_lock();
-  auto other = make_lock();
-  HistoryWriter history(new_history("lost-reply"));
-  const std::string key = "lost-reply";
+  auto [cut, other, history, key] = cut_off_scene("lost-reply");
   LockOptions me = owned_by("me", false);  // no renewal may run into the armed cut
   // The acquire alone carries the metadata: a fair lock reads its queue first (MySQL), with
   // the key too, and that read's reply is not the one lost here.
@@ -347,10 +367,7 @@ TEST_P(ConnectionFaultTest, AnAcquireWhoseRepliesAreAllLostLeavesNothingHeldAfte
   if (strategy().transactional) return transactional_release_reply_lost();
   if (strategy().held_by_session()) return session_release_reply_lost();
   if (!strategy().reentrant) return nonreentrant_acquire_replies_all_lost();
-  auto cut = cut_off_lock();
-  auto other = make_lock();
-  HistoryWriter history(new_history("orphan"));
-  const std::string key = "orphan";
+  auto [cut, other, history, key] = cut_off_scene("orphan");
   LockOptions me = owned_by("me", false);
   me.metadata = R"({"request": "acquire-orphan"})";  // in the acquire alone (see LostReplies...)
 

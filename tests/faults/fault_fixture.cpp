@@ -95,6 +95,14 @@ std::string FaultTest::worker_url() const {
   return url + (url.find('?') == std::string::npos ? "?" : "&") + "driver=" + backend().driver;
 }
 
+OneSessionScene FaultTest::one_session_scene(const std::string& stem) {
+  return OneSessionScene{one_session_lock(), make_lock(), HistoryWriter(new_history(stem))};
+}
+
+CutOffScene FaultTest::cut_off_scene(const std::string& key) {
+  return CutOffScene{cut_off_lock(), make_lock(), HistoryWriter(new_history(key)), key};
+}
+
 std::string FaultTest::new_history(const std::string& stem) {
   auto path = std::filesystem::temp_directory_path() / (unique_name("history-" + stem) + ".txt");
   histories_.push_back(path.string());

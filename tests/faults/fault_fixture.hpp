@@ -72,6 +72,23 @@ struct FaultCaseName {
   }
 };
 
+// A scenario on one key that the test cuts off: the lock behind the fault proxy, another lock of
+// the same strategy and tables for the other owners, and the history both write, named after the
+// key (FaultTest::cut_off_scene).
+struct CutOffScene {
+  CutOffLock cut;
+  std::unique_ptr<Lock> other;
+  HistoryWriter history;
+  std::string key;
+};
+
+// The same for a lock whose one session the test kills (FaultTest::one_session_scene).
+struct OneSessionScene {
+  OneSessionLock one;
+  std::unique_ptr<Lock> other;
+  HistoryWriter history;
+};
+
 class FaultTest : public ::testing::TestWithParam<FaultCase> {
  protected:
   void SetUp() override;
@@ -85,9 +102,15 @@ class FaultTest : public ::testing::TestWithParam<FaultCase> {
   std::unique_ptr<Lock> make_lock() const { return make_lock(*pool_); }
   // A lock of this test's strategy and tables whose network the test cuts (cut_off_lock.hpp).
   CutOffLock cut_off_lock(PoolOptions pool = {.max_size = 2}) const;
+  // cut_off_lock(), make_lock() and a new history, for `key`:
+  //   auto [cut, other, history, key] = cut_off_scene("lost-reply");
+  CutOffScene cut_off_scene(const std::string& key);
   // A lock of this test's strategy and tables whose one session the test kills
   // (one_session_lock.hpp).
   OneSessionLock one_session_lock() const { return OneSessionLock(backend(), strategy(), tables_); }
+  // one_session_lock(), make_lock() and a new history named `stem`:
+  //   auto [one, other, history] = one_session_scene("mid-hold");
+  OneSessionScene one_session_scene(const std::string& stem);
   // Scenario 6's holder of "k", with a lease of `ttl`, whose network the test cuts, and the
   // owner waiting to take the key (cut_off_holder.hpp), with a history of their own.
   CutOffHolder cut_off_holder(std::chrono::milliseconds ttl);

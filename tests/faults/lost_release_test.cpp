@@ -118,10 +118,7 @@ void LostReleaseTest::release_dropped_ends_by_ttl() {
       std::to_string(kSlackMs) +
       " ms (not before the TTL) with a higher token, that the stale token's fenced write is "
       "refused, and that the owner's next acquire then gets a fresh hold");
-  auto cut = cut_off_lock();
-  auto other = make_lock();
-  HistoryWriter history(new_history("lost-release"));
-  const std::string key = "lost-release";
+  auto [cut, other, history, key] = cut_off_scene("lost-release");
   LockOptions me = owned_by("me", false);
   me.ttl = std::chrono::milliseconds(kTtlMs);
 

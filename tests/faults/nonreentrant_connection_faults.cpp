@@ -38,10 +38,7 @@ void ConnectionFaultTest::nonreentrant_acquire_reply_lost() {
       "gets exactly one permit (one live row, its lease id and token), that the owner's second "
       "acquire is refused, and that a release whose first reply is lost is retried, reports "
       "kReleased and leaves the key free");
-  auto cut = cut_off_lock();
-  auto other = make_lock();
-  HistoryWriter history(new_history("lost-reply"));
-  const std::string key = "lost-reply";
+  auto [cut, other, history, key] = cut_off_scene("lost-reply");
   LockOptions me = owned_by("me", false);                // no renewal may run into the armed cut
   me.metadata = R"({"request": "acquire-lost-reply"})";  // in the statement that takes the permit
   use_once(*other, key);
@@ -90,10 +87,7 @@ void ConnectionFaultTest::nonreentrant_acquire_replies_all_lost() {
       "another owner gets the key within TTL + " +
       std::to_string(kSlackMs) + " ms, not before the TTL, with a higher token");
   constexpr int kTtlMs = 2000;
-  auto cut = cut_off_lock();
-  auto other = make_lock();
-  HistoryWriter history(new_history("orphan"));
-  const std::string key = "orphan";
+  auto [cut, other, history, key] = cut_off_scene("orphan");
   LockOptions me = owned_by("me", false);
   me.ttl = milliseconds(kTtlMs);
   me.metadata = R"({"request": "acquire-orphan"})";

@@ -45,9 +45,7 @@ void ConnectionFaultTest::session_killed_mid_hold() {
       "hold, that renew() says no and release() throws kLeaseLost, that the new owner's token "
       "is higher, and that the Lock's next acquire works "
       "on a fresh connection");
-  auto one = one_session_lock();
-  auto other = make_lock();
-  HistoryWriter history(new_history("mid-hold"));
+  auto [one, other, history] = one_session_scene("mid-hold");
   const auto session = one.session();
   auto lease = try_acquire_recorded(*one.lock, history, "holder", "k", owned_by("holder"));
   ASSERT_TRUE(lease);
@@ -85,11 +83,9 @@ void ConnectionFaultTest::session_killed_mid_hold() {
   EXPECT_EQ(intruder.release(), "released");
   EXPECT_EQ(session_holding("k"), 0) << "a released key is still held on the server";
 
-  RecordedHolder again(*one.lock, history, "holder-again", "k", milliseconds(30000));
-  ASSERT_TRUE(again.acquire(milliseconds(0)))
-      << "the Lock's next acquire did not get a fresh connection";
-  EXPECT_GT(again.token(), intruder.token());
-  EXPECT_EQ(again.release(), "released");
+  EXPECT_GT(take_and_release(*one.lock, history, "holder-again", "k", milliseconds(0),
+                             "the Lock's next acquire did not get a fresh connection"),
+            intruder.token());
   check_histories();
 }
 
@@ -99,9 +95,7 @@ void ConnectionFaultTest::session_killed_mid_acquire() {
       "nothing while it waits; when its session is killed there it is not retried (the session "
       "is gone); checked that the error is kConnectionLost, that the holder it waited for still "
       "holds the key, and that the next acquire works on a fresh connection");
-  auto one = one_session_lock();
-  auto other = make_lock();
-  HistoryWriter history(new_history("mid-acquire"));
+  auto [one, other, history] = one_session_scene("mid-acquire");
   RecordedHolder blocker(*other, history, "blocker", "k", milliseconds(30000));
   ASSERT_TRUE(blocker.acquire(milliseconds(0)));
   const auto session = one.session();
@@ -130,10 +124,9 @@ void ConnectionFaultTest::session_killed_mid_acquire() {
   EXPECT_NE(now_holding, session) << "the killed waiter got the key";
   EXPECT_EQ(blocker.release(), "released");
 
-  RecordedHolder after(*one.lock, history, "after", "k", milliseconds(30000));
-  ASSERT_TRUE(after.acquire(milliseconds(0))) << "the next acquire did not get a connection";
-  EXPECT_GT(after.token(), blocker.token());
-  EXPECT_EQ(after.release(), "released");
+  EXPECT_GT(take_and_release(*one.lock, history, "after", "k", milliseconds(0),
+                             "the next acquire did not get a connection"),
+            blocker.token());
   check_histories();
 }
 
@@ -143,10 +136,7 @@ void ConnectionFaultTest::session_acquire_reply_lost() {
       "lock died with the cut connection; checked instead that the acquire reports "
       "kConnectionLost, that the server ran the lock statement and freed the lock when the "
       "connection closed, and that the next acquire works");
-  auto cut = cut_off_lock();
-  auto other = make_lock();
-  HistoryWriter history(new_history("lost-reply"));
-  const std::string key = "lost-reply";
+  auto [cut, other, history, key] = cut_off_scene("lost-reply");
   {
     // The lock statement is prepared before the cut (MySQL), so the cut hits its execution.
     auto warm = cut.lock->try_acquire(key, owned_by("warm-up"));
@@ -159,13 +149,12 @@ void ConnectionFaultTest::session_acquire_reply_lost() {
   EXPECT_EQ(cut.proxy.cuts(), 1);
   EXPECT_EQ(cut.proxy.answered_after_cut(), 1) << "the server did not run the cut statement";
   // The server notices the closed connection on its own time: a short wait.
-  RecordedHolder intruder(*other, history, "intruder", key, milliseconds(30000));
-  EXPECT_TRUE(intruder.acquire(milliseconds(5000))) << "the cut connection's lock stayed held";
-  EXPECT_EQ(intruder.release(), "released");
-  RecordedHolder next(*cut.lock, history, "me", key, milliseconds(30000));
-  ASSERT_TRUE(next.acquire(milliseconds(0))) << "the next acquire did not get a fresh connection";
-  EXPECT_GT(next.token(), intruder.token());
-  EXPECT_EQ(next.release(), "released");
+  const std::int64_t intruder =
+      take_and_release(*other, history, "intruder", key, milliseconds(5000),
+                       "the cut connection's lock stayed held");
+  EXPECT_GT(take_and_release(*cut.lock, history, "me", key, milliseconds(0),
+                             "the next acquire did not get a fresh connection"),
+            intruder);
   check_histories();
 }
 
@@ -175,10 +164,7 @@ void ConnectionFaultTest::session_release_reply_lost() {
       "another; checked instead that an unlock whose reply was lost is reported as kLeaseLost "
       "(never as released), that the lock is free on the server, that the owner's next "
       "acquire gets a fresh hold with a higher token, and that it excludes another owner");
-  auto cut = cut_off_lock();
-  auto other = make_lock();
-  HistoryWriter history(new_history("lost-release"));
-  const std::string key = "lost-release";
+  auto [cut, other, history, key] = cut_off_scene("lost-release");
   const std::string name = session_lock_name(key);
   auto lease = try_acquire_recorded(*cut.lock, history, "me", key, owned_by("me"));
   ASSERT_TRUE(lease);

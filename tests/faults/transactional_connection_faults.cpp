@@ -31,9 +31,7 @@ void ConnectionFaultTest::transactional_session_killed_mid_hold() {
                        "ends it; checked instead that the lease reports lost, release() throws "
                        "kLeaseLost, the write is not applied, and the next acquire and "
                        "commit work on a fresh connection");
-  auto one = one_session_lock();
-  auto other = make_lock();
-  HistoryWriter history(new_history("mid-hold"));
+  auto [one, other, history] = one_session_scene("mid-hold");
   auto lease = try_acquire_recorded(*one.lock, history, "holder", "k", owned_by("holder", false));
   ASSERT_TRUE(lease);
   const auto token = lease->fencing_token();
@@ -123,13 +121,7 @@ void ConnectionFaultTest::transactional_session_killed_mid_acquire() {
   EXPECT_EQ(error, ErrorCode::kConnectionLost);
   EXPECT_FALSE(got.has_value());
 
-  RecordedHolder after(*lock, history, "after", "k", milliseconds(30000));
-  ASSERT_TRUE(after.acquire(milliseconds(0)));
-  EXPECT_EQ(
-      after.in_transaction([&](Connection& c) { return increment_counter(c, tables_, "after"); }),
-      1u);
-  EXPECT_EQ(after.release(), "released");
-  EXPECT_EQ(counter(), 1);
+  take_and_commit(*lock, history, "after", "k", 1, "the next acquire did not get a connection");
   check_histories();
 }
 
@@ -142,10 +134,7 @@ void ConnectionFaultTest::transactional_acquire_reply_lost() {
                      : "an optimistic acquire only reads a version, so there is no lease to "
                        "find again; checked instead that an acquire whose reply was lost reports "
                        "kConnectionLost and that the next acquire and commit work");
-  auto cut = cut_off_lock();
-  auto other = make_lock();
-  HistoryWriter history(new_history("lost-reply"));
-  const std::string key = "lost-reply";
+  auto [cut, other, history, key] = cut_off_scene("lost-reply");
   {
     // The key's row exists and is known before the cut: the cut hits the lock statement.
     auto warm = cut.lock->try_acquire(key, owned_by("warm-up", false));
@@ -160,16 +149,11 @@ void ConnectionFaultTest::transactional_acquire_reply_lost() {
   EXPECT_EQ(cut.proxy.answered_after_cut(), 1) << "the server did not run the cut statement";
   if (strategy().exclusive) {
     // The server notices the closed connection on its own time: a short wait.
-    RecordedHolder intruder(*other, history, "intruder", key, milliseconds(30000));
-    EXPECT_TRUE(intruder.acquire(milliseconds(5000))) << "the cut connection's lock stayed held";
-    EXPECT_EQ(intruder.release(), "released");
+    take_and_release(*other, history, "intruder", key, milliseconds(5000),
+                     "the cut connection's lock stayed held");
   }
-  RecordedHolder next(*cut.lock, history, "me", key, milliseconds(30000));
-  ASSERT_TRUE(next.acquire(milliseconds(0))) << "the next acquire did not get a fresh connection";
-  EXPECT_EQ(next.in_transaction([&](Connection& c) { return increment_counter(c, tables_, "me"); }),
-            1u);
-  EXPECT_EQ(next.release(), "released");
-  EXPECT_EQ(counter(), 1);
+  take_and_commit(*cut.lock, history, "me", key, 1,
+                  "the next acquire did not get a fresh connection");
   check_histories();
 }
 
@@ -184,10 +168,7 @@ void ConnectionFaultTest::transactional_release_reply_lost() {
                        "reported as kLeaseLost with nothing applied, that a lost reply of "
                        "the COMMIT is reported as kCommitInDoubt (never as released) although "
                        "the server committed it, and that the next acquire and commit work");
-  auto cut = cut_off_lock();
-  auto other = make_lock();
-  HistoryWriter history(new_history("lost-release"));
-  const std::string key = "lost-release";
+  auto [cut, other, history, key] = cut_off_scene("lost-release");
   int cuts = 0;
   std::int64_t committed = 0;
   auto release_with_reply_lost = [&](const std::string& needle, const char* what,
@@ -213,17 +194,11 @@ void ConnectionFaultTest::transactional_release_reply_lost() {
   ++committed;  // the server answered the COMMIT: it committed
   EXPECT_EQ(counter(), committed) << "the server's reply to COMMIT came, yet nothing committed";
   if (strategy().exclusive) {
-    RecordedHolder intruder(*other, history, "intruder", key, milliseconds(30000));
-    EXPECT_TRUE(intruder.acquire(milliseconds(5000))) << "the committed lock stayed held";
-    EXPECT_EQ(intruder.release(), "released");
+    take_and_release(*other, history, "intruder", key, milliseconds(5000),
+                     "the committed lock stayed held");
   }
-  RecordedHolder next(*cut.lock, history, "next", key, milliseconds(30000));
-  ASSERT_TRUE(next.acquire(milliseconds(0))) << "the next acquire did not get a fresh connection";
-  EXPECT_EQ(
-      next.in_transaction([&](Connection& c) { return increment_counter(c, tables_, "next"); }),
-      1u);
-  EXPECT_EQ(next.release(), "released");
-  EXPECT_EQ(counter(), committed + 1);
+  take_and_commit(*cut.lock, history, "next", key, committed + 1,
+                  "the next acquire did not get a fresh connection");
   check_histories();
 }
 

@@ -24,7 +24,6 @@
 namespace dblock::testing {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
 std::uint64_t env_count(const char* name, std::uint64_t fallback) {

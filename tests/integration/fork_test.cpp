@@ -52,7 +52,6 @@ extern "C" int __lsan_is_turned_off() { return dblock::testing::forked_child ? 1
 namespace dblock::testing {
 namespace {
 
-using std::chrono::milliseconds;
 using std::chrono::seconds;
 
 // What a child of fork() reported: its exit status, and what it wrote to its pipe.

@@ -13,8 +13,6 @@
 namespace dblock::testing {
 namespace {
 
-using std::chrono::milliseconds;
-
 class LeaseTruthTest : public MigratedLockTest<UniqueKeyLock, UniqueKeyLockOptions> {
  protected:
   LeaseTruthTest() : MigratedLockTest("t", 4) {}

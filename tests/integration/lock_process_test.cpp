@@ -21,9 +21,6 @@
 namespace dblock::testing {
 namespace {
 
-using std::chrono::milliseconds;
-using Clock = std::chrono::steady_clock;
-
 class LockProcessTest : public MigratedPoolTest {
  protected:
   LockProcessTest() : MigratedPoolTest("p", 4) {}

@@ -19,16 +19,31 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <future>
 #include <memory>
+#include <optional>
 #include <string>
+#include <thread>
+#include <utility>
 
 #include "backends.hpp"
 #include "dblock/connection.hpp"
 #include "dblock/connection_source.hpp"
 #include "dblock/lock.hpp"
+#include "dblock/release_outcome.hpp"
 #include "dblock/table_names.hpp"
 
 namespace dblock::testing {
+
+// The time vocabulary of the strategies' tests.
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+inline milliseconds since(Clock::time_point t) {
+  return std::chrono::duration_cast<milliseconds>(Clock::now() - t);
+}
 
 // A test on one pair with dblock's tables migrated under a fresh prefix, dropped afterwards.
 // conn_ is an open connection to the pair's database.
@@ -81,6 +96,55 @@ class MigratedLockTest : public MigratedPoolTest {
     lock_.reset();
     pool_.reset();
     MigratedPoolTest::TearDown();
+  }
+
+  // Takes "k" for "a" with a 100 ms TTL and checks, 300 ms later, that the lease is not lost
+  // and keeps "b" out: for a strategy whose lease lasts until its release, whatever the TTL.
+  // `while_held(held)` runs before "b" tries; the lease is released at the end.
+  void expect_held_past_its_ttl(const std::function<void(Lease& held)>& while_held = {}) {
+    LockOptions o = as("a");
+    o.ttl = milliseconds(100);
+    auto held = lock_->try_acquire("k", o);
+    ASSERT_TRUE(held);
+    std::this_thread::sleep_for(milliseconds(300));
+    EXPECT_FALSE(held->lost());
+    if (while_held) while_held(*held);
+    EXPECT_FALSE(lock_->try_acquire("k", as("b")));
+    EXPECT_EQ(held->release(), ReleaseOutcome::kReleased);
+  }
+
+  // While `key` is held by another owner: a try by "b" answers "not acquired" in under 50 ms,
+  // and the key "other" is free to "b".
+  void expect_a_try_on_the_held_key_fails_at_once(const std::string& key) {
+    const auto start = Clock::now();
+    EXPECT_FALSE(lock_->try_acquire(key, as("b")));
+    EXPECT_LT(since(start), milliseconds(50));
+    EXPECT_TRUE(lock_->try_acquire("other", as("b")));
+  }
+
+  // Two leases of "a" on "k": one hold, taken twice (check both before use).
+  std::pair<std::optional<Lease>, std::optional<Lease>> one_hold_twice() {
+    auto first = lock_->try_acquire("k", as("a"));
+    auto second = lock_->try_acquire("k", as("a"));
+    return {std::move(first), std::move(second)};
+  }
+
+  // Gives back such a hold: the inner lease's release only decrements, and "b" gets the key
+  // once the outer one is released, not before.
+  void expect_inner_then_outer_release(Lease& inner, Lease& outer) {
+    EXPECT_EQ(inner.release(), ReleaseOutcome::kDecremented);
+    EXPECT_FALSE(lock_->try_acquire("k", as("b")));  // still held after the inner release
+    EXPECT_EQ(outer.release(), ReleaseOutcome::kReleased);
+    EXPECT_TRUE(lock_->try_acquire("k", as("b")));
+  }
+
+  // "b" waiting for `key`, up to 10 s, on a thread of its own: the future gives the fencing
+  // token of the lease it got (released at once), or -1.
+  std::future<std::int64_t> waiter_for(const std::string& key) {
+    return std::async(std::launch::async, [this, key] {
+      auto lease = lock_->acquire(key, milliseconds(10000), as("b"));
+      return lease ? lease->fencing_token() : std::int64_t{-1};
+    });
   }
 
   std::unique_ptr<L> lock_;

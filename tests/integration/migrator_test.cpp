@@ -13,6 +13,7 @@
 #include "dblock/unique_key_lock.hpp"
 #include "sql/server_sql.hpp"
 #include "sql_scanner.hpp"
+#include "thrown.hpp"
 
 namespace dblock::testing {
 namespace {
@@ -65,13 +66,8 @@ TEST_P(MigratorTest, FreshDatabaseIsPendingUpAppliesAndSecondUpIsANoop) {
 
 TEST_P(MigratorTest, VerifyOnAnEmptyDatabaseSaysToRunUp) {
   Migrator m(*conn_, names());
-  try {
-    m.verify();
-    FAIL() << "verified an empty database";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kUndefinedTable);
-    EXPECT_NE(std::string(e.what()).find("dblock migrate up"), std::string::npos) << e.what();
-  }
+  expect_error([&] { m.verify(); }, ErrorCode::kUndefinedTable, "dblock migrate up",
+               "verified an empty database");
 }
 
 TEST_P(MigratorTest, AppliesOnlyNewMigrationsAndVerifyRequiresAll) {
@@ -101,13 +97,8 @@ TEST_P(MigratorTest, TablesOlderThanTheLibrarySayToMigrateAndAColumnAddedTwiceIs
   Migrator(*conn_, names(), older).up();
   auto pool = open_pool(backend().url(), {.max_size = 2});
   UniqueKeyLock lock(*pool, {.tables = names()});
-  try {
-    lock.try_acquire("k");
-    ADD_FAILURE() << "a lock statement ran on tables older than this library";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kUndefinedTable) << e.what();
-    EXPECT_NE(std::string(e.what()).find("dblock migrate up"), std::string::npos) << e.what();
-  }
+  expect_error([&] { lock.try_acquire("k"); }, ErrorCode::kUndefinedTable, "dblock migrate up",
+               "a lock statement ran on tables older than this library");
   // That migration's statements run by hand, as a migrator that stopped before recording it had
   // run them; `up` then applies and records it (and those after it) all the same.
   const Migration& last = *needed;
@@ -130,20 +121,10 @@ TEST_P(MigratorTest, ChangedChecksumIsRefusedNamingTheMigration) {
   auto states = edited.status();
   ASSERT_EQ(states.size(), 2u);
   EXPECT_EQ(states[1].status, MigrationState::Status::kModified);
-  try {
-    edited.verify();
-    FAIL() << "verified an edited migration";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kFailedPrecondition);
-    EXPECT_NE(std::string(e.what()).find("0002_second"), std::string::npos) << e.what();
-  }
-  try {
-    edited.up();
-    FAIL() << "up ran over an edited migration";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kFailedPrecondition);
-    EXPECT_NE(std::string(e.what()).find("0002_second"), std::string::npos) << e.what();
-  }
+  expect_error([&] { edited.verify(); }, ErrorCode::kFailedPrecondition, "0002_second",
+               "verified an edited migration");
+  expect_error([&] { edited.up(); }, ErrorCode::kFailedPrecondition, "0002_second",
+               "up ran over an edited migration");
 }
 
 TEST_P(MigratorTest, MigrationsUnknownHereFailVerifyButNotUp) {

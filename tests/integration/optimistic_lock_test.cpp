@@ -15,8 +15,6 @@
 namespace dblock::testing {
 namespace {
 
-using std::chrono::milliseconds;
-
 class OptimisticLockTest : public MigratedPoolTest {
  protected:
   OptimisticLockTest() : MigratedPoolTest("o", 10) {}

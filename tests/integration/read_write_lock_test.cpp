@@ -15,9 +15,6 @@
 namespace dblock::testing {
 namespace {
 
-using std::chrono::milliseconds;
-using Clock = std::chrono::steady_clock;
-
 class ReadWriteLockTest : public MigratedPoolTest {
  protected:
   ReadWriteLockTest() : MigratedPoolTest("rw", 16) {}

@@ -18,8 +18,6 @@
 namespace dblock::testing {
 namespace {
 
-using std::chrono::milliseconds;
-
 // Runs every statement that contains `match` (say, the lock table's name) inside BEGIN ...
 // COMMIT and records the transaction's synchronous_commit as the statement left it.
 class ObservingConnection final : public ForwardingConnection {

@@ -19,8 +19,6 @@
 namespace dblock::testing {
 namespace {
 
-using std::chrono::milliseconds;
-
 // What the losing connections of one pool do: when armed, the next statement carrying a release
 // id (a parameter starting "r-") runs on the server, then `meanwhile` runs, then the statement
 // fails as if its reply had been lost on the way back.

@@ -26,9 +26,6 @@
 namespace dblock::testing {
 namespace {
 
-using std::chrono::milliseconds;
-using Clock = std::chrono::steady_clock;
-
 class SemaphoreTest : public MigratedPoolTest {
  protected:
   SemaphoreTest() : MigratedPoolTest("sem", 16) {}

@@ -20,13 +20,6 @@
 namespace dblock::testing {
 namespace {
 
-using std::chrono::milliseconds;
-using Clock = std::chrono::steady_clock;
-
-milliseconds since(Clock::time_point t) {
-  return std::chrono::duration_cast<milliseconds>(Clock::now() - t);
-}
-
 class SessionLockTest : public MigratedLockTest<SessionLock, SessionLockOptions> {
  protected:
   SessionLockTest() : MigratedLockTest("s", 12) {}
@@ -58,10 +51,7 @@ TEST_P(SessionLockTest, ATryOnAHeldKeyReturnsNotAcquiredWithin50Ms) {
   EXPECT_GT(first, 0);
   EXPECT_GE(holder_of("k"), 0);  // the server knows the lock by the documented name
   EXPECT_TRUE(lock_->try_acquire("warm-up", as("b")));
-  const auto start = Clock::now();
-  EXPECT_FALSE(lock_->try_acquire("k", as("b")));
-  EXPECT_LT(since(start), milliseconds(50));
-  EXPECT_TRUE(lock_->try_acquire("other", as("b")));
+  expect_a_try_on_the_held_key_fails_at_once("k");
   EXPECT_EQ(held->release(), ReleaseOutcome::kReleased);
   EXPECT_EQ(holder_of("k"), -1);
   auto next = lock_->try_acquire("k", as("b"));
@@ -71,15 +61,7 @@ TEST_P(SessionLockTest, ATryOnAHeldKeyReturnsNotAcquiredWithin50Ms) {
 
 // No TTL: a session lock lasts until release or until its session ends.
 TEST_P(SessionLockTest, ALeaseHeldPastItsTtlIsStillHeldAndNotLost) {
-  LockOptions o = as("a");
-  o.ttl = milliseconds(100);
-  auto held = lock_->try_acquire("k", o);
-  ASSERT_TRUE(held);
-  std::this_thread::sleep_for(milliseconds(300));
-  EXPECT_FALSE(held->lost());
-  EXPECT_TRUE(held->renew());
-  EXPECT_FALSE(lock_->try_acquire("k", as("b")));
-  EXPECT_EQ(held->release(), ReleaseOutcome::kReleased);
+  expect_held_past_its_ttl([](Lease& held) { EXPECT_TRUE(held.renew()); });
 }
 
 TEST_P(SessionLockTest, ATimedWaitEndsNearItsBound) {
@@ -127,10 +109,7 @@ TEST_P(SessionLockTest, AWaiterGetsTheLockWhenTheHolderReleases) {
   auto held = lock_->try_acquire("k", as("a"));
   ASSERT_TRUE(held);
   const std::int64_t first = held->fencing_token();
-  auto waiter = std::async(std::launch::async, [&] {
-    auto lease = lock_->acquire("k", milliseconds(10000), as("b"));
-    return lease ? lease->fencing_token() : std::int64_t{-1};
-  });
+  auto waiter = waiter_for("k");
   std::this_thread::sleep_for(milliseconds(200));
   // A token taken by another key while the waiter waits: the waiter's, taken at the grant,
   // must be larger still.
@@ -246,10 +225,8 @@ TEST_P(SessionLockTest, ReentrantForTheSameOwnerOnOneHold) {
 // The reply to one lease's renewal, waiting on the hold's socket for a moment, is not the server
 // ending the session: the other lease, asked all the while, must never say it is lost.
 TEST_P(SessionLockTest, LostStaysFalseWhileAnotherLeaseOfTheHoldRenews) {
-  auto renewing = lock_->try_acquire("k", as("a"));
-  ASSERT_TRUE(renewing);
-  auto watched = lock_->try_acquire("k", as("a"));
-  ASSERT_TRUE(watched);
+  auto [renewing, watched] = one_hold_twice();
+  ASSERT_TRUE(renewing && watched);
   std::atomic<bool> stop{false};
   std::atomic<int> seen_lost{0};
   std::atomic<long> asked{0};
@@ -270,18 +247,14 @@ TEST_P(SessionLockTest, LostStaysFalseWhileAnotherLeaseOfTheHoldRenews) {
                                  << " renewals";
   EXPECT_GT(renewed, 100);
   EXPECT_FALSE(lock_->try_acquire("k", as("b")));
-  EXPECT_EQ(watched->release(), ReleaseOutcome::kDecremented);
-  EXPECT_EQ(renewing->release(), ReleaseOutcome::kReleased);
-  EXPECT_TRUE(lock_->try_acquire("k", as("b")));
+  expect_inner_then_outer_release(*watched, *renewing);
 }
 
 // Two leases of one owner share one hold and its connection: renewing both at once from two
 // threads takes turns on the connection instead of sending two statements over each other.
 TEST_P(SessionLockTest, ReentrantLeasesRenewedFromTwoThreadsAtOnce) {
-  auto outer = lock_->try_acquire("k", as("a"));
-  ASSERT_TRUE(outer);
-  auto inner = lock_->try_acquire("k", as("a"));
-  ASSERT_TRUE(inner);
+  auto [outer, inner] = one_hold_twice();
+  ASSERT_TRUE(outer && inner);
   std::atomic<int> failed{0};
   auto renew_for_a_while = [&](Lease& lease) {
     for (int i = 0; i < 300; ++i) {
@@ -298,10 +271,7 @@ TEST_P(SessionLockTest, ReentrantLeasesRenewedFromTwoThreadsAtOnce) {
   EXPECT_EQ(failed.load(), 0);
   EXPECT_FALSE(outer->lost());
   EXPECT_FALSE(inner->lost());
-  EXPECT_EQ(inner->release(), ReleaseOutcome::kDecremented);
-  EXPECT_FALSE(lock_->try_acquire("k", as("b")));
-  EXPECT_EQ(outer->release(), ReleaseOutcome::kReleased);
-  EXPECT_TRUE(lock_->try_acquire("k", as("b")));
+  expect_inner_then_outer_release(*inner, *outer);
 }
 
 TEST_P(SessionLockTest, LongKeysDifferingInTheLastCharacterAreDifferentLocks) {

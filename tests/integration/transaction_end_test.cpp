@@ -14,8 +14,6 @@
 namespace dblock::testing {
 namespace {
 
-using std::chrono::milliseconds;
-
 class TransactionEndTest : public MigratedLockTest<RowLock, RowLockOptions> {
  protected:
   TransactionEndTest() : MigratedLockTest("e", 6) {}

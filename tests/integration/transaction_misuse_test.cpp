@@ -10,6 +10,7 @@
 
 #include "backends.hpp"
 #include "dblock/table_names.hpp"
+#include "thrown.hpp"
 
 namespace dblock::testing {
 namespace {
@@ -39,15 +40,6 @@ class TransactionMisuseTest : public ::testing::TestWithParam<Backend> {
                 .empty();
   }
 
-  // The error `fn` throws (none: nullopt).
-  static std::optional<Error> error_of(const std::function<void()>& fn) {
-    try {
-      fn();
-    } catch (const Error& e) {
-      return e;
-    }
-    return std::nullopt;
-  }
   static void expect_error(const std::optional<Error>& e, ErrorCode code, std::string_view text) {
     ASSERT_TRUE(e.has_value()) << "no error; expected: " << text;
     EXPECT_EQ(e->code(), code) << e->what();

@@ -3,18 +3,13 @@
 
 #include <sstream>
 
+#include "enum_names.hpp"
+
 namespace dblock::testing {
 
 const char* to_string(Tri t) {
-  switch (t) {
-    case Tri::kYes:
-      return "yes";
-    case Tri::kNo:
-      return "no";
-    case Tri::kUnknown:
-      return "unknown";
-  }
-  return "unknown";
+  constexpr auto kNames = detail::enum_names<Tri::kUnknown>({"yes", "no", "unknown"});
+  return kNames.of(t, "unknown").data();
 }
 
 Tri LockModel::held_throughout(const std::string& key, ModelClock::time_point from,

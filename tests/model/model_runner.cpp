@@ -277,13 +277,16 @@ void ModelRunner::check_row_after_release(const std::string& key, std::int64_t t
   }
 }
 
-void ModelRunner::release(int id) {
+ModelRunner::GiveBack ModelRunner::begin_give_back(int id, const std::string& verb,
+                                                   const std::string& more) {
   Handle& h = handles_.at(id);
-  const std::string key = h.key;
-  const std::int64_t token = h.token;
-  begin("release #" + std::to_string(id) + " (" + label(h.who) + " " + key + ")");
-  const TruthRow* row = model_.truth().find(key);
-  const std::int64_t hold_before = row != nullptr ? row->hold_count : 0;
+  begin(verb + " #" + std::to_string(id) + " (" + label(h.who) + " " + h.key + ")" + more);
+  const TruthRow* row = model_.truth().find(h.key);
+  return GiveBack{h, h.key, h.token, row != nullptr ? row->hold_count : 0};
+}
+
+void ModelRunner::release(int id) {
+  auto [h, key, token, hold_before] = begin_give_back(id, "release");
   const auto from = ModelClock::now();
   try {
     const ReleaseOutcome got = h.lease().release();
@@ -305,15 +308,10 @@ void ModelRunner::release(int id) {
 }
 
 void ModelRunner::release_awaited(int id, const std::string& waiter, milliseconds ttl) {
-  Handle& h = handles_.at(id);
-  const std::string key = h.key;
-  const std::int64_t token = h.token;
+  auto [h, key, token, hold_before] =
+      begin_give_back(id, "release", " awaited by " + label(waiter) + " ttl=" + ms(ttl));
   const int lock = h.lock;
   const std::string releaser = h.who;
-  begin("release #" + std::to_string(id) + " (" + label(h.who) + " " + key + ") awaited by " +
-        label(waiter) + " ttl=" + ms(ttl));
-  const TruthRow* row = model_.truth().find(key);
-  const std::int64_t hold_before = row != nullptr ? row->hold_count : 0;
   AcquireSpec spec{waiter, key, ttl, false, lock, milliseconds(1500)};
   std::optional<Lease> got;
   std::optional<std::string> waiter_error;
@@ -366,12 +364,7 @@ void ModelRunner::release_awaited(int id, const std::string& waiter, millisecond
 }
 
 void ModelRunner::drop(int id) {
-  Handle& h = handles_.at(id);
-  const std::string key = h.key;
-  const std::int64_t token = h.token;
-  begin("drop #" + std::to_string(id) + " (" + label(h.who) + " " + key + ")");
-  const TruthRow* row = model_.truth().find(key);
-  const std::int64_t hold_before = row != nullptr ? row->hold_count : 0;
+  auto [h, key, token, hold_before] = begin_give_back(id, "drop");
   const auto from = ModelClock::now();
   h.owned.reset();  // the destructor releases
   const auto want = expected_release(id, from, ModelClock::now());

@@ -143,6 +143,16 @@ class ModelRunner {
   void forget_kept(const std::string& who, const std::string& key);
   // The acquire itself, shared by acquire steps and with_lock's intruder. Adds the handle.
   int do_acquire(const AcquireSpec& spec);
+  // What giving handle `id` back (a release or a drop) starts from: the handle, its key and
+  // token, and the key's hold count in the truth before. Begins the step
+  // "<verb> #<id> (<owner> <key>)<more>".
+  struct GiveBack {
+    Handle& h;
+    std::string key;
+    std::int64_t token;
+    std::int64_t hold_before;
+  };
+  GiveBack begin_give_back(int id, const std::string& verb, const std::string& more = "");
   // Expected release outcome for handle `id` over [from, to]; nullopt when ambiguous.
   std::optional<ReleaseOutcome> expected_release(int id, ModelClock::time_point from,
                                                  ModelClock::time_point to);

@@ -3,6 +3,7 @@
 #include <sstream>
 #include <thread>
 
+#include "enum_names.hpp"
 #include "model_runner.hpp"
 
 namespace dblock::testing {
@@ -10,17 +11,9 @@ namespace dblock::testing {
 namespace {
 
 const char* name(WithLockFn fn) {
-  switch (fn) {
-    case WithLockFn::kQuick:
-      return "quick";
-    case WithLockFn::kSleepPastTtl:
-      return "sleep_past_ttl";
-    case WithLockFn::kSleepPastTtlIntruder:
-      return "sleep_past_ttl_intruder";
-    case WithLockFn::kRenewedPastTtl:
-      return "renewed_past_ttl";
-  }
-  return "?";
+  constexpr auto kNames = detail::enum_names<WithLockFn::kRenewedPastTtl>(
+      {"quick", "sleep_past_ttl", "sleep_past_ttl_intruder", "renewed_past_ttl"});
+  return kNames.of(fn, "?").data();
 }
 
 const std::vector<std::string> kOwners = {"w",      "w ",      "W",       "x",

@@ -14,6 +14,7 @@
 #include "dblock/error.hpp"
 #include "scripted_connection.hpp"
 #include "sha256.hpp"
+#include "thrown.hpp"
 
 namespace dblock {
 namespace {
@@ -131,40 +132,31 @@ TEST(SessionLock, MySQL8WaitsWholeSecondsThenTriesUntilTheBound) {
   }
 }
 
-TEST(SessionLock, RefusesAGaleraNodeBeforeLockingAnything) {
-  ScriptedConnection conn(Server::kMariaDB);
-  conn.answer = [](const std::string& sql) {
-    if (sql.find("wsrep") != std::string::npos) return Result({"v"}, {{"ON"}}, 1);
-    return token("1");
+// try_acquire("k") on a MariaDB whose wsrep_on is `wsrep_on` and whose tokens are `token_text`
+// throws kFailedPrecondition saying `words` (`accepted`: what it would be to take the lock).
+void expect_refused(ScriptedConnection& conn, const std::string& wsrep_on,
+                    const std::string& token_text, const std::string& words, const char* accepted) {
+  conn.answer = [wsrep_on, token_text](const std::string& sql) {
+    if (sql.find("wsrep") != std::string::npos) return Result({"v"}, {{wsrep_on}}, 1);
+    return token(token_text);
   };
   auto source = borrow(conn);
   SessionLock locks(*source);
-  try {
-    locks.try_acquire("k");
-    ADD_FAILURE() << "a Galera node was accepted";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kFailedPrecondition);
-    EXPECT_NE(std::string(e.what()).find("Galera"), std::string::npos) << e.what();
-  }
+  expect_error([&] { locks.try_acquire("k"); }, ErrorCode::kFailedPrecondition, words,
+               std::string(accepted) + " was accepted");
+}
+
+TEST(SessionLock, RefusesAGaleraNodeBeforeLockingAnything) {
+  ScriptedConnection conn(Server::kMariaDB);
+  expect_refused(conn, "ON", "1", "Galera", "a Galera node");
   EXPECT_TRUE(conn.sent_with("GET_LOCK(").empty());
 }
 
 // UUID_SHORT() past INT64_MAX (server_id >= 128): refused, and the lock just taken is freed.
 TEST(SessionLock, RefusesATokenThatDoesNotFitAndFreesTheLock) {
   ScriptedConnection conn(Server::kMariaDB);
-  conn.answer = [](const std::string& sql) {
-    if (sql.find("wsrep") != std::string::npos) return Result({"v"}, {{"OFF"}}, 1);
-    return token("18374686479671623680");  // server_id 255
-  };
-  auto source = borrow(conn);
-  SessionLock locks(*source);
-  try {
-    locks.try_acquire("k");
-    ADD_FAILURE() << "an unsigned token was accepted";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kFailedPrecondition);
-    EXPECT_NE(std::string(e.what()).find("server_id"), std::string::npos) << e.what();
-  }
+  expect_refused(conn, "OFF", "18374686479671623680",  // server_id 255
+                 "server_id", "an unsigned token");
   EXPECT_EQ(conn.sent_with("RELEASE_ALL_LOCKS").size(), 1u);
 }
 

@@ -5,25 +5,15 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 
 #include "dblock/error.hpp"
 #include "scripted_connection.hpp"
+#include "thrown.hpp"
 
 namespace dblock {
 namespace {
-
-// What `call` threw (kOther if it threw nothing).
-template <class Call>
-Error error_of(Call&& call) {
-  try {
-    call();
-  } catch (const Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "nothing was thrown";
-  return Error(ErrorCode::kOther, "nothing was thrown");
-}
 
 // A release and a renewal whose statement kept meeting contention through the lock's retries
 // report it alike: kLockWaitTimeout, retry the call later. None is a transaction of the caller's
@@ -42,14 +32,16 @@ TEST(UniqueKeyLock, AReleaseOrRenewalThatKeepsContendingIsALockWaitTimeout) {
     UniqueKeyLock locks(*source, {.notify = false, .contention_retries = 1});
     auto lease = locks.try_acquire("k", {.auto_renew = false});
     ASSERT_TRUE(lease);
-    const Error renewal = error_of([&] { lease->renew(); });
-    EXPECT_EQ(renewal.code(), ErrorCode::kLockWaitTimeout) << renewal.what();
-    EXPECT_EQ(renewal.retry_scope(), RetryScope::kCall);
-    const Error release = error_of([&] { lease->release(); });
-    EXPECT_EQ(release.code(), ErrorCode::kLockWaitTimeout) << release.what();
-    EXPECT_EQ(release.retry_scope(), RetryScope::kCall);
-    EXPECT_NE(std::string(release.what()).find("ends by its TTL"), std::string::npos)
-        << release.what();
+    const std::optional<Error> renewal = error_of([&] { lease->renew(); });
+    ASSERT_TRUE(renewal) << "the renewal threw nothing";
+    EXPECT_EQ(renewal->code(), ErrorCode::kLockWaitTimeout) << renewal->what();
+    EXPECT_EQ(renewal->retry_scope(), RetryScope::kCall);
+    const std::optional<Error> release = error_of([&] { lease->release(); });
+    ASSERT_TRUE(release) << "the release threw nothing";
+    EXPECT_EQ(release->code(), ErrorCode::kLockWaitTimeout) << release->what();
+    EXPECT_EQ(release->retry_scope(), RetryScope::kCall);
+    EXPECT_NE(std::string(release->what()).find("ends by its TTL"), std::string::npos)
+        << release->what();
   }
 }
 

@@ -25,32 +25,10 @@
 
 #include "dblock/connection.hpp"
 #include "dblock/export.hpp"
+#include "dblock/finding.hpp"
 #include "dblock/table_names.hpp"
 
 namespace dblock {
-
-struct Finding {
-  enum class Status {
-    kOk,       ///< the guarantee holds (or the check is informational)
-    kWarning,  ///< holds, with a caveat worth acting on
-    kFailure,  ///< a guarantee does not hold here
-  };
-  std::string check;  ///< "server", "writable", "replication", ... (see above)
-  Status status = Status::kOk;
-  std::string message;  ///< what was found
-  std::string advice;   ///< what to change; empty when nothing
-};
-
-DBLOCK_EXPORT std::string_view to_string(Finding::Status status) noexcept;
-
-/// What the user the connection logs in as is for: whose privileges "privileges" checks.
-enum class DoctorRole {
-  kApplication,  ///< takes locks: every strategy's statements, `dblock locks` and `release`
-  kCleaner,      ///< runs `dblock clean`
-  kMigrator,     ///< applies the migrations: creates and alters dblock's tables
-};
-
-DBLOCK_EXPORT std::string_view to_string(DoctorRole role) noexcept;
 
 /// Runs every check on `conn` for the tables `tables` names, the privileges for `role`. Throws
 /// Error only when the connection fails (kConnectionLost, ...); what a check cannot read becomes

@@ -46,6 +46,10 @@ struct OptimisticLockOptions {
                                       std::chrono::milliseconds(1)}};
 };
 
+namespace detail {
+struct OptimisticLockCore;  // what the lock object and its leases share (lib/src)
+}  // namespace detail
+
 class DBLOCK_EXPORT OptimisticLock final : public Lock {
  public:
   explicit OptimisticLock(ConnectionSource& source, OptimisticLockOptions options = {});
@@ -60,10 +64,8 @@ class DBLOCK_EXPORT OptimisticLock final : public Lock {
 
   RetryPolicy retry_policy() const override;
 
-  struct Impl;
-
  private:
-  std::shared_ptr<Impl> impl_;
+  std::shared_ptr<detail::OptimisticLockCore> impl_;
 };
 
 }  // namespace dblock

@@ -37,6 +37,10 @@ struct ReadWriteLockOptions {
   int max_readers = 100;
 };
 
+namespace detail {
+struct ReadWriteLockCore;  // what the lock object and its leases share (lib/src)
+}  // namespace detail
+
 class DBLOCK_EXPORT ReadWriteLock {
  public:
   /// Throws Error(kInvalidArgument) for max_readers out of range.
@@ -50,10 +54,8 @@ class DBLOCK_EXPORT ReadWriteLock {
   /// Exclusive leases.
   Lock& writer() noexcept;
 
-  struct Impl;
-
  private:
-  std::unique_ptr<Impl> impl_;
+  std::unique_ptr<detail::ReadWriteLockCore> impl_;
 };
 
 }  // namespace dblock

@@ -57,6 +57,10 @@ struct TableRow {
   Value key;               ///< the row's key value, bound as a parameter
 };
 
+namespace detail {
+struct RowLockCore;  // what the lock object and its leases share (lib/src)
+}  // namespace detail
+
 class DBLOCK_EXPORT RowLock final : public Lock {
  public:
   explicit RowLock(ConnectionSource& source, RowLockOptions options = {});
@@ -75,10 +79,8 @@ class DBLOCK_EXPORT RowLock final : public Lock {
   std::optional<Lease> acquire_row(const TableRow& row, std::chrono::milliseconds timeout,
                                    const LockOptions& options = {});
 
-  struct Impl;
-
  private:
-  std::shared_ptr<Impl> impl_;
+  std::shared_ptr<detail::RowLockCore> impl_;
 };
 
 }  // namespace dblock

@@ -42,6 +42,10 @@ struct SemaphoreOptions {
   int contention_retries = 3;
 };
 
+namespace detail {
+struct SemaphoreCore;  // what the lock object and its leases share (lib/src)
+}  // namespace detail
+
 class DBLOCK_EXPORT Semaphore final : public Lock {
  public:
   static constexpr int kMaxPermits = 1000;
@@ -63,10 +67,8 @@ class DBLOCK_EXPORT Semaphore final : public Lock {
   /// permits already held past the new limit (docs/locks/semaphore.md).
   void set_limit(std::string_view key);
 
-  struct Impl;
-
  private:
-  std::shared_ptr<Impl> impl_;
+  std::shared_ptr<detail::SemaphoreCore> impl_;
 };
 
 }  // namespace dblock

@@ -49,6 +49,10 @@ struct SessionLockOptions {
   TableNames tables{};
 };
 
+namespace detail {
+struct SessionLockCore;  // what the lock object and its leases share (lib/src)
+}  // namespace detail
+
 class DBLOCK_EXPORT SessionLock final : public Lock {
  public:
   /// Throws Error(kFailedPrecondition) for a source behind a transaction pooler
@@ -64,10 +68,8 @@ class DBLOCK_EXPORT SessionLock final : public Lock {
                                const LockOptions& options = {}) override;
   using Lock::acquire;
 
-  struct Impl;
-
  private:
-  std::shared_ptr<Impl> impl_;
+  std::shared_ptr<detail::SessionLockCore> impl_;
 };
 
 /// The connection of a SessionLock lease, borrowed for a transaction that commits only while the

@@ -82,6 +82,10 @@ struct Claim {
   std::string claim_id;
 };
 
+namespace detail {
+struct UniqueKeyLockCore;  // what the lock object and its leases share (lib/src)
+}  // namespace detail
+
 class DBLOCK_EXPORT UniqueKeyLock final : public Lock {
  public:
   explicit UniqueKeyLock(ConnectionSource& source, UniqueKeyLockOptions options = {});
@@ -96,10 +100,8 @@ class DBLOCK_EXPORT UniqueKeyLock final : public Lock {
   /// as a lock) by someone else.
   std::optional<Claim> claim(std::string_view key, const ClaimOptions& options = {});
 
-  struct Impl;
-
  private:
-  std::shared_ptr<Impl> impl_;
+  std::shared_ptr<detail::UniqueKeyLockCore> impl_;
 };
 
 }  // namespace dblock

@@ -4,21 +4,21 @@
 #include "dblock/error.hpp"
 #include "isolation.hpp"
 #include "lease_core.hpp"
-#include "lock_keys.hpp"
 #include "sql/by_server.hpp"
 #include "sql/server_sql.hpp"
 #include "sql/statement.hpp"
+#include "strategy_rules.hpp"
 #include "transaction_hold.hpp"
 
 namespace dblock {
 
-struct OptimisticLock::Impl {
+struct detail::OptimisticLockCore {
   // The lock's statements for one server.
   struct Statements {
     detail::Statement read, create, cas;
   };
 
-  Impl(ConnectionSource& src, OptimisticLockOptions opts)
+  OptimisticLockCore(ConnectionSource& src, OptimisticLockOptions opts)
       : source(src),
         options(std::move(opts)),
         dialect(src.dialect()),
@@ -53,7 +53,7 @@ namespace {
 
 class OptimisticLease final : public detail::LeaseCore {
  public:
-  OptimisticLease(std::shared_ptr<OptimisticLock::Impl> impl, PooledConnection conn,
+  OptimisticLease(std::shared_ptr<detail::OptimisticLockCore> impl, PooledConnection conn,
                   detail::LeaseInfo info)
       : LeaseCore(std::move(info), nullptr),
         impl_(std::move(impl)),
@@ -100,14 +100,14 @@ class OptimisticLease final : public detail::LeaseCore {
   bool connection_lost() const noexcept override { return tx_.ended(); }
 
  private:
-  std::shared_ptr<OptimisticLock::Impl> impl_;
+  std::shared_ptr<detail::OptimisticLockCore> impl_;
   detail::TransactionHold tx_;
 };
 
 }  // namespace
 
 OptimisticLock::OptimisticLock(ConnectionSource& source, OptimisticLockOptions options)
-    : impl_(std::make_shared<Impl>(source, std::move(options))) {
+    : impl_(std::make_shared<detail::OptimisticLockCore>(source, std::move(options))) {
   if (impl_->options.retry.max_attempts < 1) {
     throw Error(ErrorCode::kInvalidArgument, "retry.max_attempts must be at least 1");
   }

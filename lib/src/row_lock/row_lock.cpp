@@ -15,9 +15,9 @@
 #include "hold_registry.hpp"
 #include "isolation.hpp"
 #include "lease_core.hpp"
-#include "lock_keys.hpp"
 #include "sql/server_sql.hpp"
 #include "sql/statement.hpp"
+#include "strategy_rules.hpp"
 #include "transaction_hold.hpp"
 
 namespace dblock {
@@ -57,8 +57,8 @@ std::string format_seconds(milliseconds ms) {
 
 }  // namespace
 
-struct RowLock::Impl {
-  Impl(ConnectionSource& src, RowLockOptions opts)
+struct detail::RowLockCore {
+  RowLockCore(ConnectionSource& src, RowLockOptions opts)
       : source(src), options(std::move(opts)), dialect(src.dialect()) {}
 
   // The row lock's statements for the server of `conn` (MariaDB bounds its waits in the
@@ -230,7 +230,8 @@ namespace {
 
 class RowLease final : public detail::LeaseCore {
  public:
-  RowLease(std::shared_ptr<RowLock::Impl> impl, std::shared_ptr<Hold> hold, detail::LeaseInfo info)
+  RowLease(std::shared_ptr<detail::RowLockCore> impl, std::shared_ptr<Hold> hold,
+           detail::LeaseInfo info)
       : LeaseCore(std::move(info), nullptr), impl_(std::move(impl)), hold_(std::move(hold)) {}
 
   Connection* connection() override { return &hold_->tx.connection(); }
@@ -259,7 +260,7 @@ class RowLease final : public detail::LeaseCore {
   bool connection_lost() const noexcept override { return hold_->tx.ended(); }
 
  private:
-  std::shared_ptr<RowLock::Impl> impl_;
+  std::shared_ptr<detail::RowLockCore> impl_;
   std::shared_ptr<Hold> hold_;
 };
 
@@ -280,7 +281,7 @@ Wait wait_for(milliseconds timeout) {
 }  // namespace
 
 RowLock::RowLock(ConnectionSource& source, RowLockOptions options)
-    : impl_(std::make_shared<Impl>(source, std::move(options))) {}
+    : impl_(std::make_shared<detail::RowLockCore>(source, std::move(options))) {}
 
 RowLock::~RowLock() = default;
 
@@ -296,7 +297,7 @@ struct Target {
   Value row_key;
 };
 
-std::optional<Lease> lock_target(const std::shared_ptr<RowLock::Impl>& impl, Target target,
+std::optional<Lease> lock_target(const std::shared_ptr<detail::RowLockCore>& impl, Target target,
                                  const Wait& wait, const LockOptions& options) {
   detail::refuse_min_hold(options.min_hold, "row locks");
   detail::refuse_lock_delay(options.lock_delay, "row locks");
@@ -309,7 +310,7 @@ std::optional<Lease> lock_target(const std::shared_ptr<RowLock::Impl>& impl, Tar
     return Lease(std::make_shared<RowLease>(impl, std::move(hold), std::move(info)));
   }
   PooledConnection conn = impl->source.acquire();
-  const detail::RowLockSql& sql = RowLock::Impl::sql(*conn);
+  const detail::RowLockSql& sql = detail::RowLockCore::sql(*conn);
   impl->check_server(*conn);
   for (int attempt = 0;; ++attempt) {
     if (!target.own_table) impl->ensure_row(*conn, target.display_key);

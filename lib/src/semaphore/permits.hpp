@@ -27,13 +27,14 @@ struct PermitSlots {
   bool read_write = false;  // a ReadWriteLock's (for the messages)
 };
 
-std::shared_ptr<Semaphore::Impl> make_permits(ConnectionSource& source, PermitSlots slots,
-                                              SemaphoreOptions options);
+std::shared_ptr<detail::SemaphoreCore> make_permits(ConnectionSource& source, PermitSlots slots,
+                                                    SemaphoreOptions options);
 
 // A permit of `key`: one try for a zero timeout, else a wait (std::chrono::milliseconds::max():
 // without a limit).
-std::optional<Lease> take_permit(const std::shared_ptr<Semaphore::Impl>& impl, std::string_view key,
-                                 std::chrono::milliseconds timeout, const LockOptions& options);
+std::optional<Lease> take_permit(const std::shared_ptr<detail::SemaphoreCore>& impl,
+                                 std::string_view key, std::chrono::milliseconds timeout,
+                                 const LockOptions& options);
 
 // How the rows a count of live permits reads are locked for its statement: not at all (a plain
 // read), shared or exclusive. A locked read waits for a fenced transaction holding a conflicting
@@ -41,10 +42,10 @@ std::optional<Lease> take_permit(const std::shared_ptr<Semaphore::Impl>& impl, s
 enum class RowLocks { kNone, kShared, kExclusive };
 
 // How many live permits `key` has in slots `first` to `last`.
-std::int64_t live_permits(Semaphore::Impl& impl, const std::string& key, int first, int last,
+std::int64_t live_permits(detail::SemaphoreCore& impl, const std::string& key, int first, int last,
                           RowLocks locks = RowLocks::kNone);
 
 // Stores the limit of `impl` as `key`'s, whatever was stored.
-void store_limit(Semaphore::Impl& impl, std::string_view key);
+void store_limit(detail::SemaphoreCore& impl, std::string_view key);
 
 }  // namespace dblock::detail

@@ -6,9 +6,9 @@
 
 #include "clock.hpp"
 #include "dblock/error.hpp"
-#include "lock_keys.hpp"
 #include "retry_until.hpp"
 #include "semaphore/permits.hpp"
+#include "strategy_rules.hpp"
 
 namespace dblock {
 
@@ -30,7 +30,7 @@ void give_back(Lease& lease) noexcept {
 // Shared leases: a reader slot, kept only when no writer has slot 0 once it is taken.
 class Reader final : public Lock {
  public:
-  Reader(std::shared_ptr<Semaphore::Impl> permits, BackoffPolicy backoff)
+  Reader(std::shared_ptr<detail::SemaphoreCore> permits, BackoffPolicy backoff)
       : permits_(std::move(permits)), backoff_(backoff) {}
 
   std::optional<Lease> try_acquire(std::string_view key, const LockOptions& options) override {
@@ -60,14 +60,14 @@ class Reader final : public Lock {
   using Lock::acquire;
 
  private:
-  std::shared_ptr<Semaphore::Impl> permits_;
+  std::shared_ptr<detail::SemaphoreCore> permits_;
   BackoffPolicy backoff_;
 };
 
 // Exclusive leases: slot 0, then the readers already in drained.
 class Writer final : public Lock {
  public:
-  Writer(std::shared_ptr<Semaphore::Impl> permits, BackoffPolicy backoff)
+  Writer(std::shared_ptr<detail::SemaphoreCore> permits, BackoffPolicy backoff)
       : permits_(std::move(permits)), backoff_(backoff) {}
 
   std::optional<Lease> try_acquire(std::string_view key, const LockOptions& options) override {
@@ -108,14 +108,14 @@ class Writer final : public Lock {
   using Lock::acquire;
 
  private:
-  std::shared_ptr<Semaphore::Impl> permits_;
+  std::shared_ptr<detail::SemaphoreCore> permits_;
   BackoffPolicy backoff_;
 };
 
 }  // namespace
 
-struct ReadWriteLock::Impl {
-  Impl(ConnectionSource& source, ReadWriteLockOptions options) {
+struct detail::ReadWriteLockCore {
+  ReadWriteLockCore(ConnectionSource& source, ReadWriteLockOptions options) {
     const int n = options.max_readers;
     if (n < 1 || n >= Semaphore::kMaxPermits) {
       throw Error(ErrorCode::kInvalidArgument, "a reader-writer lock needs max_readers from 1 to " +
@@ -136,7 +136,7 @@ struct ReadWriteLock::Impl {
 };
 
 ReadWriteLock::ReadWriteLock(ConnectionSource& source, ReadWriteLockOptions options)
-    : impl_(std::make_unique<Impl>(source, std::move(options))) {}
+    : impl_(std::make_unique<detail::ReadWriteLockCore>(source, std::move(options))) {}
 
 ReadWriteLock::~ReadWriteLock() = default;
 

@@ -7,7 +7,6 @@
 
 #include "dblock/error.hpp"
 #include "lease_core.hpp"
-#include "lock_keys.hpp"
 #include "metadata.hpp"
 #include "random.hpp"
 #include "retry_until.hpp"
@@ -15,6 +14,7 @@
 #include "sql/by_server.hpp"
 #include "sql/server_sql.hpp"
 #include "sql/statement.hpp"
+#include "strategy_rules.hpp"
 #include "ttl_lease.hpp"
 
 namespace dblock {
@@ -41,8 +41,8 @@ struct Attempt {
 
 }  // namespace
 
-struct Semaphore::Impl {
-  Impl(ConnectionSource& src, detail::PermitSlots range, SemaphoreOptions opts)
+struct detail::SemaphoreCore {
+  SemaphoreCore(ConnectionSource& src, detail::PermitSlots range, SemaphoreOptions opts)
       : source(src),
         permits(range.limit),
         slots(range),
@@ -170,7 +170,7 @@ namespace {
 
 class Permit final : public detail::LeaseCore {
  public:
-  Permit(std::shared_ptr<Semaphore::Impl> impl, detail::LeaseInfo info,
+  Permit(std::shared_ptr<detail::SemaphoreCore> impl, detail::LeaseInfo info,
          std::function<void(const std::string&)> on_lost, std::chrono::milliseconds min_hold)
       : LeaseCore(std::move(info), std::move(on_lost)),
         impl_(std::move(impl)),
@@ -227,12 +227,12 @@ class Permit final : public detail::LeaseCore {
   }
 
  private:
-  std::shared_ptr<Semaphore::Impl> impl_;
+  std::shared_ptr<detail::SemaphoreCore> impl_;
   std::int64_t min_hold_ms_;  // LockOptions::min_hold
 };
 
-std::optional<Lease> attempt(const std::shared_ptr<Semaphore::Impl>& impl, detail::LeaseInfo info,
-                             const LockOptions& options) {
+std::optional<Lease> attempt(const std::shared_ptr<detail::SemaphoreCore>& impl,
+                             detail::LeaseInfo info, const LockOptions& options) {
   int defined = 0;
   for (int race = 0;; ++race) {
     const auto sent = detail::BootClock::now();  // the permit runs from here at the latest
@@ -296,13 +296,14 @@ void check_permits(int n, int most, std::string_view what) {
 
 namespace detail {
 
-std::shared_ptr<Semaphore::Impl> make_permits(ConnectionSource& source, PermitSlots slots,
-                                              SemaphoreOptions options) {
-  return std::make_shared<Semaphore::Impl>(source, slots, std::move(options));
+std::shared_ptr<detail::SemaphoreCore> make_permits(ConnectionSource& source, PermitSlots slots,
+                                                    SemaphoreOptions options) {
+  return std::make_shared<detail::SemaphoreCore>(source, slots, std::move(options));
 }
 
-std::optional<Lease> take_permit(const std::shared_ptr<Semaphore::Impl>& impl, std::string_view key,
-                                 milliseconds timeout, const LockOptions& options) {
+std::optional<Lease> take_permit(const std::shared_ptr<detail::SemaphoreCore>& impl,
+                                 std::string_view key, milliseconds timeout,
+                                 const LockOptions& options) {
   const detail::LeaseInfo info = detail::new_ttl_lease(key, options, "the permit TTL");
   const bool forever = detail::is_forever_wait(timeout);
   if (timeout == milliseconds(0)) return attempt(impl, info, options);
@@ -313,12 +314,12 @@ std::optional<Lease> take_permit(const std::shared_ptr<Semaphore::Impl>& impl, s
       [&](milliseconds d) { clock.sleep_for(d); });
 }
 
-std::int64_t live_permits(Semaphore::Impl& impl, const std::string& key, int first, int last,
+std::int64_t live_permits(detail::SemaphoreCore& impl, const std::string& key, int first, int last,
                           RowLocks locks) {
   return impl.live_in(key, first, last, locks);
 }
 
-void store_limit(Semaphore::Impl& impl, std::string_view key) {
+void store_limit(detail::SemaphoreCore& impl, std::string_view key) {
   validate_lock_key(key);
   impl.store_limit(std::string(key), true);
 }

@@ -13,13 +13,13 @@
 #include "hold_registry.hpp"
 #include "lease_access.hpp"
 #include "lease_core.hpp"
-#include "lock_keys.hpp"
 #include "retry_until.hpp"
 #include "sha256.hpp"
 #include "socket_probes.hpp"
 #include "sql/by_server.hpp"
 #include "sql/server_sql.hpp"
 #include "sql/statement.hpp"
+#include "strategy_rules.hpp"
 #include "ttl_lease.hpp"
 
 namespace dblock {
@@ -144,8 +144,8 @@ struct Hold {
 
 }  // namespace
 
-struct SessionLock::Impl {
-  Impl(ConnectionSource& src, SessionLockOptions opts)
+struct detail::SessionLockCore {
+  SessionLockCore(ConnectionSource& src, SessionLockOptions opts)
       : source(src),
         options(std::move(opts)),
         dialect(src.dialect()),
@@ -228,7 +228,7 @@ Error session_lost(const std::string& key, std::string_view cause) {
 
 // Unlocks `hold` (the last lease of it was released) and gives its connection back; run in the
 // hold's turn.
-ReleaseOutcome unlock_hold(SessionLock::Impl& impl, Hold& hold, const std::string& key) {
+ReleaseOutcome unlock_hold(detail::SessionLockCore& impl, Hold& hold, const std::string& key) {
   const Statements& st = impl.statements[hold.conn->server()];
   Connection& conn = *hold.conn;
   // A session the driver already knows is gone. One the server closed without the driver
@@ -254,7 +254,7 @@ ReleaseOutcome unlock_hold(SessionLock::Impl& impl, Hold& hold, const std::strin
 
 class SessionLease final : public detail::LeaseCore {
  public:
-  SessionLease(std::shared_ptr<SessionLock::Impl> impl, std::shared_ptr<Hold> hold,
+  SessionLease(std::shared_ptr<detail::SessionLockCore> impl, std::shared_ptr<Hold> hold,
                detail::LeaseInfo info)
       : LeaseCore(std::move(info), nullptr), impl_(std::move(impl)), hold_(std::move(hold)) {}
 
@@ -301,7 +301,7 @@ class SessionLease final : public detail::LeaseCore {
   bool connection_lost() const noexcept override { return hold_->broken(); }
 
  private:
-  std::shared_ptr<SessionLock::Impl> impl_;
+  std::shared_ptr<detail::SessionLockCore> impl_;
   std::shared_ptr<Hold> hold_;
   friend class dblock::SessionConnection;
 };
@@ -363,8 +363,9 @@ std::optional<std::int64_t> lock_on(Connection& conn, const Statements& st, cons
       [&](milliseconds pause) { clock.sleep_for(pause); });
 }
 
-std::optional<Lease> lock_key(const std::shared_ptr<SessionLock::Impl>& impl, std::string_view key,
-                              milliseconds timeout, const LockOptions& options) {
+std::optional<Lease> lock_key(const std::shared_ptr<detail::SessionLockCore>& impl,
+                              std::string_view key, milliseconds timeout,
+                              const LockOptions& options) {
   validate_lock_key(key);
   detail::refuse_min_hold(options.min_hold, "session locks");
   detail::refuse_lock_delay(options.lock_delay, "session locks");
@@ -409,7 +410,7 @@ std::optional<Lease> lock_key(const std::shared_ptr<SessionLock::Impl>& impl, st
 }  // namespace
 
 SessionLock::SessionLock(ConnectionSource& source, SessionLockOptions options)
-    : impl_(std::make_shared<Impl>(source, std::move(options))) {}
+    : impl_(std::make_shared<detail::SessionLockCore>(source, std::move(options))) {}
 
 SessionLock::~SessionLock() = default;
 
@@ -424,7 +425,7 @@ std::optional<Lease> SessionLock::acquire(std::string_view key, milliseconds tim
 }
 
 struct SessionConnection::Impl {
-  std::shared_ptr<SessionLock::Impl> lock;
+  std::shared_ptr<detail::SessionLockCore> lock;
   std::shared_ptr<Hold> hold;
   std::string key;
 };

@@ -8,16 +8,16 @@
 
 #include "boot_clock.hpp"
 #include "dblock/error.hpp"
-#include "lock_keys.hpp"
 #include "metadata.hpp"
+#include "strategy_rules.hpp"
 #include "ttl_lease.hpp"
 #include "unique_key/live_holds.hpp"
 #include "unique_key/lock_impl.hpp"
 
 namespace dblock {
 
-bool UniqueKeyLock::Impl::hand_over(const detail::ReleaseRequest& q,
-                                    detail::ReleaseListener& listener) {
+bool detail::UniqueKeyLockCore::hand_over(const detail::ReleaseRequest& q,
+                                          detail::ReleaseListener& listener) {
   // Another live lease of this owner here shares the row, so this release only drops a hold.
   if (detail::LiveHolds::instance().count(live_id(q.key, q.owner, q.fencing_token)) > 0)
     return false;

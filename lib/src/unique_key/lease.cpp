@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "lock_keys.hpp"
+#include "strategy_rules.hpp"
 #include "ttl_lease.hpp"
 #include "unique_key/live_holds.hpp"
 
@@ -19,7 +19,7 @@ namespace {
 class UniqueKeyLease final : public LeaseCore {
  public:
   // `handed_over`: the lease came from a hand-over, which told the listener of it (holding).
-  UniqueKeyLease(std::shared_ptr<UniqueKeyLock::Impl> impl, LeaseInfo info,
+  UniqueKeyLease(std::shared_ptr<detail::UniqueKeyLockCore> impl, LeaseInfo info,
                  std::function<void(const std::string&)> on_lost, bool handed_over,
                  std::chrono::milliseconds min_hold)
       : LeaseCore(std::move(info), std::move(on_lost)),
@@ -35,8 +35,8 @@ class UniqueKeyLease final : public LeaseCore {
         i.owner, {{"key", Value(i.key)},
                   {"token", Value(i.fencing_token)},
                   {"lock_delay_ms", Value(static_cast<std::int64_t>(i.lock_delay.count()))}});
-    send_fence(conn, impl_->statements, &UniqueKeyLock::Impl::Statements::fence, impl_->dialect,
-               impl_->galera, args, i.key);
+    send_fence(conn, impl_->statements, &detail::UniqueKeyLockCore::Statements::fence,
+               impl_->dialect, impl_->galera, args, i.key);
   }
 
  protected:
@@ -66,7 +66,7 @@ class UniqueKeyLease final : public LeaseCore {
                   {"key", Value(i.key)},
                   {"token", Value(i.fencing_token)}});
     // Renewing twice is harmless.
-    auto r = impl_->run(&UniqueKeyLock::Impl::Statements::renew, args, true, this);
+    auto r = impl_->run(&detail::UniqueKeyLockCore::Statements::renew, args, true, this);
     if (!r)
       throw kept_contending("renew of '" + i.key + "'",
                             "the lease ends by its TTL unless a renewal gets through");
@@ -75,13 +75,13 @@ class UniqueKeyLease final : public LeaseCore {
 
  private:
   std::int64_t min_hold_ms_;
-  std::shared_ptr<UniqueKeyLock::Impl> impl_;
+  std::shared_ptr<detail::UniqueKeyLockCore> impl_;
   ReleaseListener* listener_;  // told of this lease (holding); nullptr without notify
 };
 
 }  // namespace
 
-Lease held(const std::shared_ptr<UniqueKeyLock::Impl>& impl, LeaseInfo info,
+Lease held(const std::shared_ptr<detail::UniqueKeyLockCore>& impl, LeaseInfo info,
            const LockOptions& options, ReleaseListener::Grant grant, bool handed_over) {
   info.fencing_token = grant.fencing_token;
   // A hand-over counted the lease before it woke the waiter.

@@ -20,7 +20,7 @@ namespace dblock::detail {
 
 // The lease of `info` (key, lease id, owner), granted `grant.fencing_token` by a statement sent at
 // `grant.sent`: an acquire of its own, or a holder's hand-over (`handed_over`).
-Lease held(const std::shared_ptr<UniqueKeyLock::Impl>& impl, LeaseInfo info,
+Lease held(const std::shared_ptr<detail::UniqueKeyLockCore>& impl, LeaseInfo info,
            const LockOptions& options, ReleaseListener::Grant grant, bool handed_over);
 
 }  // namespace dblock::detail

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The unique-key leases this process holds, counted by id: lock table, key, owner and fencing
-// token (UniqueKeyLock::Impl::live_id). Internal.
+// token (detail::UniqueKeyLockCore::live_id). Internal.
 //
 // An owner's row whose holds outnumber its live leases here carries holds of acquires whose reply
 // never came (the statement ran, the caller got an error and no lease), or of releases whose fate

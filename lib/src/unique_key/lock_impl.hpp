@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// UniqueKeyLock::Impl: what the parts of one unique-key lock object share. Its options, its
+// detail::UniqueKeyLockCore: what the parts of one unique-key lock object share. Its options, its
 // statements for each server of its dialect and how one is run (statements.cpp), the ids its
 // holds are counted and kept by (live_holds.hpp, pending_releases.hpp), the release path
 // (release.cpp) with its hand-over to a waiter (hand_over.cpp), and the release listener. Its
 // leases share it (lease.hpp), so it outlives the lock object while they are held. Internal.
 //
-// Thread-safety: the lock's callers, its leases' releases and the renewer use one Impl from many
+// Thread-safety: the lock's callers, its leases' releases and the renewer use one core from many
 // threads at once. Its members are set at construction and only read after; listener() starts
 // the listener once, whichever thread asks first.
 #pragma once
@@ -28,7 +28,7 @@
 
 namespace dblock {
 
-struct UniqueKeyLock::Impl : std::enable_shared_from_this<UniqueKeyLock::Impl> {
+struct detail::UniqueKeyLockCore : std::enable_shared_from_this<detail::UniqueKeyLockCore> {
   // The lock's statements for one server.
   struct Statements {
     detail::Statement acquire, release, release_rest, hand_over, renew, claim;
@@ -37,10 +37,10 @@ struct UniqueKeyLock::Impl : std::enable_shared_from_this<UniqueKeyLock::Impl> {
   };
 
   // Throws Error(kInvalidArgument) for a fair lock's waiter_ttl out of its range.
-  Impl(ConnectionSource& src, UniqueKeyLockOptions opts);
-  ~Impl();
-  Impl(const Impl&) = delete;
-  Impl& operator=(const Impl&) = delete;
+  UniqueKeyLockCore(ConnectionSource& src, UniqueKeyLockOptions opts);
+  ~UniqueKeyLockCore();
+  UniqueKeyLockCore(const UniqueKeyLockCore&) = delete;
+  UniqueKeyLockCore& operator=(const UniqueKeyLockCore&) = delete;
 
   // Runs one lock statement with run_pooled's retries (ttl_lease.hpp): nullopt when it kept
   // contending. `which` is the statement, bound from `args`, for the server of the connection it

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Unique-key releases whose fate is unknown (the connection failed on the way and on the retry),
-// kept per process by holds id (lock table, key and owner: UniqueKeyLock::Impl::holds_id), so
+// kept per process by holds id (lock table, key and owner: detail::UniqueKeyLockCore::holds_id), so
 // that the owner's next acquire of the key through any UniqueKeyLock on the same table sends them
 // first. Else that acquire would re-enter the hold the caller was told is gone and get its old
 // fencing token back. Internal.
@@ -47,7 +47,7 @@ struct ReleaseRequest {
 class PendingReleases {
  public:
   struct Entry {
-    std::weak_ptr<UniqueKeyLock::Impl> lock;  // the lock that made it
+    std::weak_ptr<detail::UniqueKeyLockCore> lock;  // the lock that made it
     ReleaseRequest request;
   };
 

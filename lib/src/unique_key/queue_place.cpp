@@ -6,19 +6,19 @@
 #include <vector>
 
 #include "dblock/error.hpp"
-#include "lock_keys.hpp"
+#include "strategy_rules.hpp"
 #include "ttl_lease.hpp"
 
 namespace dblock::detail {
 
-QueuePlace::QueuePlace(UniqueKeyLock::Impl& impl, const LeaseInfo& info, Clock& clock)
+QueuePlace::QueuePlace(detail::UniqueKeyLockCore& impl, const LeaseInfo& info, Clock& clock)
     : impl_(impl), info_(info), clock_(clock), id_("w-" + random_lease_id()) {}
 
 QueuePlace::~QueuePlace() {
   if (!seq_ && !in_doubt_) return;
   try {
     const Arg args[] = {{"waiter_id", Value(id_)}, {"channel", Value(impl_.channel)}};
-    impl_.run(&UniqueKeyLock::Impl::Statements::leave, args, true);
+    impl_.run(&detail::UniqueKeyLockCore::Statements::leave, args, true);
   } catch (const Error&) {
     // The place expires by itself within waiter_ttl.
   }
@@ -35,7 +35,8 @@ void QueuePlace::join() {
                  {{"key", Value(info_.key)},
                   {"waiter_id", Value(id_)},
                   {"ttl_ms", Value(static_cast<std::int64_t>(impl_.options.waiter_ttl.count()))}});
-  auto r = taking([&] { return impl_.run(&UniqueKeyLock::Impl::Statements::enqueue, args, true); });
+  auto r = taking(
+      [&] { return impl_.run(&detail::UniqueKeyLockCore::Statements::enqueue, args, true); });
   if (!r) return;  // contended: tried again at the next refresh
   if (auto seq = returned_id(*r, impl_.rows, "seq")) placed(*seq, sent);
 }

@@ -26,7 +26,7 @@ namespace dblock::detail {
 
 class QueuePlace {
  public:
-  QueuePlace(UniqueKeyLock::Impl& impl, const LeaseInfo& info, Clock& clock);
+  QueuePlace(detail::UniqueKeyLockCore& impl, const LeaseInfo& info, Clock& clock);
   // Leaves the queue, if this waiter has (or may have) a place; never throws.
   ~QueuePlace();
   QueuePlace(const QueuePlace&) = delete;
@@ -56,7 +56,7 @@ class QueuePlace {
   void join();
 
  private:
-  UniqueKeyLock::Impl& impl_;
+  detail::UniqueKeyLockCore& impl_;
   const LeaseInfo& info_;
   Clock& clock_;
   std::string id_;

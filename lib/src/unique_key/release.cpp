@@ -15,7 +15,8 @@
 
 namespace dblock {
 
-std::vector<detail::Arg> UniqueKeyLock::Impl::release_args(const detail::ReleaseRequest& q) const {
+std::vector<detail::Arg> detail::UniqueKeyLockCore::release_args(
+    const detail::ReleaseRequest& q) const {
   return detail::owner_args(q.owner, {{"key", Value(q.key)},
                                       {"token", Value(q.fencing_token)},
                                       {"channel", Value(channel)},
@@ -24,8 +25,8 @@ std::vector<detail::Arg> UniqueKeyLock::Impl::release_args(const detail::Release
                                       {"lock_delay_ms", Value(q.lock_delay_ms)}});
 }
 
-ReleaseOutcome UniqueKeyLock::Impl::send_release(const detail::ReleaseRequest& q,
-                                                 std::string& head) {
+ReleaseOutcome detail::UniqueKeyLockCore::send_release(const detail::ReleaseRequest& q,
+                                                       std::string& head) {
   // A retry after a lost connection sends the same release id, which the statement
   // recognises as its own earlier attempt (see the release statement), so it is safe to repeat.
   auto r = run(&Statements::release, release_args(q), true);
@@ -44,13 +45,14 @@ ReleaseOutcome UniqueKeyLock::Impl::send_release(const detail::ReleaseRequest& q
   return remaining == 0 ? ReleaseOutcome::kReleased : ReleaseOutcome::kDecremented;
 }
 
-bool UniqueKeyLock::Impl::release_rest(const detail::ReleaseRequest& q) {
+bool detail::UniqueKeyLockCore::release_rest(const detail::ReleaseRequest& q) {
   // Idempotent: frees or not.
   auto r = run(&Statements::release_rest, release_args(q), true);
   return r && r->affected_rows() == 1;
 }
 
-ReleaseOutcome UniqueKeyLock::Impl::release(const detail::ReleaseRequest& q, bool may_hand_over) {
+ReleaseOutcome detail::UniqueKeyLockCore::release(const detail::ReleaseRequest& q,
+                                                  bool may_hand_over) {
   const std::string id = holds_id(q.key, q.owner);
   // Waiters in this process are handed the key, or woken as soon as the release is committed.
   detail::ReleaseListener* listener = own_listener();
@@ -75,9 +77,9 @@ ReleaseOutcome UniqueKeyLock::Impl::release(const detail::ReleaseRequest& q, boo
   }
 }
 
-void UniqueKeyLock::Impl::finish_pending_release(const std::string& key, const Owner& owner) {
+void detail::UniqueKeyLockCore::finish_pending_release(const std::string& key, const Owner& owner) {
   for (const auto& entry : detail::PendingReleases::instance().find(holds_id(key, owner))) {
-    const std::shared_ptr<Impl> sender = entry.lock.lock();
+    const std::shared_ptr<UniqueKeyLockCore> sender = entry.lock.lock();
     (sender ? *sender : *this).release(entry.request);
   }
 }

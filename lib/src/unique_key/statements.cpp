@@ -22,7 +22,7 @@ const detail::UniqueKeySql& dialect_sql(Dialect dialect) {
 
 }  // namespace
 
-UniqueKeyLock::Impl::Impl(ConnectionSource& src, UniqueKeyLockOptions opts)
+detail::UniqueKeyLockCore::UniqueKeyLockCore(ConnectionSource& src, UniqueKeyLockOptions opts)
     : source(src),
       options(std::move(opts)),
       dialect(src.dialect()),
@@ -62,14 +62,14 @@ UniqueKeyLock::Impl::Impl(ConnectionSource& src, UniqueKeyLockOptions opts)
   }
 }
 
-UniqueKeyLock::Impl::~Impl() {
+detail::UniqueKeyLockCore::~UniqueKeyLockCore() {
   // A forked child's copy of the listener is left as it is (see release_listener.hpp).
   if (listener_ && listener_->made_elsewhere()) (void)listener_.release();
 }
 
-std::optional<Result> UniqueKeyLock::Impl::run(detail::Statement Statements::*which,
-                                               std::span<const detail::Arg> args, bool idempotent,
-                                               detail::LeaseCore* renewing) {
+std::optional<Result> detail::UniqueKeyLockCore::run(detail::Statement Statements::*which,
+                                                     std::span<const detail::Arg> args,
+                                                     bool idempotent, detail::LeaseCore* renewing) {
   return detail::run_pooled(source, options.contention_retries, idempotent, renewing,
                             [&](Connection& conn) {
                               const detail::Statement& statement = statements[conn.server()].*which;

@@ -16,9 +16,9 @@
 #include "boot_clock.hpp"
 #include "dblock/error.hpp"
 #include "lease_core.hpp"
-#include "lock_keys.hpp"
 #include "metadata.hpp"
 #include "retry_until.hpp"
+#include "strategy_rules.hpp"
 #include "ttl_lease.hpp"
 #include "unique_key/lease.hpp"
 #include "unique_key/lock_impl.hpp"
@@ -37,7 +37,7 @@ using detail::QueuePlace;
 // the number of live waiters queued before it where the queue is read first (MySQL), else left
 // alone. With `joined` (a fair lock whose acquire joins the queue, and a waiter not queued yet),
 // a refused try takes the waiter's place in the same statement and sets `joined` to it.
-std::optional<Lease> attempt(const std::shared_ptr<UniqueKeyLock::Impl>& impl,
+std::optional<Lease> attempt(const std::shared_ptr<detail::UniqueKeyLockCore>& impl,
                              detail::LeaseInfo info, const LockOptions& options,
                              std::optional<std::int64_t> seq,
                              const std::string* waiter_id = nullptr, std::int64_t* ahead = nullptr,
@@ -56,7 +56,7 @@ std::optional<Lease> attempt(const std::shared_ptr<UniqueKeyLock::Impl>& impl,
                    {"join_ttl_ms", joined ? Value(place_ttl_ms) : Value()}});
   if (impl->options.fair) {
     // Where acquire cannot check the queue itself. A read: safe to repeat.
-    auto wait = impl->run(&UniqueKeyLock::Impl::Statements::fair_check, args, true);
+    auto wait = impl->run(&detail::UniqueKeyLockCore::Statements::fair_check, args, true);
     if (!wait) return std::nullopt;
     if (!wait->empty()) {
       if (ahead != nullptr) *ahead = wait->int64_at(0, "ahead");
@@ -65,7 +65,7 @@ std::optional<Lease> attempt(const std::shared_ptr<UniqueKeyLock::Impl>& impl,
   }
   const auto sent = detail::BootClock::now();  // the lease runs from here at the latest
   // A retry reuses the lease id.
-  auto r = impl->run(&UniqueKeyLock::Impl::Statements::acquire, args, true);
+  auto r = impl->run(&detail::UniqueKeyLockCore::Statements::acquire, args, true);
   if (!r) return std::nullopt;
   if (joined != nullptr && !r->empty() && r->at(0, "seq")) {
     *joined = r->int64_at(0, "seq");  // refused, and queued
@@ -79,7 +79,7 @@ std::optional<Lease> attempt(const std::shared_ptr<UniqueKeyLock::Impl>& impl,
 }  // namespace
 
 UniqueKeyLock::UniqueKeyLock(ConnectionSource& source, UniqueKeyLockOptions options)
-    : impl_(std::make_shared<Impl>(source, std::move(options))) {}
+    : impl_(std::make_shared<detail::UniqueKeyLockCore>(source, std::move(options))) {}
 
 UniqueKeyLock::~UniqueKeyLock() = default;
 
@@ -218,7 +218,8 @@ std::optional<Claim> UniqueKeyLock::claim(std::string_view key, const ClaimOptio
       detail::owner_args(owner, {{"key", Value(claim.key)},
                                  {"claim_id", Value(claim.claim_id)},
                                  {"metadata", detail::metadata_param(options.metadata)}});
-  auto r = impl_->run(&Impl::Statements::claim, args, true);  // a retry reuses the claim id
+  auto r = impl_->run(&detail::UniqueKeyLockCore::Statements::claim, args,
+                      true);  // a retry reuses the claim id
   if (!r) return std::nullopt;
   auto token = detail::returned_id(*r, impl_->rows, "fencing_token");
   if (!token) return std::nullopt;

@@ -35,6 +35,7 @@
 #include "drivers/libmysqlclient/errors.hpp"
 #include "drivers/libmysqlclient/prepared_statement.hpp"
 #include "drivers/libmysqlclient/statement_cache.hpp"
+#include "drivers/mysql_rows.hpp"
 #include "drivers/mysql_socket.hpp"
 #include "drivers/mysql_transaction.hpp"
 #include "sql_scanner.hpp"
@@ -173,20 +174,7 @@ class MysqlConnection final : public detail::DriverConnection {
       for (unsigned int i = 0; i < count; ++i) {
         columns.emplace_back(fields[i].name, fields[i].name_length);
       }
-      std::vector<Result::Row> rows;
-      rows.reserve(static_cast<std::size_t>(mysql_num_rows(res)));
-      while (MYSQL_ROW row = mysql_fetch_row(res)) {
-        unsigned long* lengths = mysql_fetch_lengths(res);
-        Result::Row& out = rows.emplace_back();
-        out.reserve(count);
-        for (unsigned int i = 0; i < count; ++i) {
-          if (row[i] == nullptr) {
-            out.emplace_back();
-          } else {
-            out.emplace_back(std::in_place, row[i], lengths[i]);
-          }
-        }
-      }
+      std::vector<Result::Row> rows = detail::mysql_fetch_all(res, count);
       std::uint64_t n = rows.size();
       result = Result(std::move(columns), std::move(rows), n);
     }

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "dblock/connection.hpp"
+#include "drivers/mysql_rows.hpp"
 
 namespace dblock::soci_driver {
 
@@ -31,21 +32,8 @@ inline std::optional<Result> mysql_rows(soci::statement& st) {
   std::vector<std::string> columns;
   columns.reserve(width);
   for (unsigned int c = 0; c < width; ++c) columns.emplace_back(fields[c].name);
-  std::vector<Result::Row> rows;
-  rows.reserve(static_cast<std::size_t>(mysql_num_rows(result)));
   mysql_data_seek(result, 0);  // SOCI has read through it once already
-  while (MYSQL_ROW row = mysql_fetch_row(result)) {
-    const unsigned long* lengths = mysql_fetch_lengths(result);
-    Result::Row& out = rows.emplace_back();
-    out.reserve(width);
-    for (unsigned int c = 0; c < width; ++c) {
-      if (row[c] == nullptr) {
-        out.emplace_back();
-      } else {
-        out.emplace_back(std::in_place, row[c], static_cast<std::size_t>(lengths[c]));
-      }
-    }
-  }
+  std::vector<Result::Row> rows = detail::mysql_fetch_all(result, width);
   const std::size_t count = rows.size();
   return Result(std::move(columns), std::move(rows), count);
 }

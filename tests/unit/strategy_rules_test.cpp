@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "lock_keys.hpp"
+#include "strategy_rules.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -43,7 +43,7 @@ TEST(LockKeys, RejectsEmptyNulInvalidUtf8AndTooLong) {
   }
 }
 
-TEST(LockKeys, LeaseIdsAreRandomHex) {
+TEST(StrategyRules, LeaseIdsAreRandomHex) {
   std::set<std::string> seen;
   for (int i = 0; i < 1000; ++i) {
     auto id = detail::random_lease_id();
@@ -54,7 +54,7 @@ TEST(LockKeys, LeaseIdsAreRandomHex) {
   EXPECT_EQ(seen.size(), 1000u);
 }
 
-TEST(LockKeys, TtlBounds) {
+TEST(StrategyRules, TtlBounds) {
   using std::chrono::milliseconds;
   EXPECT_NO_THROW(detail::validate_ttl(milliseconds(1), "ttl"));
   EXPECT_THROW(detail::validate_ttl(milliseconds(0), "ttl"), Error);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "lock_keys.hpp"
+#include "strategy_rules.hpp"
 
 #include <algorithm>
 #include <random>
