@@ -92,6 +92,10 @@ class BenchContext {
   bool postgresql() const { return dialect() == Dialect::kPostgreSQL; }
   // This database's section of the JSON document.
   nlohmann::json& out() { return out_; }
+  // A scenario's figures in it: `name` = {"what": what it measures, "points": one per setting}.
+  void section(const std::string& name, std::string what, nlohmann::json points) {
+    out_[name] = {{"what", std::move(what)}, {"points", std::move(points)}};
+  }
 
   // dblock's built-in pool for the target, sized for `connections`.
   std::unique_ptr<Pool> pool(int connections) const;

@@ -61,12 +61,12 @@ void run(BenchContext& ctx) {
     for (Lease& lease : leases) lease.release();
     tables.connection().execute("DELETE FROM " + table);
   }
-  ctx.out()["fencing"] = {
-      {"what",
-       "a transaction updating one row of the thread's own (BEGIN, UPDATE, COMMIT), fenced by a "
-       "held unique-key lease (dblock::fence before the UPDATE) against the same transaction "
-       "unfenced, both through dblock's pool; raw = unfenced"},
-      {"points", points}};
+  ctx.section(
+      "fencing",
+      "a transaction updating one row of the thread's own (BEGIN, UPDATE, COMMIT), fenced by a "
+      "held unique-key lease (dblock::fence before the UPDATE) against the same transaction "
+      "unfenced, both through dblock's pool; raw = unfenced",
+      points);
 }
 
 DBLOCK_BENCH_SCENARIO("fencing", 17, run);

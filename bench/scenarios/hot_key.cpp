@@ -319,15 +319,15 @@ void run(BenchContext& ctx) {
     }
     if (clients == first) handoff_headlines(ctx, p50s, conditions);
   }
-  ctx.out()["hot_key"] = {
-      {"what",
-       "N clients loop acquire(key, 10 s) + release on one key, asking again at once or after "
-       "between_holds_ms, through one lock object or one per client (lock_per_client); handoff "
-       "= a grant to a client that was waiting minus the previous holder's release start (a "
-       "holder re-taking the key at once is counted in reacquired_by_previous_holder, not as a "
-       "handoff); statements_per_acquisition counts every statement (tries and the release) "
-       "over successful acquisitions"},
-      {"points", points}};
+  ctx.section(
+      "hot_key",
+      "N clients loop acquire(key, 10 s) + release on one key, asking again at once or after "
+      "between_holds_ms, through one lock object or one per client (lock_per_client); handoff "
+      "= a grant to a client that was waiting minus the previous holder's release start (a "
+      "holder re-taking the key at once is counted in reacquired_by_previous_holder, not as a "
+      "handoff); statements_per_acquisition counts every statement (tries and the release) "
+      "over successful acquisitions",
+      points);
 }
 
 DBLOCK_BENCH_SCENARIO("hot_key", 30, run);

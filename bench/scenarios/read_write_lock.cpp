@@ -118,20 +118,20 @@ void run(BenchContext& ctx) {
       points.push_back(point);
     }
   }
-  ctx.out()["read_write_lock"] = {
-      {"what",
-       "reader().try_acquire / writer().try_acquire + release of a random key out of " +
-           std::to_string(kKeys) + " (max_readers " + std::to_string(kMaxReaders) +
-           ", the limit stored before timing; thread i of c draws from keys i, i + c, ..., so no "
-           "two threads meet on a key); raw = the same rendered statements and parameters from "
-           "a plain client loop: the permit acquire (PostgreSQL: one statement; MySQL: slots, "
-           "acquire_slot of a free slot of the range picked at random client-side) of slots 1.." +
-           std::to_string(kMaxReaders) +
-           " blocked by slot 0 (reader) or of slot 0 (writer), live_in_shared of slot 0 (reader) "
-           "or live_in_exclusive of slots 1.." +
-           std::to_string(kMaxReaders) +
-           " (writer), release; ops_per_s counts acquire+release pairs; latency is of the pair"},
-      {"points", points}};
+  ctx.section(
+      "read_write_lock",
+      "reader().try_acquire / writer().try_acquire + release of a random key out of " +
+          std::to_string(kKeys) + " (max_readers " + std::to_string(kMaxReaders) +
+          ", the limit stored before timing; thread i of c draws from keys i, i + c, ..., so no "
+          "two threads meet on a key); raw = the same rendered statements and parameters from "
+          "a plain client loop: the permit acquire (PostgreSQL: one statement; MySQL: slots, "
+          "acquire_slot of a free slot of the range picked at random client-side) of slots 1.." +
+          std::to_string(kMaxReaders) +
+          " blocked by slot 0 (reader) or of slot 0 (writer), live_in_shared of slot 0 (reader) "
+          "or live_in_exclusive of slots 1.." +
+          std::to_string(kMaxReaders) +
+          " (writer), release; ops_per_s counts acquire+release pairs; latency is of the pair",
+      points);
 }
 
 DBLOCK_BENCH_SCENARIO("read_write_lock", 26, run);

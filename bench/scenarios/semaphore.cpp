@@ -188,15 +188,15 @@ void run(BenchContext& ctx) {
     }
     points.push_back(r.to_json());
   }
-  ctx.out()["semaphore"] = {
-      {"what",
-       "try_acquire + release of one permit of a random key out of " + std::to_string(kKeys) +
-           " (limit " + std::to_string(kPermits) +
-           " permits each, stored before timing, so no try finds its key full); raw = the same "
-           "rendered statements and parameters from a plain client loop (PostgreSQL: acquire, "
-           "release; MySQL: slots, acquire_slot of a free slot picked at random client-side, "
-           "release); ops_per_s counts acquire+release pairs; latency is of the pair"},
-      {"points", points}};
+  ctx.section(
+      "semaphore",
+      "try_acquire + release of one permit of a random key out of " + std::to_string(kKeys) +
+          " (limit " + std::to_string(kPermits) +
+          " permits each, stored before timing, so no try finds its key full); raw = the same "
+          "rendered statements and parameters from a plain client loop (PostgreSQL: acquire, "
+          "release; MySQL: slots, acquire_slot of a free slot picked at random client-side, "
+          "release); ops_per_s counts acquire+release pairs; latency is of the pair",
+      points);
 
   ctx.progress("semaphore contended, " + std::to_string(kContendedPermits) + " permits, " +
                std::to_string(kContendedClients) + " clients");

@@ -113,11 +113,10 @@ void run(BenchContext& ctx) {
     ctx.headline({.label = "fill to " + rows_label(rows) + " rows", .value = fill_s, .unit = "s"});
     points.push_back(std::move(j));
   }
-  ctx.out()["table_size"] = {
-      {"what",
-       "try_acquire latency of a fresh random key (one connection) with N rows held by "
-       "other owners in the lock table; fill = server-side INSERT ... SELECT"},
-      {"points", points}};
+  ctx.section("table_size",
+              "try_acquire latency of a fresh random key (one connection) with N rows held by "
+              "other owners in the lock table; fill = server-side INSERT ... SELECT",
+              points);
 }
 
 DBLOCK_BENCH_SCENARIO("table_size", 50, run);

@@ -94,11 +94,10 @@ void run(BenchContext& ctx) {
                   .ratio = true});
     floor_points.push_back(r.to_json());
   }
-  ctx.out()["noise_floor"] = {
-      {"what",
-       "the raw acquire+release loop compared with itself, in pairs of rounds as dblock is "
-       "compared with it: how far a ratio strays from 1 when both sides do the same work"},
-      {"points", floor_points}};
+  ctx.section("noise_floor",
+              "the raw acquire+release loop compared with itself, in pairs of rounds as dblock is "
+              "compared with it: how far a ratio strays from 1 when both sides do the same work",
+              floor_points);
   constexpr int kSetKeys = 2;
   nlohmann::json set_points = nlohmann::json::array();
   for (int c : {1, 8}) {
@@ -113,17 +112,17 @@ void run(BenchContext& ctx) {
                    r.ratio());
     set_points.push_back(r.to_json());
   }
-  ctx.out()["uncontended_lock_set"] = {
-      {"what",
-       "try_acquire_all + release of two fresh random keys per operation; raw = the same four "
-       "statements (two acquires in key order, two releases) from a plain client loop"},
-      {"points", set_points}};
-  ctx.out()["uncontended"] = {
-      {"what",
-       "try_acquire + release of a fresh random key per operation; raw = the same two rendered "
-       "statements and parameters from a plain client loop; ops_per_s counts acquire+release "
-       "pairs; latency is of the pair"},
-      {"points", points}};
+  ctx.section(
+      "uncontended_lock_set",
+      "try_acquire_all + release of two fresh random keys per operation; raw = the same four "
+      "statements (two acquires in key order, two releases) from a plain client loop",
+      set_points);
+  ctx.section(
+      "uncontended",
+      "try_acquire + release of a fresh random key per operation; raw = the same two rendered "
+      "statements and parameters from a plain client loop; ops_per_s counts acquire+release "
+      "pairs; latency is of the pair",
+      points);
 }
 
 DBLOCK_BENCH_SCENARIO("uncontended", 10, run);
