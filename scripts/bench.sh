@@ -51,18 +51,7 @@ if ! cmake --build "$build_dir" -j "$(nproc)" --target dblock_bench >"$build_dir
   exit 1
 fi
 
-started_dbs=0
-stop_dbs() {
-  local rc=$?
-  if ((started_dbs)); then
-    started_dbs=0
-    scripts/dev-db.sh stop || rc=1
-  fi
-  exit "$rc"
-}
-trap stop_dbs EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+source scripts/lib/stop-dbs.sh
 
 if [[ -z "${DBLOCK_BENCH_PG_URL:-}" || -z "${DBLOCK_BENCH_MYSQL_URL:-}" ]]; then
   heading "databases"

@@ -40,15 +40,9 @@ readonly MAX_SOCKET_PATH=107
 # How long to wait for a server to start or stop, in seconds.
 readonly WAIT_SECONDS=60
 
-log() { printf 'dev-db: %s\n' "$*" >&2; }
-die() {
-  log "error: $*"
-  exit 1
-}
-
-usage() {
-  sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0" >&2
-}
+# shellcheck disable=SC2034 # read by lib/messages.sh
+script_name=dev-db
+source "$(dirname -- "${BASH_SOURCE[0]}")/lib/messages.sh"
 
 is_root() { ((EUID == 0)); }
 
@@ -531,11 +525,8 @@ main() {
     stop) cmd_stop ;;
     env) cmd_env ;;
     status) cmd_status ;;
-    -h | --help | help) usage ;;
-    *)
-      usage
-      exit 2
-      ;;
+    -h | --help | help) print_usage ;;
+    *) usage ;;
   esac
 }
 

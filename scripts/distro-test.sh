@@ -52,15 +52,9 @@ set -euo pipefail
 repo_root=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd)
 scripts_dir="$repo_root/scripts"
 
-log() { printf 'distro-test: %s\n' "$*" >&2; }
-die() {
-  log "error: $*"
-  exit 1
-}
-usage() {
-  sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0" >&2
-  exit 2
-}
+# shellcheck disable=SC2034 # read by lib/messages.sh
+script_name=distro-test
+source "$(dirname -- "${BASH_SOURCE[0]}")/lib/messages.sh"
 
 parse_args() {
   suite=

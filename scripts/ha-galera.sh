@@ -27,11 +27,9 @@ readonly DB_NAME=dblock_test
 readonly DB_USER=dblock
 readonly WAIT_SECONDS=120
 
-log() { printf 'ha-galera: %s\n' "$*" >&2; }
-die() {
-  log "error: $*"
-  exit 1
-}
+# shellcheck disable=SC2034 # read by lib/messages.sh
+script_name=ha-galera
+source "$(dirname -- "${BASH_SOURCE[0]}")/lib/messages.sh"
 is_root() { ((EUID == 0)); }
 
 find_prog() {

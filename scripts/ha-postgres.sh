@@ -27,11 +27,9 @@ readonly DB_NAME=dblock_test
 readonly DB_USER=dblock
 readonly WAIT_SECONDS=60
 
-log() { printf 'ha-postgres: %s\n' "$*" >&2; }
-die() {
-  log "error: $*"
-  exit 1
-}
+# shellcheck disable=SC2034 # read by lib/messages.sh
+script_name=ha-postgres
+source "$(dirname -- "${BASH_SOURCE[0]}")/lib/messages.sh"
 is_root() { ((EUID == 0)); }
 os_user() { if is_root; then echo postgres; else id -un; fi; }
 

@@ -34,16 +34,9 @@ declare -A PINNED=(
   [18]=18.4.0-beta.17
 )
 
-log() { printf 'pg-versions: %s\n' "$*" >&2; }
-die() {
-  log "error: $*"
-  exit 1
-}
-
-usage() {
-  sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0" >&2
-  exit 2
-}
+# shellcheck disable=SC2034 # read by lib/messages.sh
+script_name=pg-versions
+source "$(dirname -- "${BASH_SOURCE[0]}")/lib/messages.sh"
 
 version_of() {
   local major=$1

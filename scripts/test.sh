@@ -124,18 +124,7 @@ elif [[ -z "${DBLOCK_TEST_MYSQL_URL:-}" ]]; then
   start_args=(start --mysql-only)
 fi
 
-started_dbs=0
-stop_dbs() {
-  local rc=$?
-  if ((started_dbs)); then
-    started_dbs=0
-    scripts/dev-db.sh stop || rc=1
-  fi
-  exit "$rc"
-}
-trap stop_dbs EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+source scripts/lib/stop-dbs.sh
 
 if ((${#start_args[@]} > 0)); then
   heading "databases"

@@ -550,28 +550,24 @@ constexpr VersionSql kVersions = {
         " WHERE lock_key = {{param:key}} AND version = {{param:version}}",
 };
 
+// The rows `dblock locks` lists, with their columns as list_locks() reads them: held now, finished
+// but kept taken for their min_hold (hold_count 0), or expired but not yet cleaned.
+#define DBLOCK_LISTED_ROWS                                                                   \
+  "SELECT lock_key AS `key`, lease_id, owner_host, owner_process, owner_thread, hold_count," \
+  " fencing_token, DATE_FORMAT(acquired_at, '%Y-%m-%dT%H:%i:%s.%fZ') AS acquired_at,"        \
+  " IF(expires_at >= '9999-12-31', 'never',"                                                 \
+  "   DATE_FORMAT(expires_at, '%Y-%m-%dT%H:%i:%s.%fZ')) AS expires_at,"                      \
+  " IF(expires_at <= UTC_TIMESTAMP(6), 1, 0) AS expired, CAST(metadata AS CHAR) AS metadata" \
+  " FROM {{table:locks}} WHERE (hold_count > 0 OR expires_at > UTC_TIMESTAMP(6))"
+
 constexpr OperatorSql kOperators = {
-    .list =
-        "SELECT lock_key AS `key`, lease_id, owner_host, owner_process, owner_thread, hold_count,"
-        " fencing_token, DATE_FORMAT(acquired_at, '%Y-%m-%dT%H:%i:%s.%fZ') AS acquired_at,"
-        " IF(expires_at >= '9999-12-31', 'never',"
-        "   DATE_FORMAT(expires_at, '%Y-%m-%dT%H:%i:%s.%fZ')) AS expires_at,"
-        " IF(expires_at <= UTC_TIMESTAMP(6), 1, 0) AS expired, CAST(metadata AS CHAR) AS metadata"
-        " FROM {{table:locks}} WHERE (hold_count > 0 OR expires_at > UTC_TIMESTAMP(6))"
-        " ORDER BY lock_key",
+    .list = DBLOCK_LISTED_ROWS " ORDER BY lock_key",
     // A Statement: prefix. list for the keys that start with it,
     // byte for byte (lock_key is VARBINARY, so LEFT counts bytes); % and _ are plain bytes.
-    .list_prefix =
-        "SELECT lock_key AS `key`, lease_id, owner_host, owner_process, owner_thread, hold_count,"
-        " fencing_token, DATE_FORMAT(acquired_at, '%Y-%m-%dT%H:%i:%s.%fZ') AS acquired_at,"
-        " IF(expires_at >= '9999-12-31', 'never',"
-        "   DATE_FORMAT(expires_at, '%Y-%m-%dT%H:%i:%s.%fZ')) AS expires_at,"
-        " IF(expires_at <= UTC_TIMESTAMP(6), 1, 0) AS expired, CAST(metadata AS CHAR) AS metadata"
-        " FROM {{table:locks}}"
-        " WHERE (hold_count > 0 OR expires_at > UTC_TIMESTAMP(6))"
-        " AND LEFT(lock_key, LENGTH(CAST({{param:prefix}} AS BINARY)))"
-        "   = CAST({{param:prefix}} AS BINARY)"
-        " ORDER BY lock_key",
+    .list_prefix = DBLOCK_LISTED_ROWS
+    " AND LEFT(lock_key, LENGTH(CAST({{param:prefix}} AS BINARY)))"
+    "   = CAST({{param:prefix}} AS BINARY)"
+    " ORDER BY lock_key",
     // A Statement: key, lease_id, token (as an operator read them). An operator's release
     // (`dblock release`): frees the row as the last release does (hold_count 0, expires_at now;
     // also a row a release left taken for its min_hold), but only while it still carries the
@@ -609,6 +605,8 @@ constexpr OperatorSql kOperators = {
         " AND lease_id = {{param:lease_id}} AND fencing_token = {{param:token}}"
         " AND expires_at > UTC_TIMESTAMP(6)",
 };
+
+#undef DBLOCK_LISTED_ROWS
 
 constexpr DoctorSql kDoctor = {
     // `dblock doctor`. Columns "version" and "flavour".

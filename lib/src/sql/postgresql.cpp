@@ -657,36 +657,28 @@ constexpr VersionSql kVersions = {
         " WHERE lock_key = {{param:key}} AND version = {{param:version}} RETURNING version",
 };
 
+// The rows `dblock locks` lists, with their columns as list_locks() reads them: held now, finished
+// but kept taken for their min_hold (hold_count 0), or expired but not yet cleaned.
+#define DBLOCK_LISTED_ROWS                                                                 \
+  "SELECT lock_key AS key, lease_id, owner_host, owner_process, owner_thread, hold_count," \
+  " fencing_token,"                                                                        \
+  " to_char(acquired_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') AS "      \
+  "acquired_at,"                                                                           \
+  " CASE WHEN expires_at = 'infinity' THEN 'never' ELSE"                                   \
+  " to_char(expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') END"       \
+  " AS expires_at,"                                                                        \
+  " CASE WHEN expires_at <= clock_timestamp() THEN 1 ELSE 0 END AS expired,"               \
+  " metadata::text AS metadata"                                                            \
+  " FROM {{table:locks}} WHERE (hold_count > 0 OR expires_at > clock_timestamp())"
+
 constexpr OperatorSql kOperators = {
-    // Rows held now, finished but kept taken for their min_hold (hold_count 0), or expired but
-    // not yet cleaned (free rows are left out).
-    .list =
-        "SELECT lock_key AS key, lease_id, owner_host, owner_process, owner_thread, hold_count,"
-        " fencing_token,"
-        " to_char(acquired_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') AS "
-        "acquired_at,"
-        " CASE WHEN expires_at = 'infinity' THEN 'never' ELSE"
-        " to_char(expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') END"
-        " AS expires_at,"
-        " CASE WHEN expires_at <= clock_timestamp() THEN 1 ELSE 0 END AS expired,"
-        " metadata::text AS metadata"
-        " FROM {{table:locks}} WHERE (hold_count > 0 OR expires_at > clock_timestamp()) ORDER BY "
-        "lock_key",
+    // Free rows are left out.
+    .list = DBLOCK_LISTED_ROWS " ORDER BY lock_key",
     // A Statement: prefix. list for the keys that start with it: left() and = compare it as a
     // value, so % and _ in a prefix are plain characters.
-    .list_prefix =
-        "SELECT lock_key AS key, lease_id, owner_host, owner_process, owner_thread, hold_count,"
-        " fencing_token,"
-        " to_char(acquired_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') AS "
-        "acquired_at,"
-        " CASE WHEN expires_at = 'infinity' THEN 'never' ELSE"
-        " to_char(expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') END"
-        " AS expires_at,"
-        " CASE WHEN expires_at <= clock_timestamp() THEN 1 ELSE 0 END AS expired,"
-        " metadata::text AS metadata"
-        " FROM {{table:locks}} WHERE (hold_count > 0 OR expires_at > clock_timestamp())"
-        " AND left(lock_key, length({{param:prefix}})) = {{param:prefix}}"
-        " ORDER BY lock_key",
+    .list_prefix = DBLOCK_LISTED_ROWS
+    " AND left(lock_key, length({{param:prefix}})) = {{param:prefix}}"
+    " ORDER BY lock_key",
     // A Statement: key, lease_id, token (as an operator read them), channel (for NOTIFY).
     // An operator's release (`dblock release`): frees the row as the last release does
     // (hold_count 0, expires_at now; also a row a release left taken for its min_hold) and
@@ -767,6 +759,7 @@ constexpr DoctorSql kDoctor = {
 
 #undef DBLOCK_QUEUE_HEAD
 #undef DBLOCK_PERMIT_OWNER
+#undef DBLOCK_LISTED_ROWS
 
 constexpr ServerSql kPostgreSQL = {
     .migrator = kMigrator,

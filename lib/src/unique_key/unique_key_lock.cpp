@@ -104,17 +104,22 @@ std::optional<Lease> UniqueKeyLock::acquire(std::string_view key, std::chrono::m
     }
   };
   const auto deadline = forever ? detail::Clock::time_point::max() : clock.now() + timeout;
+  // The key as a release through this lock object handed it over while this waiter slept, after
+  // `taking` (what the waiter gives up for it); nothing when no such grant came.
+  const auto handed_over = [&](auto&& taking) -> std::optional<Lease> {
+    if (!interest) return std::nullopt;
+    auto grant = interest->take_grant();
+    if (!grant) return std::nullopt;
+    taking();
+    return held(impl_, info, options, *grant, true);
+  };
   if (!impl_->options.fair) {
     // While asleep, a release made through this lock object may hand the key over.
     if (interest) interest->accept_hand_over(info, options.metadata);
     return detail::retry_until(
         clock, timeout, forever, backoff,
         [&]() -> std::optional<Lease> {
-          if (interest) {
-            if (auto grant = interest->take_grant()) {
-              return held(impl_, info, options, *grant, true);
-            }
-          }
+          if (auto lease = handed_over([] {})) return lease;
           return attempt(impl_, info, options, {});
         },
         [&](std::chrono::milliseconds d) {
@@ -141,11 +146,11 @@ std::optional<Lease> UniqueKeyLock::acquire(std::string_view key, std::chrono::m
   return detail::retry_until(
       clock, timeout, forever, backoff,
       [&]() -> std::optional<Lease> {
-        if (interest) {
-          if (auto grant = interest->take_grant()) {
-            if (impl_->leaves_queue) place.left();  // the hand-over took the place away
-            return held(impl_, info, options, *grant, true);
-          }
+        // The hand-over took the place away.
+        if (auto lease = handed_over([&] {
+              if (impl_->leaves_queue) place.left();
+            })) {
+          return lease;
         }
         if (place.seq() && !place.fresh()) join();
         ahead = -1;
