@@ -86,7 +86,6 @@ PermitSql::PermitSql(Dialect d, const TableNames& tables)
       slots(sql_for(d).semaphore.slots, d, tables),
       acquire_slot(sql_for(d).semaphore.acquire_slot, d, tables),
       release(sql_for(d).semaphore.release, d, tables),
-      live_in(sql_for(d).semaphore.live_in, d, tables),
       live_in_shared(sql_for(d).semaphore.live_in_shared, d, tables),
       live_in_exclusive(sql_for(d).semaphore.live_in_exclusive, d, tables) {}
 
@@ -128,7 +127,8 @@ std::vector<Value> PermitSql::release_params(const std::string& key, const Owner
 
 std::vector<Value> PermitSql::live_in_params(const std::string& key, std::int64_t first,
                                              std::int64_t last) const {
-  return live_in.bind({{"key", Value(key)}, {"first", Value(first)}, {"last", Value(last)}});
+  // Both forms take the same parameters.
+  return live_in_shared.bind({{"key", Value(key)}, {"first", Value(first)}, {"last", Value(last)}});
 }
 
 std::string random_key(const std::string& prefix) { return prefix + detail::random_lease_id(); }

@@ -63,9 +63,9 @@ struct SlotRange {
 // The semaphore's statements (lib/src/semaphore/semaphore.cpp): PostgreSQL takes a permit in one
 // statement (acquire: the server picks a free slot of the range); MySQL reads the key's slots
 // (slots), and the client picks a free one of the range and takes it (acquire_slot). release
-// gives the permit back; live_in counts a key's live permits in a range of slots (what the
-// reader-writer lock asks after taking one). All bound from one argument list, as Semaphore
-// binds them.
+// gives the permit back; live_in_shared and live_in_exclusive count a key's live permits in a
+// range of slots, their rows locked (what the reader-writer lock asks after taking one). All bound
+// from one argument list, as Semaphore binds them.
 struct PermitSql {
   PermitSql(Dialect dialect, const TableNames& tables);
 
@@ -79,7 +79,7 @@ struct PermitSql {
   std::vector<Value> release_params(const std::string& key, const Owner& owner, std::int64_t token,
                                     const std::string& lease_id,
                                     const std::string& release_id) const;
-  // live_in: the live permits of `key` in slots `first` to `last`.
+  // live_in_shared and live_in_exclusive: the live permits of `key` in slots `first` to `last`.
   std::vector<Value> live_in_params(const std::string& key, std::int64_t first,
                                     std::int64_t last) const;
 
@@ -87,8 +87,7 @@ struct PermitSql {
   detail::Statement acquire;              // empty on MySQL
   detail::Statement slots, acquire_slot;  // empty on PostgreSQL
   detail::Statement release;
-  detail::Statement live_in;
-  // live_in with the rows locked (the reader-writer lock's reader and writer checks).
+  // The reader-writer lock's reader and writer checks.
   detail::Statement live_in_shared, live_in_exclusive;
 };
 

@@ -37,10 +37,10 @@ std::int64_t raw_take_permit(RawClient& client, const PermitSql& sql, const Perm
 bool raw_release_permit(RawClient& client, const PermitSql& sql, const std::string& key,
                         const Owner& owner, std::int64_t token, const std::string& lease_id);
 
-// live_in (or `statement`, one of its locking forms): the live permits of `key` in slots `first`
+// `statement` (live_in_shared or live_in_exclusive): the live permits of `key` in slots `first`
 // to `last`.
 std::int64_t raw_live_in(RawClient& client, const PermitSql& sql, const std::string& key,
                          std::int64_t first, std::int64_t last,
-                         detail::Statement PermitSql::*statement = &PermitSql::live_in);
+                         detail::Statement PermitSql::*statement);
 
 }  // namespace dblock::bench

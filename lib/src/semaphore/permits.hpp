@@ -36,14 +36,14 @@ std::optional<Lease> take_permit(const std::shared_ptr<detail::SemaphoreCore>& i
                                  std::string_view key, std::chrono::milliseconds timeout,
                                  const LockOptions& options);
 
-// How the rows a count of live permits reads are locked for its statement: not at all (a plain
-// read), shared or exclusive. A locked read waits for a fenced transaction holding a conflicting
-// lock on one of the rows (docs/locks/fencing.md), whatever the row's expiry.
-enum class RowLocks { kNone, kShared, kExclusive };
+// How the rows a count of live permits reads are locked for its statement: shared or exclusive.
+// The read waits for a fenced transaction holding a conflicting lock on one of the rows
+// (docs/locks/fencing.md), whatever the row's expiry.
+enum class RowLocks { kShared, kExclusive };
 
-// How many live permits `key` has in slots `first` to `last`.
+// How many live permits `key` has in slots `first` to `last`, their rows locked as `locks` says.
 std::int64_t live_permits(detail::SemaphoreCore& impl, const std::string& key, int first, int last,
-                          RowLocks locks = RowLocks::kNone);
+                          RowLocks locks);
 
 // Stores the limit of `impl` as `key`'s, whatever was stored.
 void store_limit(detail::SemaphoreCore& impl, std::string_view key);

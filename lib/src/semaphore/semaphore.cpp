@@ -28,7 +28,7 @@ constexpr std::int64_t kSlots = 1024;
 static_assert(Semaphore::kMaxPermits <= kSlots);
 
 struct Statements {
-  detail::Statement acquire, slots, acquire_slot, define, set_limit, release, renew, live_in, fence;
+  detail::Statement acquire, slots, acquire_slot, define, set_limit, release, renew, fence;
   detail::Statement fence_exclusive, live_in_shared, live_in_exclusive;  // reader-writer locks
 };
 
@@ -58,7 +58,6 @@ struct detail::SemaphoreCore {
                             detail::Statement(sql.set_limit, d, t),
                             detail::Statement(sql.release, d, t),
                             detail::Statement(sql.renew, d, t),
-                            detail::Statement(sql.live_in, d, t),
                             detail::Statement(sql.fence, d, t),
                             detail::Statement(sql.fence_exclusive, d, t),
                             detail::Statement(sql.live_in_shared, d, t),
@@ -149,9 +148,8 @@ struct detail::SemaphoreCore {
                                 {"first", Value(static_cast<std::int64_t>(first))},
                                 {"last", Value(static_cast<std::int64_t>(last))}};
     auto n = run([&](Connection& conn, const Statements& st) {
-      const detail::Statement& s = locks == detail::RowLocks::kShared      ? st.live_in_shared
-                                   : locks == detail::RowLocks::kExclusive ? st.live_in_exclusive
-                                                                           : st.live_in;
+      const detail::Statement& s =
+          locks == detail::RowLocks::kShared ? st.live_in_shared : st.live_in_exclusive;
       return conn.execute(s.sql(), s.bind(args)).int64_at(0, "n");
     });
     if (!n) throw detail::kept_contending("counting the holders of '" + key + "'", "try again");

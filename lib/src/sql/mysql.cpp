@@ -345,9 +345,6 @@ constexpr SemaphoreSql kSemaphore = {
         " WHERE" DBLOCK_PERMIT_OWNER
         " AND lease_id = {{param:lease_id}}"
         " AND expires_at > UTC_TIMESTAMP(6) + INTERVAL {{param:lock_delay_ms}} * 1000 MICROSECOND",
-    .live_in =
-        "SELECT COUNT(*) AS n FROM {{table:semaphore_permits}} WHERE lock_key = {{param:key}}"
-        " AND slot BETWEEN {{param:first}} AND {{param:last}} AND expires_at > UTC_TIMESTAMP(6)",
     .fence =
         "SELECT fencing_token FROM {{table:semaphore_permits}} WHERE" DBLOCK_PERMIT_OWNER
         " AND lease_id = {{param:lease_id}}"

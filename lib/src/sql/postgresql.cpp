@@ -426,10 +426,6 @@ constexpr SemaphoreSql kSemaphore = {
         " AND lease_id = {{param:lease_id}}"
         " AND expires_at > statement_timestamp()"
         "   + {{param:lock_delay_ms}}::bigint * interval '1 millisecond'",
-    .live_in =
-        "SELECT count(*) AS n FROM {{table:semaphore_permits}} WHERE lock_key = {{param:key}}"
-        " AND slot BETWEEN {{param:first}}::integer AND {{param:last}}::integer"
-        " AND expires_at > statement_timestamp()",
     .fence = "SELECT fencing_token FROM {{table:semaphore_permits}} WHERE" DBLOCK_PERMIT_OWNER
              " AND lease_id = {{param:lease_id}} AND expires_at > statement_timestamp()"
              " + {{param:lock_delay_ms}}::bigint * interval '1 millisecond' FOR SHARE",

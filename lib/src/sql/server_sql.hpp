@@ -147,18 +147,17 @@ struct SemaphoreSql {
   // extends it (one row matched when still held).
   std::string_view release;
   std::string_view renew;
-  // Column "n": the key's live permits in slots `first` to `last`.
-  std::string_view live_in;
   // Fencing, as UniqueKeySql::fence, for a permit: key, slot, token, lease_id, host, process,
   // thread.
   std::string_view fence;
   // The reader-writer lock's fence (docs/locks/fencing.md). fence_exclusive: as fence, with the
   // row locked exclusively (a writer's slot 0, which a reader's admission share-locks).
   // live_in_shared (a reader's look at slot 0) and live_in_exclusive (a writer's look at the
-  // reader slots): column "n" as live_in, but every row of the key in slots first to last is
-  // locked first, shared or exclusive, whatever its expiry, so the statement waits for a fenced
-  // transaction that holds the other kind of lock on one of them (and then reads the row as
-  // that transaction left it). Sent in autocommit: the locks end with the statement.
+  // reader slots): column "n", the key's live permits in slots `first` to `last`; every row of
+  // the key in that range is locked first, shared or exclusive, whatever its expiry, so the
+  // statement waits for a fenced transaction that holds the other kind of lock on one of them (and
+  // then reads the row as that transaction left it). Sent in autocommit: the locks end with the
+  // statement.
   std::string_view fence_exclusive;
   std::string_view live_in_shared;
   std::string_view live_in_exclusive;
