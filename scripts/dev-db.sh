@@ -263,6 +263,7 @@ mysql_server_args() {
     --max-connections=500
     --innodb-buffer-pool-size=256M
     --skip-log-bin
+    --tmpdir="$MYSQL_DIR/tmp"
   )
   local extra=()
   read -r -a extra <<<"${DBLOCK_DEV_DB_MYSQL_ARGS:-}"
@@ -296,10 +297,14 @@ start_mysql() {
   check_socket_path "$sock"
 
   make_server_dir "$MYSQL_DIR" "$user"
+  # Its temporary files in a directory of its own: the caller's TMPDIR may be one the server's
+  # user cannot write to (InnoDB then fails to start).
+  make_server_dir "$MYSQL_DIR/tmp" "$user"
 
   local install_args=(
     --no-defaults
     --datadir="$MYSQL_DIR/data"
+    --tmpdir="$MYSQL_DIR/tmp"
     --auth-root-authentication-method=socket
     --skip-test-db
     --skip-name-resolve

@@ -56,6 +56,8 @@ bool run_export_when_allowed(dblock::ConnectionSource& pool);
 void read_then_write_prices(dblock::ConnectionSource& pool);
 bool transfer(dblock::UniqueKeyLock& locks);
 bool print_labels_once(dblock::UniqueKeyLock& locks);
+bool reconcile(dblock::UniqueKeyLock& locks);
+bool consume_queue(dblock::UniqueKeyLock& locks);
 bool print_in_turn(dblock::ConnectionSource& pool);
 enum class Next { kDone, kBusy, kRetryLater, kCheckTheWork, kFixTheSetup };
 Next post_ledger(dblock::UniqueKeyLock& locks);
@@ -90,6 +92,8 @@ std::int64_t from_token = 0;
 std::int64_t to_token = 0;
 int ledger_posts = 0;
 std::int64_t labels_token = 0;
+int batches = 0;
+int messages = 0;
 }  // namespace seen
 
 void move_asset(int asset, std::int64_t fencing_token) {
@@ -109,6 +113,8 @@ void move_money(std::int64_t from_token, std::int64_t to_token) {
 }
 void post_ledger_entries() { ++seen::ledger_posts; }
 void print_labels(std::int64_t fencing_token) { seen::labels_token = fencing_token; }
+bool reconcile_next_batch() { return ++seen::batches < 3; }
+bool handle_next_message() { return ++seen::messages < 3; }
 
 namespace {
 
@@ -302,6 +308,22 @@ TEST_P(BothDatabases, ALockDelayedLeaseReleasedInTimeFreesTheKeyAtOnce) {
   EXPECT_TRUE(print_labels_once(locks));
   EXPECT_GT(seen::labels_token, 0);
   EXPECT_TRUE(locks.try_acquire("printer:3", {.owner = dblock::Owner::named("other")}));
+}
+
+TEST_P(BothDatabases, AJobWatchingItsStopTokenRunsToItsEndWhileItsLeaseIsHeld) {
+  dblock::UniqueKeyLock locks(*db().pool);
+  seen::batches = 0;
+  EXPECT_TRUE(reconcile(locks));
+  EXPECT_EQ(seen::batches, 3);
+  EXPECT_TRUE(locks.try_acquire("reconciler", {.owner = dblock::Owner::named("other")}));
+}
+
+TEST_P(BothDatabases, AConsumerWithAHeartbeatEmptiesTheQueueUnderItsLease) {
+  dblock::UniqueKeyLock locks(*db().pool);
+  seen::messages = 0;
+  EXPECT_TRUE(consume_queue(locks));
+  EXPECT_EQ(seen::messages, 3);
+  EXPECT_TRUE(locks.try_acquire("queue:orders", {.owner = dblock::Owner::named("other")}));
 }
 
 TEST_P(BothDatabases, LockSetHoldsBothAccounts) {

@@ -7,6 +7,7 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <utility>
 
 namespace dblock::detail {
@@ -60,6 +61,7 @@ ReleaseOutcome LeaseCore::release() {
   if (released_) return ReleaseOutcome::kNotHeld;
   released_ = true;  // even if the statement fails: the lease then ends by its TTL
   stop_renewal();    // a renewal started before stops here; none starts after (released_)
+  request_stop();    // the lease protects nothing from here on, however the release ends
   ReleaseOutcome outcome = do_release();
   if (outcome == ReleaseOutcome::kNotHeld) lost_ = true;
   return outcome;
@@ -82,6 +84,7 @@ void LeaseCore::abandon() noexcept {
   if (released_) return;
   released_ = true;
   stop_renewal();
+  request_stop();
   do_abandon();
 }
 
@@ -119,12 +122,26 @@ bool LeaseCore::renew(std::chrono::milliseconds ttl) {
 
 void LeaseCore::mark_lost() noexcept {
   if (lost_.exchange(true)) return;
+  request_stop();  // before on_lost: work watching the token stops first
   if (on_lost_) {
     try {
       on_lost_(info_.key);
     } catch (...) {
       // A callback's failure must not take the renewer down.
     }
+  }
+}
+
+std::chrono::milliseconds LeaseCore::stop_margin() const noexcept {
+  return std::min(info_.stop_margin.value_or(ttl() / 3), ttl());
+}
+
+bool LeaseCore::renewal_wanted() const noexcept {
+  if (!info_.renew_if) return true;
+  try {
+    return info_.renew_if();
+  } catch (...) {
+    return false;  // a worker whose health check fails is not shown to be alive
   }
 }
 

@@ -26,6 +26,8 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <optional>
+#include <stop_token>
 #include <string>
 
 #include "clock.hpp"
@@ -44,6 +46,9 @@ struct LeaseInfo {
   // LockOptions::lock_delay: every statement that sets this lease's expiry adds it on the
   // database's side; the lease's own deadline (lost(), the renewer) counts the TTL alone.
   std::chrono::milliseconds lock_delay{0};
+  // LockOptions::stop_margin (nullopt: a third of the TTL) and LockOptions::renew_if.
+  std::optional<std::chrono::milliseconds> stop_margin{};
+  std::function<bool()> renew_if{};
 };
 
 class LeaseCore {
@@ -93,8 +98,38 @@ class LeaseCore {
   // Renews unless released; false (and lost, unless a release ended it meanwhile) when the lease
   // is gone.
   bool renew(std::chrono::milliseconds ttl);
-  // Marks the lease lost and calls on_lost once.
+  // Marks the lease lost, requests its stop and calls on_lost once.
   void mark_lost() noexcept;
+
+  // Cancellation (Lease::stop_token). The stop is requested when the lease is found lost,
+  // released or dropped, and, once armed (a caller took the token), when its stop deadline
+  // passes, which the renewer's watchdog watches.
+  std::stop_token stop_token() const noexcept { return stop_.get_token(); }
+  void request_stop() noexcept { stop_.request_stop(); }
+  bool stop_requested() const noexcept { return stop_.stop_requested(); }
+  // True the first time only: the caller then has the renewer watch the stop deadline.
+  bool arm() noexcept { return !armed_.exchange(true); }
+  bool armed() const noexcept { return armed_.load(); }
+  // Set by the renewer when it renews this lease in the background (LockOptions::auto_renew).
+  void note_watched() noexcept { watched_ = true; }
+  bool watched() const noexcept { return watched_.load(); }
+  // LockOptions::stop_margin, or a third of the TTL; never more than the TTL.
+  std::chrono::milliseconds stop_margin() const noexcept;
+  // When the stop is due: the margin before the end of the TTL counted from the latest
+  // successful acquire or renew. For leases that expire() only.
+  BootClock::time_point stop_at() const noexcept { return renewed_at() + ttl() - stop_margin(); }
+  // True once the stop deadline of a lease that expires has passed.
+  bool past_stop_at() const noexcept {
+    return expires() && !released() && clock_.now() >= stop_at();
+  }
+  // LockOptions::renew_if's answer (true without one): false skips a background renewal. A
+  // callback that throws counts as false.
+  bool renewal_wanted() const noexcept;
+  // Leases that do not expire() but whose loss can be seen from any thread while the holder
+  // runs statements (a session lock's ended session): the watchdog looks at armed ones every
+  // kLossPollInterval, so their stop follows the loss without anyone asking lost().
+  virtual bool polled_for_loss() const noexcept { return false; }
+  static constexpr std::chrono::milliseconds kLossPollInterval{250};
 
   // Publishes, for its lifetime, the socket a renewal's statement runs on (see release()).
   class RenewingOn {
@@ -147,6 +182,9 @@ class LeaseCore {
   int renewing_fd_ = -1;  // the socket of the renewal in flight, or -1
   std::atomic<bool> released_{false};
   std::atomic<bool> lost_{false};
+  std::atomic<bool> armed_{false};
+  std::atomic<bool> watched_{false};
+  std::stop_source stop_;
   std::atomic<std::int64_t> ttl_ms_;
   std::atomic<BootClock::rep> renewed_at_;
 };

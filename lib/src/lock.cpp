@@ -63,7 +63,11 @@ std::int64_t Lease::fencing_token() const { return checked(core_).info().fencing
 const std::string& Lease::lease_id() const { return checked(core_).info().lease_id; }
 const Owner& Lease::owner() const { return checked(core_).info().owner; }
 bool Lease::lost() const noexcept {
-  return core_ != nullptr && (core_->lost() || core_->out_of_time());
+  if (core_ == nullptr) return false;
+  const bool lost = core_->lost() || core_->out_of_time();
+  // A loss no thread of dblock's watches (a transaction that ended) stops the work from here.
+  if (lost && core_->armed() && !core_->foreign()) core_->request_stop();
+  return lost;
 }
 
 ReleaseOutcome Lease::release() {
@@ -82,6 +86,18 @@ bool Lease::renew(std::chrono::milliseconds ttl) {
 }
 
 bool Lease::renew() { return renew(checked(core_).ttl()); }
+
+std::stop_token Lease::stop_token() const {
+  checked(core_);
+  if (core_->foreign()) {  // a forked child's copy: the hold is the parent's, nothing to watch
+    std::stop_source stopped;
+    stopped.request_stop();
+    return stopped.get_token();
+  }
+  if (core_->lost() || core_->past_stop_at()) core_->request_stop();
+  if (core_->arm()) detail::Renewer::instance().arm(core_);
+  return core_->stop_token();
+}
 
 Connection* Lease::connection() const { return core_ ? core_->connection() : nullptr; }
 

@@ -61,23 +61,45 @@ void Renewer::stop() {
 
 void Renewer::watch(const std::shared_ptr<LeaseCore>& lease, BootClock::time_point sent) {
   lease->note_renewed(sent, lease->ttl());
+  lease->note_watched();
+  add(lease, true, sent + interval(*lease), sent + lease->ttl());
+}
+
+void Renewer::arm(const std::shared_ptr<LeaseCore>& lease) {
+  const auto due =
+      lease->expires() ? lease->stop_at() : clock_.now() + LeaseCore::kLossPollInterval;
+  if (lease->watched()) {  // its entry is there: the watchdog looks at it from now on
+    {
+      std::lock_guard lock(mu_);
+      if (due >= watchdog_wakes_at_) return;
+      watchdog_rescan_ = true;
+    }
+    watchdog_cv_.notify_all();
+    return;
+  }
+  add(lease, false, BootClock::time_point::max(), due);
+}
+
+bool Renewer::add(const std::shared_ptr<LeaseCore>& lease, bool renews,
+                  BootClock::time_point renew_due, BootClock::time_point watch_due) {
   bool wake_scheduler = false, wake_watchdog = false;
   {
     std::lock_guard lock(mu_);
-    if (stop_) return;
-    entries_.push_back(Entry{lease, std::nullopt, false});
+    if (stop_) return false;
+    entries_.push_back(Entry{lease, std::nullopt, false, renews});
     if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
     if (!watchdog_.joinable()) watchdog_ = std::thread([this] { watch_deadlines(); });
     // Each thread is woken only when the new lease is due before it wakes anyway (at the latest
     // a second from its last look): no thread wake-up per acquisition for TTLs of 3 s and more,
     // which on a machine shared with the database costs more than the statement.
-    wake_scheduler = sent + interval(*lease) < scheduler_wakes_at_;
-    wake_watchdog = sent + lease->ttl() < watchdog_wakes_at_;
+    wake_scheduler = renews && renew_due < scheduler_wakes_at_;
+    wake_watchdog = watch_due < watchdog_wakes_at_;
     scheduler_rescan_ = scheduler_rescan_ || wake_scheduler;
     watchdog_rescan_ = watchdog_rescan_ || wake_watchdog;
   }
   if (wake_scheduler) cv_.notify_all();
   if (wake_watchdog) watchdog_cv_.notify_all();
+  return true;
 }
 
 void Renewer::reschedule() {
@@ -106,10 +128,29 @@ void Renewer::watch_deadlines() {
     watchdog_rescan_ = false;
     auto now = clock_.now();
     auto next = now + std::chrono::seconds(1);
-    std::vector<std::shared_ptr<LeaseCore>> expired;
+    std::vector<std::shared_ptr<LeaseCore>> expired, to_stop;
     for (const auto& e : entries_) {
       auto lease = e.lease.lock();
-      if (!lease || lease->released() || lease->lost()) continue;
+      if (!lease || lease->released()) continue;
+      const bool armed = lease->armed() && !lease->stop_requested();
+      if (lease->lost()) {  // a session that ended, seen here first: its work stops too
+        if (armed) to_stop.push_back(std::move(lease));
+        continue;
+      }
+      if (!lease->expires()) {
+        if (armed && lease->polled_for_loss())
+          next = std::min(next, now + LeaseCore::kLossPollInterval);
+        continue;
+      }
+      if (armed) {
+        const auto stop_at = lease->stop_at();
+        if (stop_at <= now) {
+          to_stop.push_back(lease);
+        } else {
+          next = std::min(next, stop_at);
+        }
+      }
+      if (!e.renews) continue;  // not renewed here: lost() counts its TTL by itself
       auto deadline = lease->renewed_at() + lease->ttl();
       if (deadline <= now) {
         expired.push_back(std::move(lease));
@@ -117,15 +158,17 @@ void Renewer::watch_deadlines() {
         next = std::min(next, deadline);
       }
     }
-    if (expired.empty()) {
+    if (expired.empty() && to_stop.empty()) {
       watchdog_wakes_at_ = next;
       clock_.wait_until(lock, watchdog_cv_, next, [&] { return stop_ || watchdog_rescan_; });
       watchdog_wakes_at_ = BootClock::time_point::min();  // looking now: no wake-up needed
       continue;
     }
     lock.unlock();
+    // Stop callbacks and on_lost are the caller's code: never under the mutex.
+    for (const auto& lease : to_stop) lease->request_stop();
     for (const auto& lease : expired) {
-      if (lease->out_of_time()) lease->mark_lost();  // calls on_lost: never under the mutex
+      if (lease->out_of_time()) lease->mark_lost();
     }
     lock.lock();
   }
@@ -158,11 +201,15 @@ void Renewer::run() {
     bool handed = false;
     for (auto it = entries_.begin(); it != entries_.end();) {
       auto lease = it->lease.lock();
-      if (!lease || ((lease->released() || lease->lost()) && !it->in_flight)) {
+      // A lease ends here once released or lost (an entry kept for its stop only: once stopped),
+      // but an armed one only after the watchdog has requested its stop.
+      const bool stopped = !lease || !lease->armed() || lease->stop_requested();
+      const bool over = lease && (lease->released() || lease->lost() || !it->renews);
+      if (!lease || (over && !it->in_flight && stopped)) {
         it = entries_.erase(it);
         continue;
       }
-      if (!it->in_flight) {
+      if (it->renews && !it->in_flight && !lease->released() && !lease->lost()) {
         auto due_at = it->retry_at.value_or(lease->renewed_at() + interval(*lease));
         if (due_at <= now) {
           it->in_flight = true;
@@ -206,21 +253,31 @@ void Renewer::work() {
 
 void Renewer::renew_one(const std::shared_ptr<LeaseCore>& lease) {
   bool failed = false;
-  try {
-    lease->renew(lease->ttl());  // false: gone (renew marked it lost)
-  } catch (const std::exception&) {
-    failed = true;  // a fault: try again shortly until the TTL has passed
+  // Not renewed while its holder's renew_if says no: asked again a third of a TTL later, and lost
+  // once the TTL has passed (the database frees the key then).
+  const bool skipped = !lease->renewal_wanted();
+  if (!skipped) {
+    try {
+      lease->renew(lease->ttl());  // false: gone (renew marked it lost)
+    } catch (const std::exception&) {
+      failed = true;  // a fault: try again shortly until the TTL has passed
+    }
   }
   auto after = clock_.now();
   // A renewal a release cut off (LeaseCore::release) failed because the lease ended, not lost.
-  bool give_up = failed && !lease->released() && after - lease->renewed_at() >= lease->ttl();
+  bool give_up =
+      (failed || skipped) && !lease->released() && after - lease->renewed_at() >= lease->ttl();
   {
     std::lock_guard lock(mu_);
     if (Entry* e = find(lease)) {
       e->in_flight = false;
-      e->retry_at =
-          failed ? std::optional(after + std::min(interval(*lease), std::chrono::milliseconds(250)))
-                 : std::nullopt;
+      if (failed) {
+        e->retry_at = after + std::min(interval(*lease), std::chrono::milliseconds(250));
+      } else if (skipped) {
+        e->retry_at = after + interval(*lease);
+      } else {
+        e->retry_at = std::nullopt;
+      }
     }
     scheduler_rescan_ = true;
   }

@@ -9,7 +9,11 @@
 // others, on healthy connections or other databases, are renewed by other workers (a lease is
 // never renewed twice at once; workers are added while all are busy, up to kMaxWorkers). A
 // second thread (the watchdog) marks a lease lost, and calls its on_lost, as soon as a whole TTL
-// has passed since its last successful renewal was sent, whatever the renewals are doing.
+// has passed since its last successful renewal was sent, whatever the renewals are doing. The
+// watchdog also requests the stop of every armed lease (one whose stop token a caller took, auto-
+// renewed or not) when its stop deadline passes, and looks every LeaseCore::kLossPollInterval at
+// armed leases that do not expire but whose loss it can see (session locks). A renewal is
+// skipped while the lease's renew_if says no: it then runs out at its TTL.
 // Times are read, and waits timed, on a Clock: Clock::system() (CLOCK_BOOTTIME, which counts a
 // suspend as the database's clock does) for instance(), a simulated clock in the unit tests.
 // Internal.
@@ -54,6 +58,10 @@ class Renewer {
   // Starts renewing `lease` every ttl / 3. `sent` is when the acquiring statement was sent: the
   // lease is valid for a TTL from then at most.
   void watch(const std::shared_ptr<LeaseCore>& lease, BootClock::time_point sent);
+  // Watches `lease`'s stop deadline (LeaseCore::stop_at), or its loss for a lease that does not
+  // expire, and requests its stop when either comes; renews it only if watch() was called too.
+  // Call it once per lease (LeaseCore::arm() says when).
+  void arm(const std::shared_ptr<LeaseCore>& lease);
   // Wakes the thread to recompute when leases are due (after a lease's TTL changed).
   void reschedule();
   // Leases currently watched (for tests and metrics).
@@ -71,12 +79,17 @@ class Renewer {
     // after its latest renewal (LeaseCore::renewed_at()).
     std::optional<BootClock::time_point> retry_at;
     bool in_flight = false;  // a worker is renewing it
+    bool renews = true;      // false: watched for its stop only (arm() without watch())
   };
 
   void run();
   void work();
   void renew_one(const std::shared_ptr<LeaseCore>& lease);
   void watch_deadlines();
+  // Adds `lease` or marks its entry (under mu_), starting the threads; wakes the watchdog when
+  // `due` comes before it wakes anyway. False once stopped.
+  bool add(const std::shared_ptr<LeaseCore>& lease, bool renews, BootClock::time_point renew_due,
+           BootClock::time_point watch_due);
   Entry* find(const std::shared_ptr<LeaseCore>& lease);  // under mu_
 
   Clock& clock_;

@@ -59,6 +59,34 @@ void validate_lock_delay(std::chrono::milliseconds lock_delay) {
   }
 }
 
+void validate_stop_rules(std::optional<std::chrono::milliseconds> stop_margin,
+                         std::chrono::milliseconds ttl, bool renew_if, bool auto_renew) {
+  if (stop_margin && (stop_margin->count() < 0 || *stop_margin >= ttl)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "the stop margin is " + std::to_string(stop_margin->count()) + " ms and the TTL " +
+                    std::to_string(ttl.count()) +
+                    " ms; the margin must be at least 0 and shorter than the TTL (the stop "
+                    "token is requested that long before the lease could expire)");
+  }
+  if (renew_if && !auto_renew) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "renew_if decides whether the background renewer renews the lease, and "
+                "auto_renew is off; set auto_renew, or drop renew_if and renew by hand");
+  }
+}
+
+void refuse_stop_rules(bool stop_margin, bool renew_if, std::string_view strategy) {
+  if (!stop_margin && !renew_if) return;
+  throw Error(ErrorCode::kInvalidArgument,
+              std::string(strategy) +
+                  " hold their lock for as long as their transaction or "
+                  "session lasts, with no TTL to stop before and no renewal "
+                  "to gate, so " +
+                  (stop_margin ? "stop_margin" : "renew_if") +
+                  " cannot apply; leave it unset (the lease's stop token still follows its "
+                  "loss and release), or use a UniqueKeyLock for a lease that expires");
+}
+
 void refuse_lock_delay(std::chrono::milliseconds lock_delay, std::string_view strategy) {
   if (lock_delay.count() == 0) return;
   throw Error(

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -32,6 +33,15 @@ void validate_lock_delay(std::chrono::milliseconds lock_delay);
 // their transaction or session, so nothing could keep the key taken after one ends (row locks,
 // optimistic, session locks).
 void refuse_lock_delay(std::chrono::milliseconds lock_delay, std::string_view strategy);
+
+// Throws Error(kInvalidArgument) unless 0 <= stop_margin < ttl (when one is set), or when a
+// renew_if is set without auto_renew, which it would have nothing to gate.
+void validate_stop_rules(std::optional<std::chrono::milliseconds> stop_margin,
+                         std::chrono::milliseconds ttl, bool renew_if, bool auto_renew);
+// Throws Error(kInvalidArgument) when a stop_margin or renew_if is set for `strategy`, whose
+// leases do not expire (row locks, optimistic, session locks): no deadline to stop before, no
+// renewal to gate.
+void refuse_stop_rules(bool stop_margin, bool renew_if, std::string_view strategy);
 
 // True for the errors a lock's autocommit write may meet when others write the same rows at once
 // (deadlock, serialization failure, lock wait timeout, lock not available): worth a few retries.

@@ -16,9 +16,12 @@ LeaseInfo new_ttl_lease(std::string_view key, const LockOptions& options,
   validate_metadata(options.metadata);
   validate_min_hold(options.min_hold);
   validate_lock_delay(options.lock_delay);
-  return {std::string(key),  0,
-          random_lease_id(), options.owner ? *options.owner : Owner::current_thread(),
-          options.ttl,       options.lock_delay};
+  validate_stop_rules(options.stop_margin, options.ttl, static_cast<bool>(options.renew_if),
+                      options.auto_renew);
+  return {std::string(key),    0,
+          random_lease_id(),   options.owner ? *options.owner : Owner::current_thread(),
+          options.ttl,         options.lock_delay,
+          options.stop_margin, options.renew_if};
 }
 
 std::vector<Arg> owner_args(const Owner& owner, std::initializer_list<Arg> rest) {

@@ -9,8 +9,12 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "dblock/error.hpp"
@@ -40,14 +44,35 @@ class ScriptedLease final : public LeaseCore {
  public:
   enum class Answer { kHeld, kGone, kFail, kStuck };
 
-  ScriptedLease(std::chrono::milliseconds ttl, Clock& clock)
+  // `margin` and `renew_if` as LockOptions::stop_margin and renew_if; `expires` false makes a
+  // lease like a session lock's: no TTL, its loss (`broken`) seen from any thread.
+  ScriptedLease(std::chrono::milliseconds ttl, Clock& clock,
+                std::optional<std::chrono::milliseconds> margin = {},
+                std::function<bool()> renew_if = {}, bool expires = true)
       : LeaseCore(
-            LeaseInfo{"job", 1, "lease-1", Owner::named("renewer-test"), ttl},
-            [this](const std::string&) { ++lost_calls; }, clock),
-        clock_(clock) {}
+            LeaseInfo{"job",
+                      1,
+                      "lease-1",
+                      Owner::named("renewer-test"),
+                      ttl,
+                      {},
+                      margin,
+                      std::move(renew_if)},
+            [this](const std::string&) {
+              ++lost_calls;
+              stopped_before_on_lost = stop_requested();
+            },
+            clock),
+        clock_(clock),
+        expires_(expires) {}
 
   std::atomic<Answer> answer{Answer::kHeld};
   std::atomic<int> lost_calls{0};
+  std::atomic<bool> stopped_before_on_lost{false};
+  std::atomic<bool> broken{false};
+
+  bool expires() const noexcept override { return expires_; }
+  bool polled_for_loss() const noexcept override { return !expires_; }
 
   std::vector<TimePoint> attempts() const {
     std::lock_guard lock(mu_);
@@ -65,6 +90,7 @@ class ScriptedLease final : public LeaseCore {
 
  protected:
   ReleaseOutcome do_release() override { return ReleaseOutcome::kReleased; }
+  bool connection_lost() const noexcept override { return broken.load(); }
   bool do_renew(std::chrono::milliseconds) override {
     std::unique_lock lock(mu_);
     attempts_.push_back(clock_.now());
@@ -84,6 +110,7 @@ class ScriptedLease final : public LeaseCore {
 
  private:
   Clock& clock_;
+  const bool expires_;
   mutable std::mutex mu_;
   std::condition_variable unstuck_cv_;
   std::vector<TimePoint> attempts_;
@@ -95,11 +122,22 @@ class RenewerTest : public testing::Test {
   // The scheduler and the watchdog wait on the clock.
   static constexpr std::size_t kClockThreads = 2;
 
-  std::shared_ptr<ScriptedLease> watched_lease(std::chrono::milliseconds ttl) {
-    auto lease = std::make_shared<ScriptedLease>(ttl, clock);
+  template <class... Args>
+  std::shared_ptr<ScriptedLease> watched_lease(std::chrono::milliseconds ttl, Args&&... args) {
+    auto lease = new_lease(ttl, std::forward<Args>(args)...);
     renewer.watch(lease, clock.now());
+    return lease;
+  }
+  template <class... Args>
+  std::shared_ptr<ScriptedLease> new_lease(std::chrono::milliseconds ttl, Args&&... args) {
+    auto lease = std::make_shared<ScriptedLease>(ttl, clock, std::forward<Args>(args)...);
     leases_.push_back(lease);
     return lease;
+  }
+  // What Lease::stop_token() does the first time.
+  void arm(const std::shared_ptr<ScriptedLease>& lease) {
+    ASSERT_TRUE(lease->arm());
+    renewer.arm(lease);
   }
   // A test that failed may leave a renewal stuck; the renewer's destructor waits for it.
   void TearDown() override {
@@ -248,6 +286,157 @@ TEST_F(RenewerTest, ARenewalWithAShorterTtlIsFollowedOnceRescheduled) {
   ASSERT_TRUE(eventually([&] { return lease->lost_calls.load() == 1; }));
   lease->unstick();
   ASSERT_TRUE(settled());
+}
+
+// Cancellation (Lease::stop_token): the stop comes a margin before the lease could expire, on
+// loss, at release, and never while renewals succeed.
+
+TEST_F(RenewerTest, AnArmedLeasesStopComesTheMarginBeforeItsTtlWhenRenewalsFailAndBeforeOnLost) {
+  auto lease = watched_lease(3s);  // the default margin: a third of the TTL
+  lease->answer = ScriptedLease::Answer::kFail;
+  arm(lease);
+  ASSERT_TRUE(settled());
+  clock.advance(1999ms);
+  ASSERT_TRUE(settled());
+  EXPECT_FALSE(lease->stop_requested()) << "stopped before TTL - margin";
+
+  clock.advance(1ms);
+  ASSERT_TRUE(eventually([&] { return lease->stop_requested(); }));
+  EXPECT_FALSE(lease->lost()) << "the stop comes before the loss, while the key is still ours";
+  EXPECT_EQ(lease->lost_calls, 0);
+
+  clock.advance(1s);
+  ASSERT_TRUE(eventually([&] { return lease->lost_calls.load() == 1; }));
+  ASSERT_TRUE(settled());
+}
+
+TEST_F(RenewerTest, AnArmedLeaseRenewedOnTimeIsNotStopped) {
+  auto lease = watched_lease(3s, 1900ms);  // stop due 100 ms after each next renewal is due
+  arm(lease);
+  for (int step = 0; step < 12; ++step) {
+    clock.advance(500ms);
+    ASSERT_TRUE(settled());
+  }
+  EXPECT_EQ(lease->attempt_count(), 6u);
+  EXPECT_FALSE(lease->stop_requested());
+  EXPECT_FALSE(lease->lost());
+}
+
+TEST_F(RenewerTest, ALeaseNotRenewedInTheBackgroundStopsAtItsMarginAndIsNotMarkedLost) {
+  auto lease = new_lease(3s, 500ms);  // auto_renew off: armed, never watched
+  arm(lease);
+  EXPECT_EQ(renewer.watched(), 1u);
+  clock.advance(2499ms);
+  ASSERT_TRUE(settled());
+  EXPECT_FALSE(lease->stop_requested());
+  clock.advance(1ms);
+  ASSERT_TRUE(eventually([&] { return lease->stop_requested(); }));
+  clock.advance(2s);
+  ASSERT_TRUE(settled());
+  EXPECT_EQ(lease->attempt_count(), 0u) << "a lease without auto_renew is not renewed";
+  EXPECT_EQ(lease->lost_calls, 0) << "on_lost belongs to the background renewer's leases";
+  EXPECT_EQ(renewer.watched(), 0u) << "its entry goes once the stop is requested";
+}
+
+TEST_F(RenewerTest, AMarginOfZeroStopsTheLeaseWhenItsTtlHasPassed) {
+  auto lease = watched_lease(3s, 0ms);
+  lease->answer = ScriptedLease::Answer::kFail;
+  arm(lease);
+  clock.advance(2999ms);
+  ASSERT_TRUE(settled());
+  EXPECT_FALSE(lease->stop_requested());
+  clock.advance(1ms);
+  ASSERT_TRUE(eventually([&] { return lease->stop_requested() && lease->lost_calls == 1; }));
+  EXPECT_TRUE(lease->stopped_before_on_lost);
+  ASSERT_TRUE(settled());
+}
+
+TEST_F(RenewerTest, ARenewIfThatSaysNoSkipsRenewalsUntilItSaysYesOrTheTtlRunsOut) {
+  std::atomic<bool> alive{false};
+  std::atomic<int> asked{0};
+  auto lease = watched_lease(3s, 900ms, [&] {
+    ++asked;
+    return alive.load();
+  });
+  arm(lease);
+  clock.advance(1s);
+  ASSERT_TRUE(eventually([&] { return asked.load() == 1; }));
+  ASSERT_TRUE(settled());
+  EXPECT_EQ(lease->attempt_count(), 0u) << "renewed while renew_if said no";
+
+  alive = true;  // asked again a third of the TTL later, and renewed
+  clock.advance(1s);
+  ASSERT_TRUE(eventually([&] { return lease->attempt_count() == 1; }));
+  EXPECT_EQ(lease->attempts().front(), t0 + 2s);
+  ASSERT_TRUE(settled());
+  EXPECT_FALSE(lease->stop_requested());
+
+  alive = false;  // from the renewal at 2 s: stop at 4.1 s, lost at 5 s, no renewal sent
+  clock.advance(2099ms);
+  ASSERT_TRUE(settled());
+  EXPECT_FALSE(lease->stop_requested());
+  clock.advance(1ms);
+  ASSERT_TRUE(eventually([&] { return lease->stop_requested(); }));
+  clock.advance(900ms);
+  ASSERT_TRUE(eventually([&] { return lease->lost_calls.load() == 1; }));
+  ASSERT_TRUE(settled());
+  EXPECT_EQ(lease->attempt_count(), 1u);
+  EXPECT_TRUE(lease->stopped_before_on_lost);
+}
+
+TEST_F(RenewerTest, ARenewIfThatThrowsCountsAsNo) {
+  auto lease = watched_lease(3s, std::nullopt, []() -> bool { throw std::runtime_error("hung"); });
+  clock.advance(1s);
+  ASSERT_TRUE(settled());
+  clock.advance(2s);
+  ASSERT_TRUE(eventually([&] { return lease->lost_calls.load() == 1; }));
+  ASSERT_TRUE(settled());
+  EXPECT_EQ(lease->attempt_count(), 0u);
+}
+
+TEST_F(RenewerTest, AReleaseOrALossFoundByARenewalRequestsTheStop) {
+  auto released = watched_lease(3s);
+  arm(released);
+  EXPECT_EQ(released->release(), ReleaseOutcome::kReleased);
+  EXPECT_TRUE(released->stop_requested());
+
+  auto gone = watched_lease(3s);
+  gone->answer = ScriptedLease::Answer::kGone;
+  arm(gone);
+  clock.advance(1s);
+  ASSERT_TRUE(eventually([&] { return gone->lost_calls.load() == 1; }));
+  EXPECT_TRUE(gone->stop_requested());
+  EXPECT_TRUE(gone->stopped_before_on_lost);
+  ASSERT_TRUE(settled());
+  EXPECT_EQ(renewer.watched(), 0u);
+}
+
+TEST_F(RenewerTest, AnUnarmedLeasesStopIsRequestedOnlyByItsLossOrRelease) {
+  auto lease = watched_lease(3s);
+  lease->answer = ScriptedLease::Answer::kFail;
+  clock.advance(2500ms);
+  ASSERT_TRUE(settled());
+  EXPECT_FALSE(lease->stop_requested()) << "the stop deadline is watched once armed only";
+  clock.advance(500ms);
+  ASSERT_TRUE(eventually([&] { return lease->lost_calls.load() == 1; }));
+  EXPECT_TRUE(lease->stop_requested());
+  ASSERT_TRUE(settled());
+}
+
+TEST_F(RenewerTest, AnArmedSessionLikeLeaseIsStoppedWithinAPollOfItsLoss) {
+  auto lease = new_lease(3s, std::nullopt, std::function<bool()>{}, /*expires=*/false);
+  arm(lease);
+  clock.advance(10s);
+  ASSERT_TRUE(settled());
+  EXPECT_FALSE(lease->stop_requested()) << "a lease without a TTL has no stop deadline";
+
+  lease->broken = true;  // its session ended on the server
+  clock.advance(LeaseCore::kLossPollInterval);
+  ASSERT_TRUE(eventually([&] { return lease->stop_requested(); }));
+  clock.advance(1s);  // the scheduler's next look drops it
+  ASSERT_TRUE(settled());
+  EXPECT_EQ(renewer.watched(), 0u);
+  EXPECT_EQ(lease->lost_calls, 0);
 }
 
 }  // namespace

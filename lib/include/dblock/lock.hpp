@@ -26,6 +26,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -91,6 +92,21 @@ struct LockOptions {
   /// Called (from the renewer's or its watchdog's thread) when the lease is found lost, at the
   /// latest when a TTL has passed since the last successful renewal was sent. Must not block long.
   std::function<void(const std::string& key)> on_lost{};
+  /// How long before the lease could expire unrenewed its stop token (Lease::stop_token) is
+  /// requested: the stop comes at the latest successful acquire or renewal sent + TTL - margin
+  /// (on this process's CLOCK_BOOTTIME), so work watching the token has the margin to stop
+  /// before the database could grant the key to another owner. Default (nullopt): a third of the
+  /// TTL, which with auto_renew is two failed renewal periods. 0 to less than the TTL; leases that
+  /// expire (unique-key, semaphore, reader-writer) only: the other strategies refuse it (Error
+  /// kInvalidArgument). Explained in docs/locks/cancellation.md.
+  std::optional<std::chrono::milliseconds> stop_margin{};
+  /// Renewal gated on progress: asked (on a renewer thread) before each background renewal; while
+  /// it returns false (or throws) the lease is not renewed, so it runs out at its TTL, its stop
+  /// token is requested at TTL - stop_margin and another owner may take the key: a worker stuck
+  /// in a live process gives the key up instead of keeping it for ever. Empty (default): always
+  /// renew. Must not block. An explicit Lease::renew() is not gated. Needs auto_renew; leases that
+  /// expire only, like stop_margin. docs/locks/cancellation.md shows a heartbeat made with it.
+  std::function<bool()> renew_if{};
 };
 
 /// A held lock. Move-only; releasing on destruction, never throwing from the destructor.
@@ -148,6 +164,23 @@ class DBLOCK_EXPORT Lease {
   bool renew(std::chrono::milliseconds ttl);
   bool renew();  ///< with the TTL it was acquired with
 
+  /// Cancellation: a token whose stop is requested when the work under this lease must stop, so
+  /// it can stop before the database could grant the key to another owner. Requested, on the
+  /// first of:
+  ///   - the lease is found lost (as lost() and on_lost, which it precedes);
+  ///   - its stop deadline passes: the latest successful acquire or renewal sent + TTL -
+  ///     LockOptions::stop_margin, whether a renewal is stuck, failing or not wanted (renew_if),
+  ///     or auto_renew is off;
+  ///   - a session lock's session is seen ended (looked at every 250 ms);
+  ///   - the lease is released, dropped or moved over.
+  /// Row-lock and optimistic leases have no TTL and are not watched: their token is requested
+  /// when lost() finds their transaction gone, and at release; their statements, which run on the
+  /// lease's own connection, fail once the lock is gone. Stop callbacks run on the thread that
+  /// requests the stop (the renewer's watchdog, or the releasing thread) and must not block.
+  /// The first call arms the watching; a lease whose token nobody takes costs nothing more. In a
+  /// forked child, a token already stopped. Throws Error(kInvalidArgument) for an empty handle.
+  std::stop_token stop_token() const;
+
   /// For transactional strategies: the connection (and open transaction) the critical section
   /// must use. nullptr for the unique-key strategy, which holds no transaction.
   Connection* connection() const;
@@ -200,6 +233,21 @@ DBLOCK_EXPORT bool is_conflict_error(const Error& e) noexcept;
 DBLOCK_EXPORT void pause_before_retry(Backoff& backoff);
 // The Error(kLeaseLost) with_lock throws when the release found the lease gone.
 [[noreturn]] DBLOCK_EXPORT void throw_lease_lost(const std::string& key);
+
+// How with_lock and with_locks call a critical section fn on what they hold (a Lease, a
+// LeaseSet): fn(held, held.stop_token()) when fn takes the stop token, else fn(held).
+template <class Fn, class Held>
+struct CriticalSection {
+  static constexpr bool kTakesStopToken = std::is_invocable_v<Fn&, Held&, std::stop_token>;
+  static decltype(auto) run(Fn& fn, Held& held) {
+    if constexpr (kTakesStopToken) {
+      return fn(held, held.stop_token());
+    } else {
+      return fn(held);
+    }
+  }
+  using Result = decltype(run(std::declval<Fn&>(), std::declval<Held&>()));
+};
 }  // namespace detail
 
 /// Runs fn(lease) under the lock and releases it on every path (return or exception): release()
@@ -213,11 +261,13 @@ DBLOCK_EXPORT void pause_before_retry(Backoff& backoff);
 /// instead of returning fn's result, so a critical section that ran unprotected is never
 /// reported as done under the lock. fn may run more than once: on a conflict its
 /// transaction is rolled back and it runs again, so side effects outside the lease's transaction
-/// must be idempotent. `attempts`, when given, receives what happened.
+/// must be idempotent. fn may take the lease's stop token as a second argument,
+/// fn(Lease&, std::stop_token) (Lease::stop_token): a long critical section then stops when the
+/// lease is about to run out or was lost. `attempts`, when given, receives what happened.
 template <class Fn>
 auto with_lock(Lock& lock, std::string_view key, std::chrono::milliseconds timeout,
                const LockOptions& options, Fn&& fn, LockAttempts* attempts = nullptr) {
-  using R = std::invoke_result_t<Fn&, Lease&>;
+  using R = typename detail::CriticalSection<Fn, Lease>::Result;
   using Out = std::conditional_t<std::is_void_v<R>, bool, R>;
   const RetryPolicy policy = lock.retry_policy();
   Backoff backoff(policy.backoff);
@@ -231,10 +281,10 @@ auto with_lock(Lock& lock, std::string_view key, std::chrono::milliseconds timeo
     try {
       std::optional<Out> out;
       if constexpr (std::is_void_v<R>) {
-        fn(*lease);
+        detail::CriticalSection<Fn, Lease>::run(fn, *lease);
         out.emplace(true);
       } else {
-        out.emplace(fn(*lease));
+        out.emplace(detail::CriticalSection<Fn, Lease>::run(fn, *lease));
       }
       const std::string lease_key = lease->key();
       const bool lost = lease->lost();  // given back all the same

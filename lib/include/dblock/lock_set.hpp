@@ -23,8 +23,10 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <span>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -35,14 +37,19 @@
 
 namespace dblock {
 
+namespace detail {
+class SetStop;  // one stop source relaying each lease's (LeaseSet::stop_token)
+}  // namespace detail
+
 /// The leases of a set of keys, held together. Move-only; releases every lease on destruction
 /// (a transactional strategy's transactions roll back, as a dropped Lease's do).
 class DBLOCK_EXPORT LeaseSet {
  public:
-  LeaseSet() = default;
-  explicit LeaseSet(std::vector<Lease> leases) noexcept : leases_(std::move(leases)) {}
-  LeaseSet(LeaseSet&&) noexcept = default;
-  LeaseSet& operator=(LeaseSet&&) noexcept = default;
+  LeaseSet() noexcept;
+  explicit LeaseSet(std::vector<Lease> leases) noexcept;
+  LeaseSet(LeaseSet&&) noexcept;
+  LeaseSet& operator=(LeaseSet&&) noexcept;
+  ~LeaseSet();
 
   /// The leases, in the order they were taken (keys ascending by their bytes).
   const std::vector<Lease>& leases() const noexcept { return leases_; }
@@ -56,9 +63,14 @@ class DBLOCK_EXPORT LeaseSet {
   /// through a reentrant hold, otherwise kReleased. Throws the first Error once every lease has
   /// been tried. Empties the set.
   ReleaseOutcome release();
+  /// A token whose stop is requested as soon as any lease's is (Lease::stop_token): work under
+  /// the set stops when any key is about to run out or was lost. Throws Error(kInvalidArgument)
+  /// for an empty set.
+  std::stop_token stop_token();
 
  private:
   std::vector<Lease> leases_;
+  std::unique_ptr<detail::SetStop> stop_;  // made by the first stop_token(); dropped first
 };
 
 /// One attempt at every key (each a try_acquire): the set, or nothing when another owner holds
@@ -71,23 +83,23 @@ DBLOCK_EXPORT std::optional<LeaseSet> acquire_all(Lock& lock, std::span<const st
                                                   std::chrono::milliseconds timeout,
                                                   const LockOptions& options = {});
 
-/// Runs fn(set) with every key held and releases them on every path, as with_lock does for one
-/// key: returns nothing when the set was not obtained within `timeout` or a commit conflicted
-/// (no retry), fn's result (true for a void fn) otherwise, and throws Error(kLeaseLost) instead
-/// when any lease was lost by the time fn returned.
+/// Runs fn(set) (or fn(set, set.stop_token())) with every key held and releases them on every
+/// path, as with_lock does for one key: returns nothing when the set was not obtained within
+/// `timeout` or a commit conflicted (no retry), fn's result (true for a void fn) otherwise, and
+/// throws Error(kLeaseLost) instead when any lease was lost by the time fn returned.
 template <class Fn>
 auto with_locks(Lock& lock, std::span<const std::string> keys, std::chrono::milliseconds timeout,
                 const LockOptions& options, Fn&& fn) {
-  using R = std::invoke_result_t<Fn&, LeaseSet&>;
+  using R = typename detail::CriticalSection<Fn, LeaseSet>::Result;
   using Out = std::conditional_t<std::is_void_v<R>, bool, R>;
   std::optional<LeaseSet> set = acquire_all(lock, keys, timeout, options);
   if (!set) return std::optional<Out>();
   std::optional<Out> out;
   if constexpr (std::is_void_v<R>) {
-    fn(*set);
+    detail::CriticalSection<Fn, LeaseSet>::run(fn, *set);
     out.emplace(true);
   } else {
-    out.emplace(fn(*set));
+    out.emplace(detail::CriticalSection<Fn, LeaseSet>::run(fn, *set));
   }
   const bool lost = set->lost();
   const std::string first_key = set->leases().front().key();

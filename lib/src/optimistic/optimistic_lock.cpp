@@ -121,6 +121,8 @@ std::optional<Lease> OptimisticLock::try_acquire(std::string_view key, const Loc
   validate_lock_key(key);
   detail::refuse_min_hold(options.min_hold, "optimistic locks");
   detail::refuse_lock_delay(options.lock_delay, "optimistic locks");
+  detail::refuse_stop_rules(options.stop_margin.has_value(), static_cast<bool>(options.renew_if),
+                            "optimistic locks");
   detail::LeaseInfo info{std::string(key), 0, detail::random_lease_id(),
                          options.owner ? *options.owner : Owner::current_thread(), options.ttl};
   PooledConnection conn = impl_->source.acquire();

@@ -301,6 +301,8 @@ std::optional<Lease> lock_target(const std::shared_ptr<detail::RowLockCore>& imp
                                  const Wait& wait, const LockOptions& options) {
   detail::refuse_min_hold(options.min_hold, "row locks");
   detail::refuse_lock_delay(options.lock_delay, "row locks");
+  detail::refuse_stop_rules(options.stop_margin.has_value(), static_cast<bool>(options.renew_if),
+                            "row locks");
   detail::LeaseInfo info{target.display_key, 0, detail::random_lease_id(),
                          options.owner ? *options.owner : Owner::current_thread(), options.ttl};
   target.registry_key += '\x1f' + info.owner.to_string();

@@ -299,6 +299,7 @@ class SessionLease final : public detail::LeaseCore {
   }
 
   bool connection_lost() const noexcept override { return hold_->broken(); }
+  bool polled_for_loss() const noexcept override { return true; }  // broken(): any thread
 
  private:
   std::shared_ptr<detail::SessionLockCore> impl_;
@@ -369,6 +370,8 @@ std::optional<Lease> lock_key(const std::shared_ptr<detail::SessionLockCore>& im
   validate_lock_key(key);
   detail::refuse_min_hold(options.min_hold, "session locks");
   detail::refuse_lock_delay(options.lock_delay, "session locks");
+  detail::refuse_stop_rules(options.stop_margin.has_value(), static_cast<bool>(options.renew_if),
+                            "session locks");
   detail::LeaseInfo info{std::string(key), 0, detail::random_lease_id(),
                          options.owner ? *options.owner : Owner::current_thread(), options.ttl};
   std::string registry_key = info.owner.to_string() + '\x1f' + std::string(key);
