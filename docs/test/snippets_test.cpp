@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include <memory>
 #include <random>
 #include <stdexcept>
+#include <stop_token>
 #include <string>
 #include <thread>
 #include <vector>
@@ -58,6 +60,7 @@ bool transfer(dblock::UniqueKeyLock& locks);
 bool print_labels_once(dblock::UniqueKeyLock& locks);
 bool reconcile(dblock::UniqueKeyLock& locks);
 bool consume_queue(dblock::UniqueKeyLock& locks);
+void run_scheduler(dblock::ConnectionSource& pool, const std::stop_token& shutdown);
 bool print_in_turn(dblock::ConnectionSource& pool);
 enum class Next { kDone, kBusy, kRetryLater, kCheckTheWork, kFixTheSetup };
 Next post_ledger(dblock::UniqueKeyLock& locks);
@@ -94,6 +97,7 @@ int ledger_posts = 0;
 std::int64_t labels_token = 0;
 int batches = 0;
 int messages = 0;
+std::atomic<std::int64_t> scheduler_term{0};
 }  // namespace seen
 
 void move_asset(int asset, std::int64_t fencing_token) {
@@ -115,6 +119,10 @@ void post_ledger_entries() { ++seen::ledger_posts; }
 void print_labels(std::int64_t fencing_token) { seen::labels_token = fencing_token; }
 bool reconcile_next_batch() { return ++seen::batches < 3; }
 bool handle_next_message() { return ++seen::messages < 3; }
+bool schedule_due_jobs(std::int64_t term) {
+  seen::scheduler_term = term;
+  return false;
+}
 
 namespace {
 
@@ -324,6 +332,18 @@ TEST_P(BothDatabases, AConsumerWithAHeartbeatEmptiesTheQueueUnderItsLease) {
   EXPECT_TRUE(consume_queue(locks));
   EXPECT_EQ(seen::messages, 3);
   EXPECT_TRUE(locks.try_acquire("queue:orders", {.owner = dblock::Owner::named("other")}));
+}
+
+TEST_P(BothDatabases, TheSchedulerLeadsUntilItsWorkIsDoneAndStopsAtShutdown) {
+  std::stop_source shutdown;
+  seen::scheduler_term = 0;
+  std::thread replica([&] { run_scheduler(*db().pool, shutdown.get_token()); });
+  for (int i = 0; i < 1000 && seen::scheduler_term == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  shutdown.request_stop();
+  replica.join();
+  EXPECT_GT(seen::scheduler_term, 0) << "the only candidate was never elected";
 }
 
 TEST_P(BothDatabases, LockSetHoldsBothAccounts) {

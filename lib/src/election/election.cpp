@@ -1,0 +1,279 @@
+// SPDX-License-Identifier: Apache-2.0
+// Election (dblock/election.hpp): a candidate's campaign loop over a UniqueKeyLock of its own,
+// the term handed to the leader's work, and the reads of who leads.
+//
+// Thread-safety: as dblock/election.hpp says; the process-wide list of campaigning candidates
+// is guarded by its mutex.
+#include "dblock/election.hpp"
+
+#include <condition_variable>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <utility>
+
+#include "dblock/error.hpp"
+#include "dblock/lock_table.hpp"
+#include "dblock/unique_key_lock.hpp"
+#include "random.hpp"
+
+namespace dblock {
+
+namespace {
+
+// The metadata of a leader's row: {"leader_value": VALUE}.
+constexpr const char* kValueField = "leader_value";
+
+void check_options(const std::string& name, const ElectionOptions& o) {
+  validate_lock_key(name);
+  if (o.value.size() > 4096) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "the election value has " + std::to_string(o.value.size()) +
+                    " bytes; the limit is 4096: publish an address or an id, not a document");
+  }
+  if (o.candidate.size() > 200) {
+    throw Error(ErrorCode::kInvalidArgument, "the candidate name has " +
+                                                 std::to_string(o.candidate.size()) +
+                                                 " bytes; the limit is 200");
+  }
+  if (o.ttl < std::chrono::milliseconds(100)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "the election TTL is " + std::to_string(o.ttl.count()) +
+                    " ms; give it 100 ms or more (a leader renews every third of it)");
+  }
+  if (o.rejoin_after.count() < 0 || o.rejoin_after > std::chrono::hours(1)) {
+    throw Error(ErrorCode::kInvalidArgument, "rejoin_after must be 0 to 1 hour");
+  }
+  if (o.poll < std::chrono::milliseconds(1) || o.poll > std::chrono::minutes(1)) {
+    throw Error(ErrorCode::kInvalidArgument, "the election's poll must be 1 ms to 1 minute");
+  }
+}
+
+std::string value_metadata(const std::string& value) {
+  try {
+    return nlohmann::json{{kValueField, value}}.dump();
+  } catch (const nlohmann::json::exception&) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "the election value is not valid UTF-8; encode binary values (hex, base64) first");
+  }
+}
+
+std::string value_of(const std::string& metadata) {
+  const auto parsed = nlohmann::json::parse(metadata, nullptr, false);
+  if (parsed.is_object() && parsed.contains(kValueField) && parsed[kValueField].is_string()) {
+    return parsed[kValueField].get<std::string>();
+  }
+  return {};
+}
+
+// The candidates campaigning in this process, so that two Election objects never campaign as
+// one owner (their holds would be one reentrant hold: two leaders).
+class Campaigning {
+ public:
+  explicit Campaigning(std::string id) : id_(std::move(id)) {
+    std::lock_guard lock(mu());
+    if (!ids().insert(id_).second) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "another Election of this process campaigns under the same candidate name "
+                  "for this election; give each its own ElectionOptions::candidate (or leave it "
+                  "empty for a random one)");
+    }
+  }
+  ~Campaigning() {
+    std::lock_guard lock(mu());
+    ids().erase(id_);
+  }
+  Campaigning(const Campaigning&) = delete;
+  Campaigning& operator=(const Campaigning&) = delete;
+
+ private:
+  static std::mutex& mu() {
+    static std::mutex m;
+    return m;
+  }
+  static std::set<std::string>& ids() {
+    static std::set<std::string> s;
+    return s;
+  }
+  std::string id_;
+};
+
+// Sleeps `d` unless `stop` is requested first.
+void pause(std::chrono::milliseconds d, const std::stop_token& stop) {
+  std::mutex m;
+  std::condition_variable_any cv;
+  std::unique_lock lock(m);
+  cv.wait_for(lock, stop, d, [] { return false; });
+}
+
+// Requests one stop source when another stop is requested.
+struct Relay {
+  std::stop_source target;
+  void operator()() noexcept { target.request_stop(); }
+};
+
+}  // namespace
+
+namespace detail {
+
+class ElectionCore {
+ public:
+  ElectionCore(ConnectionSource& source_, std::string name_, ElectionOptions options_)
+      : source(source_),
+        name(std::move(name_)),
+        options(std::move(options_)),
+        owner(Owner::named(options.candidate.empty() ? "candidate-" + random_hex(12)
+                                                     : options.candidate)),
+        lock(source, lock_options(source, options)) {
+    lease_options.owner = owner;
+    lease_options.ttl = options.ttl;
+    lease_options.stop_margin = options.stop_margin;
+    lease_options.renew_if = options.renew_if;
+    lease_options.metadata = value_metadata(options.value);
+  }
+
+  // Candidates waiting for the name poll at options.poll where no notification wakes them.
+  static UniqueKeyLockOptions lock_options(const ConnectionSource& source,
+                                           const ElectionOptions& o) {
+    const bool woken = o.notify && source.dialect() == Dialect::kPostgreSQL;
+    UniqueKeyLockOptions lo;
+    lo.tables = o.tables;
+    lo.notify = o.notify;
+    lo.backoff =
+        BackoffPolicy{o.poll, woken ? std::max(o.poll, std::chrono::milliseconds(500)) : o.poll,
+                      std::min(o.poll, std::chrono::milliseconds(5))};
+    return lo;
+  }
+
+  void report(const std::exception& e) const noexcept {
+    if (!options.on_error) return;
+    try {
+      options.on_error(e);
+    } catch (...) {
+      // on_error must not throw; a campaign never ends for it.
+    }
+  }
+
+  ConnectionSource& source;
+  const std::string name;
+  const ElectionOptions options;
+  const Owner owner;
+  UniqueKeyLock lock;
+  LockOptions lease_options;
+};
+
+}  // namespace detail
+
+struct Term::State {
+  Lease& lease;
+  std::stop_source stop;
+  std::stop_callback<Relay> from_lease;
+  std::stop_callback<Relay> from_campaign;
+
+  State(Lease& l, const std::stop_token& campaign)
+      : lease(l), from_lease(l.stop_token(), Relay{stop}), from_campaign(campaign, Relay{stop}) {}
+};
+
+Term::Term(Lease& lease, std::stop_token campaign_stop)
+    : state_(std::make_unique<State>(lease, campaign_stop)) {}
+Term::~Term() = default;
+std::int64_t Term::number() const { return state_->lease.fencing_token(); }
+std::stop_token Term::stop_token() const noexcept { return state_->stop.get_token(); }
+const Lease& Term::lease() const noexcept { return state_->lease; }
+void Term::resign() noexcept { state_->stop.request_stop(); }
+
+Election::Election(ConnectionSource& source, std::string name, ElectionOptions options) {
+  check_options(name, options);
+  core_ = std::make_unique<detail::ElectionCore>(source, std::move(name), std::move(options));
+}
+
+Election::~Election() = default;
+
+const std::string& Election::name() const noexcept { return core_->name; }
+const Owner& Election::candidate() const noexcept { return core_->owner; }
+
+void Election::campaign(const std::function<void(const Term&)>& lead, std::stop_token stop) {
+  const auto& o = core_->options;
+  Campaigning registered(o.tables.schema() + "." + o.tables.prefix() + "\n" + core_->name + "\n" +
+                         core_->owner.thread);
+  Backoff backoff(o.retry);
+  // Each acquire waits at most this long, so a stop is seen that soon while no one resigns.
+  constexpr auto kWaitSlice = std::chrono::milliseconds(1000);
+  while (!stop.stop_requested()) {
+    std::optional<Lease> lease;
+    try {
+      lease = core_->lock.acquire(core_->name, kWaitSlice, core_->lease_options);
+      backoff.reset();
+    } catch (const Error& e) {
+      core_->report(e);
+      pause(backoff.next(std::chrono::milliseconds::max()), stop);
+      continue;
+    }
+    if (!lease) continue;
+    const std::int64_t number = lease->fencing_token();
+    const std::stop_token lease_stop = lease->stop_token();
+    TermEnd why = TermEnd::kReturned;
+    if (!stop.stop_requested()) {
+      Term term(*lease, stop);
+      try {
+        lead(term);
+      } catch (const std::exception& e) {
+        core_->report(e);
+        why = TermEnd::kThrew;
+      } catch (...) {
+        why = TermEnd::kThrew;
+      }
+    }
+    if (stop.stop_requested()) {
+      why = TermEnd::kStopped;
+    } else if (lease_stop.stop_requested() && why == TermEnd::kReturned) {
+      why = TermEnd::kLost;
+    }
+    try {
+      lease->release();
+    } catch (const Error& e) {
+      core_->report(e);  // the lease then ends at its TTL
+    }
+    if (o.on_revoked) {
+      try {
+        o.on_revoked(number, why);
+      } catch (const std::exception& e) {
+        core_->report(e);
+      }
+    }
+    pause(o.rejoin_after, stop);
+  }
+}
+
+std::optional<Leader> Election::leader() {
+  auto conn = core_->source.acquire();
+  for (const LockRow& row : list_locks(*conn, core_->options.tables, core_->name)) {
+    if (row.key != core_->name || row.expired || row.hold_count == 0) continue;
+    return Leader{Owner{row.owner_host, row.owner_process, row.owner_thread},
+                  value_of(row.metadata), row.fencing_token, row.acquired_at, row.expires_at};
+  }
+  return std::nullopt;
+}
+
+void Election::observe(const std::function<void(const std::optional<Leader>&)>& on_change,
+                       std::stop_token stop, std::chrono::milliseconds every) {
+  bool first = true;
+  std::optional<std::int64_t> seen;  // the term last reported; nullopt: none
+  while (!stop.stop_requested()) {
+    try {
+      std::optional<Leader> now = leader();
+      std::optional<std::int64_t> term;
+      if (now) term = now->term;
+      if (first || term != seen) {
+        first = false;
+        seen = term;
+        on_change(now);
+      }
+    } catch (const Error& e) {
+      core_->report(e);
+    }
+    pause(every, stop);
+  }
+}
+
+}  // namespace dblock
