@@ -8,6 +8,7 @@
 #include "clean_command.hpp"
 #include "common.hpp"
 #include "doctor_command.hpp"
+#include "leader_command.hpp"
 #include "locks_command.hpp"
 #include "migrate_command.hpp"
 #include "release_command.hpp"
@@ -27,6 +28,7 @@ int main(int argc, char** argv) {
   dblock::cli::add_migrate_command(app, &exit_code);
   dblock::cli::add_run_command(app, &exit_code);
   dblock::cli::add_locks_command(app, &exit_code);
+  dblock::cli::add_leader_command(app, &exit_code);
   dblock::cli::add_release_command(app, &exit_code);
   dblock::cli::add_clean_command(app, &exit_code);
   dblock::cli::add_doctor_command(app, &exit_code);

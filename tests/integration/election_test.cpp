@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -22,6 +23,7 @@
 #include "dblock/lock_table.hpp"
 #include "dblock/open.hpp"
 #include "migrated_fixture.hpp"
+#include "process.hpp"
 #include "thrown.hpp"
 
 namespace dblock::testing {
@@ -375,6 +377,47 @@ TEST_P(ElectionTest, BadOptionsAndTwoCampaignsUnderOneNameAreRefused) {
   expect_error([&] { two.campaign([](const Term&) {}, never.get_token()); },
                ErrorCode::kInvalidArgument, "same candidate name",
                "a second campaign under one candidate name was taken");
+}
+
+// `dblock leader` shows no leader, then the one campaigning: its term, value and candidate.
+TEST_P(ElectionTest, TheLeaderCommandShowsWhoLeads) {
+  ASSERT_STRNE(DBLOCK_CLI_PATH, "") << "the dblock CLI was not built";
+  std::string url = std::getenv(backend().url_env.c_str());
+  url +=
+      (url.find('?') == std::string::npos ? "?" : "&") + std::string("driver=") + backend().driver;
+  const auto leader_command = [&](std::vector<std::string> extra) {
+    std::vector<std::string> argv{DBLOCK_CLI_PATH, "leader",   "--key",
+                                  "api",           "--prefix", tables_.prefix()};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return run_process(argv, {{"DBLOCK_URL", url}});
+  };
+  auto none = leader_command({});
+  EXPECT_EQ(none.exit_code, 0) << none.err;
+  EXPECT_EQ(none.out, "api: no leader\n");
+  EXPECT_EQ(leader_command({"--json"}).out, "null\n");
+
+  Election candidate(*pool_, "api", options("c1", "10.0.0.7:8080"));
+  std::atomic<std::int64_t> term{0};
+  std::jthread leading([&](std::stop_token stop) {
+    candidate.campaign(
+        [&](const Term& t) {
+          term = t.number();
+          while (!t.stop_token().stop_requested()) std::this_thread::sleep_for(milliseconds(5));
+        },
+        stop);
+  });
+  ASSERT_TRUE(eventually([&] { return term != 0; }));
+  auto shown = leader_command({});
+  EXPECT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_NE(shown.out.find("api: led by " + candidate.candidate().to_string() + ", term " +
+                           std::to_string(term.load())),
+            std::string::npos)
+      << shown.out;
+  EXPECT_NE(shown.out.find("value 10.0.0.7:8080"), std::string::npos) << shown.out;
+  auto json = leader_command({"--json"});
+  EXPECT_NE(json.out.find("\"term\":" + std::to_string(term.load())), std::string::npos)
+      << json.out;
+  EXPECT_NE(json.out.find("\"value\":\"10.0.0.7:8080\""), std::string::npos) << json.out;
 }
 
 INSTANTIATE_TEST_SUITE_P(Pairs, ElectionTest, ::testing::ValuesIn(all_backends()), BackendName());

@@ -407,6 +407,7 @@ TEST_F(RenewerTest, AReleaseOrALossFoundByARenewalRequestsTheStop) {
   ASSERT_TRUE(eventually([&] { return gone->lost_calls.load() == 1; }));
   EXPECT_TRUE(gone->stop_requested());
   EXPECT_TRUE(gone->stopped_before_on_lost);
+  clock.advance(1s);  // the scheduler's next look, however the last renewal's wake-up fell
   ASSERT_TRUE(settled());
   EXPECT_EQ(renewer.watched(), 0u);
 }

@@ -35,8 +35,10 @@
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <string_view>
 
 #include "dblock/backoff.hpp"
+#include "dblock/connection.hpp"
 #include "dblock/connection_source.hpp"
 #include "dblock/export.hpp"
 #include "dblock/lock.hpp"
@@ -126,6 +128,11 @@ class DBLOCK_EXPORT Term {
   struct State;
   std::unique_ptr<State> state_;
 };
+
+/// The leader of the election `name` now, read through `conn` (one statement), or nothing when
+/// no one leads: for tools and services that only look (`dblock leader`).
+DBLOCK_EXPORT std::optional<Leader> leader_of(Connection& conn, std::string_view name,
+                                              const TableNames& tables = TableNames());
 
 /// A candidate in the election of one name (a key of the unique-key lock table).
 class DBLOCK_EXPORT Election {

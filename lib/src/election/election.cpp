@@ -245,14 +245,19 @@ void Election::campaign(const std::function<void(const Term&)>& lead, std::stop_
   }
 }
 
-std::optional<Leader> Election::leader() {
-  auto conn = core_->source.acquire();
-  for (const LockRow& row : list_locks(*conn, core_->options.tables, core_->name)) {
-    if (row.key != core_->name || row.expired || row.hold_count == 0) continue;
+std::optional<Leader> leader_of(Connection& conn, std::string_view name, const TableNames& tables) {
+  validate_lock_key(name);
+  for (const LockRow& row : list_locks(conn, tables, std::string(name))) {
+    if (row.key != name || row.expired || row.hold_count == 0) continue;
     return Leader{Owner{row.owner_host, row.owner_process, row.owner_thread},
                   value_of(row.metadata), row.fencing_token, row.acquired_at, row.expires_at};
   }
   return std::nullopt;
+}
+
+std::optional<Leader> Election::leader() {
+  auto conn = core_->source.acquire();
+  return leader_of(*conn, core_->name, core_->options.tables);
 }
 
 void Election::observe(const std::function<void(const std::optional<Leader>&)>& on_change,
