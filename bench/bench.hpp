@@ -121,13 +121,21 @@ struct Scenario {
 };
 
 bool register_scenario(Scenario scenario);
+// A scenario that files its own sections.
+bool register_scenario(std::string name, int order, std::function<void(BenchContext&)> run);
+// A scenario whose figures are one section under its own name: `run` returns the points, filed
+// with `what` (what it measures).
+bool register_scenario(std::string name, int order,
+                       std::function<nlohmann::json(BenchContext&)> run, std::string what);
 std::vector<Scenario> scenarios();  // sorted by order
 
 }  // namespace dblock::bench
 
 #define DBLOCK_BENCH_CONCAT_(a, b) a##b
 #define DBLOCK_BENCH_CONCAT(a, b) DBLOCK_BENCH_CONCAT_(a, b)
-// At namespace scope in a scenario file: DBLOCK_BENCH_SCENARIO("hot_key", 30, run_hot_key);
-#define DBLOCK_BENCH_SCENARIO(name, order, fn)                                                 \
+// At namespace scope in a scenario file: DBLOCK_BENCH_SCENARIO("hot_key", 30, run_hot_key), or
+// DBLOCK_BENCH_SCENARIO("hot_key", 30, run_hot_key, "what it measures") for a run that returns
+// its one section's points.
+#define DBLOCK_BENCH_SCENARIO(name, order, ...)                                                \
   [[maybe_unused]] static const bool DBLOCK_BENCH_CONCAT(dblock_bench_registered_, __LINE__) = \
-      ::dblock::bench::register_scenario({name, order, fn})
+      ::dblock::bench::register_scenario(name, order, __VA_ARGS__)

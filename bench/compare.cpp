@@ -74,4 +74,8 @@ void ratio_headline(BenchContext& ctx, const std::string& label, double ratio) {
                 .ratio = true});
 }
 
+void untargeted_ratio_headline(BenchContext& ctx, const std::string& label, double ratio) {
+  ctx.headline({.label = label, .value = ratio, .unit = "x", .ratio = true});
+}
+
 }  // namespace dblock::bench

@@ -43,5 +43,7 @@ nlohmann::json load_figures(LoadResult& r);
 
 // The ratio as a headline with the design's target (>= 0.95 of the raw baseline).
 void ratio_headline(BenchContext& ctx, const std::string& label, double ratio);
+// A ratio as a headline with no target: listed with the ratios, for information.
+void untargeted_ratio_headline(BenchContext& ctx, const std::string& label, double ratio);
 
 }  // namespace dblock::bench

@@ -30,6 +30,18 @@ bool register_scenario(Scenario scenario) {
   return true;
 }
 
+bool register_scenario(std::string name, int order, std::function<void(BenchContext&)> run) {
+  return register_scenario(Scenario{std::move(name), order, std::move(run)});
+}
+
+bool register_scenario(std::string name, int order,
+                       std::function<nlohmann::json(BenchContext&)> run, std::string what) {
+  auto file = [name, run = std::move(run), what = std::move(what)](BenchContext& ctx) {
+    ctx.section(name, what, run(ctx));
+  };
+  return register_scenario(Scenario{std::move(name), order, std::move(file)});
+}
+
 std::vector<Scenario> scenarios() {
   std::vector<Scenario> all = registry();
   std::stable_sort(all.begin(), all.end(),

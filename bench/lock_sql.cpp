@@ -3,6 +3,7 @@
 
 #include "sql/server_sql.hpp"
 #include "strategy_rules.hpp"
+#include "ttl_lease.hpp"
 
 namespace dblock::bench {
 
@@ -17,10 +18,7 @@ const detail::ServerSql& sql_for(Dialect d) {
 // A row lock statement's parameters: the key and its owner.
 std::vector<Value> key_and_owner(const detail::Statement& statement, const std::string& key,
                                  const Owner& owner) {
-  return statement.bind({{"key", Value(key)},
-                         {"host", Value(owner.host)},
-                         {"process", Value(owner.process)},
-                         {"thread", Value(owner.thread)}});
+  return statement.bind(detail::owner_args(owner, {{"key", Value(key)}}));
 }
 
 }  // namespace
@@ -33,28 +31,22 @@ LockSql::LockSql(Dialect d, const TableNames& tables)
 
 std::vector<Value> LockSql::acquire_params(const std::string& key, const std::string& lease_id,
                                            const Owner& owner, std::int64_t ttl_ms) const {
-  return acquire.bind({{"key", Value(key)},
-                       {"lease_id", Value(lease_id)},
-                       {"host", Value(owner.host)},
-                       {"process", Value(owner.process)},
-                       {"thread", Value(owner.thread)},
-                       {"ttl_ms", Value(ttl_ms)},
-                       {"lock_delay_ms", Value(0)},
-                       {"metadata", Value()}});
+  return acquire.bind(detail::owner_args(owner, {{"key", Value(key)},
+                                                 {"lease_id", Value(lease_id)},
+                                                 {"ttl_ms", Value(ttl_ms)},
+                                                 {"lock_delay_ms", Value(0)},
+                                                 {"metadata", Value()}}));
 }
 
 std::vector<Value> LockSql::release_params(const std::string& key, const Owner& owner,
                                            std::int64_t token,
                                            const std::string& release_id) const {
-  return release.bind({{"key", Value(key)},
-                       {"host", Value(owner.host)},
-                       {"process", Value(owner.process)},
-                       {"thread", Value(owner.thread)},
-                       {"token", Value(token)},
-                       {"channel", Value(channel)},
-                       {"release_id", Value(release_id)},
-                       {"min_hold_ms", Value(0)},
-                       {"lock_delay_ms", Value(0)}});
+  return release.bind(detail::owner_args(owner, {{"key", Value(key)},
+                                                 {"token", Value(token)},
+                                                 {"channel", Value(channel)},
+                                                 {"release_id", Value(release_id)},
+                                                 {"min_hold_ms", Value(0)},
+                                                 {"lock_delay_ms", Value(0)}}));
 }
 
 TransactionSql::TransactionSql(Dialect d, const TableNames& tables)
@@ -94,35 +86,29 @@ std::vector<Value> PermitSql::acquire_params(const detail::Statement& statement,
                                              const SlotRange& range, const std::string& lease_id,
                                              const Owner& owner, std::int64_t ttl_ms,
                                              std::int64_t slot) const {
-  return statement.bind({{"key", Value(key)},
-                         {"permits", Value(permits)},
-                         {"lease_id", Value(lease_id)},
-                         {"host", Value(owner.host)},
-                         {"process", Value(owner.process)},
-                         {"thread", Value(owner.thread)},
-                         {"ttl_ms", Value(ttl_ms)},
-                         {"lock_delay_ms", Value(0)},
-                         {"metadata", Value()},
-                         {"slot", Value(slot)},
-                         {"first", Value(range.first)},
-                         {"last", Value(range.last)},
-                         {"blocked_by", Value(range.blocked_by)}});
+  return statement.bind(detail::owner_args(owner, {{"key", Value(key)},
+                                                   {"permits", Value(permits)},
+                                                   {"lease_id", Value(lease_id)},
+                                                   {"ttl_ms", Value(ttl_ms)},
+                                                   {"lock_delay_ms", Value(0)},
+                                                   {"metadata", Value()},
+                                                   {"slot", Value(slot)},
+                                                   {"first", Value(range.first)},
+                                                   {"last", Value(range.last)},
+                                                   {"blocked_by", Value(range.blocked_by)}}));
 }
 
 std::vector<Value> PermitSql::release_params(const std::string& key, const Owner& owner,
                                              std::int64_t token, const std::string& lease_id,
                                              const std::string& release_id) const {
   // A permit's token % 1024 is its slot (SemaphoreSql).
-  return release.bind({{"key", Value(key)},
-                       {"slot", Value(token % 1024)},
-                       {"token", Value(token)},
-                       {"lease_id", Value(lease_id)},
-                       {"host", Value(owner.host)},
-                       {"process", Value(owner.process)},
-                       {"thread", Value(owner.thread)},
-                       {"release_id", Value(release_id)},
-                       {"min_hold_ms", Value(0)},
-                       {"lock_delay_ms", Value(0)}});
+  return release.bind(detail::owner_args(owner, {{"key", Value(key)},
+                                                 {"slot", Value(token % 1024)},
+                                                 {"token", Value(token)},
+                                                 {"lease_id", Value(lease_id)},
+                                                 {"release_id", Value(release_id)},
+                                                 {"min_hold_ms", Value(0)},
+                                                 {"lock_delay_ms", Value(0)}}));
 }
 
 std::vector<Value> PermitSql::live_in_params(const std::string& key, std::int64_t first,

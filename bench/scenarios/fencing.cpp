@@ -27,7 +27,7 @@ Operation write_operation(Pool& pool, const std::string& table, int i, const Lea
   };
 }
 
-void run(BenchContext& ctx) {
+nlohmann::json run(BenchContext& ctx) {
   const Settings& s = ctx.settings();
   ScopedTables tables(ctx.target().url);
   const std::string table = tables.names().prefix() + "fenced_rows";
@@ -51,25 +51,20 @@ void run(BenchContext& ctx) {
     Comparison r = compare(
         s, c, [&](int i) { return write_operation(*pool, table, i, nullptr, ctx.postgresql()); },
         [&](int i) { return write_operation(*pool, table, i, &leases[i], ctx.postgresql()); });
-    ctx.headline({.label = "fenced/plain write transaction, " + std::to_string(c) + " conn",
-                  .value = r.ratio(),
-                  .unit = "x",
-                  .target = "",
-                  .met = -1,
-                  .ratio = true});
+    untargeted_ratio_headline(ctx, "fenced/plain write transaction, " + std::to_string(c) + " conn",
+                              r.ratio());
     points.push_back(r.to_json());
     for (Lease& lease : leases) lease.release();
     tables.connection().execute("DELETE FROM " + table);
   }
-  ctx.section(
-      "fencing",
-      "a transaction updating one row of the thread's own (BEGIN, UPDATE, COMMIT), fenced by a "
-      "held unique-key lease (dblock::fence before the UPDATE) against the same transaction "
-      "unfenced, both through dblock's pool; raw = unfenced",
-      points);
+  return points;
 }
 
-DBLOCK_BENCH_SCENARIO("fencing", 17, run);
+DBLOCK_BENCH_SCENARIO(
+    "fencing", 17, run,
+    "a transaction updating one row of the thread's own (BEGIN, UPDATE, COMMIT), fenced by a "
+    "held unique-key lease (dblock::fence before the UPDATE) against the same transaction "
+    "unfenced, both through dblock's pool; raw = unfenced");
 
 }  // namespace
 }  // namespace dblock::bench

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "../bench.hpp"
+#include "../compare.hpp"
 #include "../counting_source.hpp"
 #include "../load.hpp"
 #include "../raw_client.hpp"
@@ -218,12 +219,9 @@ void handoff_headlines(BenchContext& ctx, const std::vector<std::pair<Mode, doub
   }
   for (const auto& [mode, p50] : p50s) {
     if (raw <= 0 || mode.raw || !mode.lock_per_client) continue;
-    ctx.headline({.label = "hot key handoff p50 raw/dblock, " + mode.label() + ", " + conditions,
-                  .value = raw / std::max(p50, 1e-9),
-                  .unit = "x",
-                  .target = "",
-                  .met = -1,
-                  .ratio = true});
+    untargeted_ratio_headline(ctx,
+                              "hot key handoff p50 raw/dblock, " + mode.label() + ", " + conditions,
+                              raw / std::max(p50, 1e-9));
   }
   for (const auto& [mode, p50] : p50s) {
     const bool target = mode.notify && !mode.raw && ctx.postgresql();
@@ -248,15 +246,11 @@ void fair_headlines(BenchContext& ctx, const nlohmann::json& point, double throu
                 .unit = "x",
                 .target = "<= 1.5",
                 .met = value <= 1.5 ? 1 : 0});
-  ctx.headline({.label = "fair hot key throughput / unfair, " + conditions,
-                .value = throughput_ratio,
-                .unit = "x",
-                .target = "",
-                .met = -1,
-                .ratio = true});
+  untargeted_ratio_headline(ctx, "fair hot key throughput / unfair, " + conditions,
+                            throughput_ratio);
 }
 
-void run(BenchContext& ctx) {
+nlohmann::json run(BenchContext& ctx) {
   ScopedTables tables(ctx.target().url);
   nlohmann::json points = nlohmann::json::array();
   const Mode polling{"polling", false, false};
@@ -319,18 +313,17 @@ void run(BenchContext& ctx) {
     }
     if (clients == first) handoff_headlines(ctx, p50s, conditions);
   }
-  ctx.section(
-      "hot_key",
-      "N clients loop acquire(key, 10 s) + release on one key, asking again at once or after "
-      "between_holds_ms, through one lock object or one per client (lock_per_client); handoff "
-      "= a grant to a client that was waiting minus the previous holder's release start (a "
-      "holder re-taking the key at once is counted in reacquired_by_previous_holder, not as a "
-      "handoff); statements_per_acquisition counts every statement (tries and the release) "
-      "over successful acquisitions",
-      points);
+  return points;
 }
 
-DBLOCK_BENCH_SCENARIO("hot_key", 30, run);
+DBLOCK_BENCH_SCENARIO(
+    "hot_key", 30, run,
+    "N clients loop acquire(key, 10 s) + release on one key, asking again at once or after "
+    "between_holds_ms, through one lock object or one per client (lock_per_client); handoff "
+    "= a grant to a client that was waiting minus the previous holder's release start (a "
+    "holder re-taking the key at once is counted in reacquired_by_previous_holder, not as a "
+    "handoff); statements_per_acquisition counts every statement (tries and the release) "
+    "over successful acquisitions");
 
 }  // namespace
 }  // namespace dblock::bench

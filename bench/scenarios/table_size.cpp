@@ -22,7 +22,7 @@ std::string rows_label(std::int64_t rows) {
   return std::to_string(rows);
 }
 
-void run(BenchContext& ctx) {
+nlohmann::json run(BenchContext& ctx) {
   using Clock = std::chrono::steady_clock;
   ScopedTables tables(ctx.target().url);
   auto pool = ctx.pool(1);
@@ -113,13 +113,13 @@ void run(BenchContext& ctx) {
     ctx.headline({.label = "fill to " + rows_label(rows) + " rows", .value = fill_s, .unit = "s"});
     points.push_back(std::move(j));
   }
-  ctx.section("table_size",
-              "try_acquire latency of a fresh random key (one connection) with N rows held by "
-              "other owners in the lock table; fill = server-side INSERT ... SELECT",
-              points);
+  return points;
 }
 
-DBLOCK_BENCH_SCENARIO("table_size", 50, run);
+DBLOCK_BENCH_SCENARIO(
+    "table_size", 50, run,
+    "try_acquire latency of a fresh random key (one connection) with N rows held by "
+    "other owners in the lock table; fill = server-side INSERT ... SELECT");
 
 }  // namespace
 }  // namespace dblock::bench

@@ -61,7 +61,7 @@ Operation dblock_set_operation(UniqueKeyLock& lock, int keys) {
   };
 }
 
-void run(BenchContext& ctx) {
+nlohmann::json run(BenchContext& ctx) {
   const Settings& s = ctx.settings();
   ScopedTables tables(ctx.target().url);
   LockSql sql(ctx.dialect(), tables.names());
@@ -86,12 +86,8 @@ void run(BenchContext& ctx) {
     Comparison r = compare(
         s, c, [&](int) { return raw_operation(ctx.target(), sql, 1); },
         [&](int) { return raw_operation(ctx.target(), sql, 1); });
-    ctx.headline({.label = "noise floor raw/raw acquire+release, " + std::to_string(c) + " conn",
-                  .value = r.ratio(),
-                  .unit = "x",
-                  .target = "",
-                  .met = -1,
-                  .ratio = true});
+    untargeted_ratio_headline(
+        ctx, "noise floor raw/raw acquire+release, " + std::to_string(c) + " conn", r.ratio());
     floor_points.push_back(r.to_json());
   }
   ctx.section("noise_floor",
@@ -117,15 +113,14 @@ void run(BenchContext& ctx) {
       "try_acquire_all + release of two fresh random keys per operation; raw = the same four "
       "statements (two acquires in key order, two releases) from a plain client loop",
       set_points);
-  ctx.section(
-      "uncontended",
-      "try_acquire + release of a fresh random key per operation; raw = the same two rendered "
-      "statements and parameters from a plain client loop; ops_per_s counts acquire+release "
-      "pairs; latency is of the pair",
-      points);
+  return points;
 }
 
-DBLOCK_BENCH_SCENARIO("uncontended", 10, run);
+DBLOCK_BENCH_SCENARIO(
+    "uncontended", 10, run,
+    "try_acquire + release of a fresh random key per operation; raw = the same two rendered "
+    "statements and parameters from a plain client loop; ops_per_s counts acquire+release "
+    "pairs; latency is of the pair");
 
 }  // namespace
 }  // namespace dblock::bench

@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string>
+#include <utility>
 
 #include "cli_fixture.hpp"
 #include "dblock/url.hpp"
@@ -188,18 +190,16 @@ TEST_P(CliDoctorTest, AUserThatMayReadNothingGetsFindingsNotAnAccessError) {
   const ProcessResult cleaner = run_process(cli("doctor", {"--role", "cleaner"}), env_of());
 
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  const std::string migrations = line_of(r.out, "migrations");
-  EXPECT_EQ(migrations.rfind("failure migrations: this user may not read " +
-                                 names.qualified(d, "schema_migrations"),
-                             0),
-            0u)
-      << r.out;
+  // Each check's line opens with what it may not use.
+  const std::pair<std::string, std::string> openings[] = {
+      {"migrations",
+       "failure migrations: this user may not read " + names.qualified(d, "schema_migrations")},
+      {"privileges", "failure privileges: this user lacks SELECT, INSERT, UPDATE on " +
+                         names.qualified(d, "locks")}};
+  for (const auto& [check, opening] : openings) {
+    EXPECT_EQ(line_of(r.out, check).rfind(opening, 0), 0u) << r.out;
+  }
   const std::string privileges = line_of(r.out, "privileges");
-  EXPECT_EQ(privileges.rfind("failure privileges: this user lacks SELECT, INSERT, UPDATE on " +
-                                 names.qualified(d, "locks"),
-                             0),
-            0u)
-      << r.out;
   EXPECT_NE(privileges.find("SELECT on " + names.qualified(d, "schema_migrations")),
             std::string::npos)
       << privileges;

@@ -10,7 +10,9 @@
 
 #include <signal.h>
 
+#include <functional>
 #include <future>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -45,6 +47,16 @@ std::optional<ErrorCode> thrown_code(Fn&& fn) {
   return std::nullopt;
 }
 #define EXPECT_THROW_CODE(stmt, code) EXPECT_EQ(thrown_code([&] { stmt; }), code)
+
+// How fence(held, conn) is refused in a transaction begun for it on `conn` and rolled back after:
+// the code of the dblock::Error it throws, nullopt when it fences.
+template <class Held>
+std::optional<ErrorCode> fence_refusal(const Held& held, Connection& conn) {
+  conn.begin();
+  const std::optional<ErrorCode> code = thrown_code([&] { fence(held, conn); });
+  conn.rollback();
+  return code;
+}
 
 class FenceTest : public MigratedPoolTest {
  protected:
@@ -100,6 +112,17 @@ class FenceTest : public MigratedPoolTest {
     const auto pos = output.find("token ");
     return pos == std::string::npos ? -1 : std::stoll(output.substr(pos + 6));
   }
+  // Waits (up to 10 s) until `holder` prints `ready`, then pauses it (SIGSTOP: its renewer stops
+  // with it, so its lease runs out): the token it holds, or nullopt (a failure) if never ready.
+  static std::optional<std::int64_t> paused_once(ChildProcess& holder, const std::string& ready) {
+    if (!holder.wait_for_output(ready, milliseconds(10000))) {
+      ADD_FAILURE() << "never printed \"" << ready << "\": " << holder.output_so_far();
+      return std::nullopt;
+    }
+    const std::int64_t token = token_in(holder.output_so_far());
+    holder.signal(SIGSTOP);
+    return token;
+  }
   // Writes (token, writer) in a transaction fenced by `lease`, and commits.
   void write_fenced(const Lease& lease, const std::string& writer) {
     auto conn = pool_->acquire();
@@ -122,19 +145,27 @@ class FenceTest : public MigratedPoolTest {
     return out;
   }
 
+  // `body(fenced)` for a fenced holder of `kind` and an unfenced one, each traced; the writes are
+  // cleared after each.
+  void fenced_and_not(const std::string& kind, const std::function<void(bool)>& body) {
+    for (const bool fenced : {true, false}) {
+      SCOPED_TRACE(kind + (fenced ? " fenced" : " not fenced (the failure fencing prevents)"));
+      body(fenced);
+      pool_->acquire()->execute("DELETE FROM " + writes_);
+    }
+  }
+
   // A holder (worker() of `kind`) paused past its TTL before its transaction, and the key taken
   // meanwhile: fenced, its commit is refused and writes nothing; unfenced, its write lands after
   // the next holder's.
   void paused_before_its_transaction(const std::string& kind) {
-    for (const bool fenced : {true, false}) {
-      SCOPED_TRACE(kind + (fenced ? " fenced" : " not fenced (the failure fencing prevents)"));
+    fenced_and_not(kind, [&](bool fenced) {
       ChildProcess holder = worker(kind, fenced, "before");
-      ASSERT_TRUE(holder.wait_for_output("token ", milliseconds(10000))) << holder.output_so_far();
-      const std::int64_t stale = token_in(holder.output_so_far());
-      holder.signal(SIGSTOP);  // its renewer stops with it: the lease runs out
+      const std::optional<std::int64_t> stale = paused_once(holder, "token ");
+      ASSERT_TRUE(stale);
       auto lease = contender(kind).acquire("job", milliseconds(10000), as("next"));
       ASSERT_TRUE(lease);
-      ASSERT_GT(lease->fencing_token(), stale);
+      ASSERT_GT(lease->fencing_token(), *stale);
       write_fenced(*lease, "next");
       holder.signal(SIGCONT);
       holder.signal(SIGUSR1);
@@ -146,22 +177,19 @@ class FenceTest : public MigratedPoolTest {
         EXPECT_EQ(history(), next);
       } else {
         EXPECT_NE(r.out.find("commit=ok"), std::string::npos) << r.out;
-        EXPECT_EQ(history(), std::to_string(stale) + ":worker " + next);
+        EXPECT_EQ(history(), std::to_string(*stale) + ":worker " + next);
       }
       EXPECT_EQ(lease->release(), ReleaseOutcome::kReleased);
-      pool_->acquire()->execute("DELETE FROM " + writes_);
-    }
+    });
   }
   // A holder (worker() of `kind`) paused past its TTL inside its fenced transaction: the next
   // acquire waits for its commit; unfenced, it goes ahead while the paused write is still to
   // come.
   void paused_inside_its_transaction(const std::string& kind) {
-    for (const bool fenced : {true, false}) {
-      SCOPED_TRACE(kind + (fenced ? " fenced" : " not fenced (the failure fencing prevents)"));
+    fenced_and_not(kind, [&](bool fenced) {
       ChildProcess holder = worker(kind, fenced, "inside");
-      ASSERT_TRUE(holder.wait_for_output("fenced", milliseconds(10000))) << holder.output_so_far();
-      const std::int64_t stale = token_in(holder.output_so_far());
-      holder.signal(SIGSTOP);
+      const std::optional<std::int64_t> stale = paused_once(holder, "fenced");
+      ASSERT_TRUE(stale);
       Lock& lock = contender(kind);
       auto taken = std::async(std::launch::async,
                               [&] { return lock.acquire("job", milliseconds(15000), as("next")); });
@@ -174,13 +202,12 @@ class FenceTest : public MigratedPoolTest {
       const ProcessResult r = holder.wait();
       ASSERT_EQ(r.exit_code, 0) << r.err;
       ASSERT_TRUE(lease);
-      ASSERT_GT(lease->fencing_token(), stale);
+      ASSERT_GT(lease->fencing_token(), *stale);
       EXPECT_NE(r.out.find("commit=ok"), std::string::npos) << r.out;
       EXPECT_EQ(taken_while_paused, !fenced);
-      EXPECT_EQ(history(), std::to_string(stale) + ":worker");
+      EXPECT_EQ(history(), std::to_string(*stale) + ":worker");
       EXPECT_EQ(lease->release(), ReleaseOutcome::kReleased);
-      pool_->acquire()->execute("DELETE FROM " + writes_);
-    }
+    });
   }
 
   std::string writes_;
@@ -273,11 +300,7 @@ TEST_P(FenceTest, ALeaseTheHolderStillThinksLiveIsRefusedByTheDatabaseOnceTakenO
     auto next = lock->try_acquire("asset", as("b"));
     ASSERT_TRUE(next);
     ASSERT_FALSE(lease->lost());
-    auto conn = pool_->acquire();
-    conn->begin();
-    EXPECT_THROW_CODE(fence(*lease, *conn), ErrorCode::kLeaseLost);
-    conn->rollback();
-    conn.reset();
+    EXPECT_EQ(fence_refusal(*lease, *pool_->acquire()), ErrorCode::kLeaseLost);
     write_fenced(*next, "b");
     EXPECT_EQ(history(), std::to_string(next->fencing_token()) + ":b");
     pool_->acquire()->execute("DELETE FROM " + writes_);
@@ -292,10 +315,7 @@ TEST_P(FenceTest, ARenewedLeaseThatTheLocalClockCallsLostIsRefusedWithoutAStatem
   ASSERT_TRUE(lease);
   std::this_thread::sleep_for(milliseconds(300));
   ASSERT_TRUE(lease->lost());
-  auto conn = pool_->acquire();
-  conn->begin();
-  EXPECT_THROW_CODE(fence(*lease, *conn), ErrorCode::kLeaseLost);
-  conn->rollback();
+  EXPECT_EQ(fence_refusal(*lease, *pool_->acquire()), ErrorCode::kLeaseLost);
 }
 
 // For a resource a fence cannot cover (another database, a service): the recipe of
@@ -342,10 +362,7 @@ TEST_P(FenceTest, AFenceOutsideATransactionIsRefused) {
     EXPECT_EQ(e.code(), ErrorCode::kFailedPrecondition);
     EXPECT_NE(std::string(e.what()).find("call begin() first"), std::string::npos) << e.what();
   }
-  Lease empty;
-  conn->begin();
-  EXPECT_THROW_CODE(fence(empty, *conn), ErrorCode::kInvalidArgument);
-  conn->rollback();
+  EXPECT_EQ(fence_refusal(Lease(), *conn), ErrorCode::kInvalidArgument);
 }
 
 TEST_P(FenceTest, ALockSetIsFencedOnEveryKey) {
@@ -363,10 +380,7 @@ TEST_P(FenceTest, ALockSetIsFencedOnEveryKey) {
   std::this_thread::sleep_for(milliseconds(400));
   auto other = locks.try_acquire("b", as("other"));
   ASSERT_TRUE(other);
-  auto conn = pool_->acquire();
-  conn->begin();
-  EXPECT_THROW_CODE(fence(*set, *conn), ErrorCode::kLeaseLost);
-  conn->rollback();
+  EXPECT_EQ(fence_refusal(*set, *pool_->acquire()), ErrorCode::kLeaseLost);
 }
 
 TEST_P(FenceTest, TransactionalLeasesAreFencedByTheirOwnConnectionOnly) {
@@ -375,10 +389,7 @@ TEST_P(FenceTest, TransactionalLeasesAreFencedByTheirOwnConnectionOnly) {
   ASSERT_TRUE(lease);
   ASSERT_NE(lease->connection(), nullptr);
   fence(*lease, *lease->connection());  // its transaction is the lock: nothing to add
-  auto other = pool_->acquire();
-  other->begin();
-  EXPECT_THROW_CODE(fence(*lease, *other), ErrorCode::kInvalidArgument);
-  other->rollback();
+  EXPECT_EQ(fence_refusal(*lease, *pool_->acquire()), ErrorCode::kInvalidArgument);
 }
 
 TEST_P(FenceTest, ReaderWriterLeasesAreFencedWhileHeld) {
@@ -422,12 +433,7 @@ TEST_P(FenceTest, ASessionLeaseIsFencedByItsOwnBorrowedConnectionOnly) {
   SessionLock sessions(*pool_, SessionLockOptions{tables_});
   auto lease = sessions.try_acquire("s", as("s"));
   ASSERT_TRUE(lease);
-  {
-    auto other = pool_->acquire();
-    other->begin();
-    EXPECT_THROW_CODE(fence(*lease, *other), ErrorCode::kInvalidArgument);
-    other->rollback();
-  }
+  EXPECT_EQ(fence_refusal(*lease, *pool_->acquire()), ErrorCode::kInvalidArgument);
   {
     SessionConnection conn(*lease);
     EXPECT_THROW_CODE(SessionConnection again(*lease), ErrorCode::kFailedPrecondition);

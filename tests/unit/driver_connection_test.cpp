@@ -60,6 +60,15 @@ std::optional<ErrorCode> code_of(const std::function<void()>& fn) {
 
 Error failure(ErrorCode code) { return Error(code, "scripted failure"); }
 
+// Begins a transaction on `c` and sends `statement`, scripted to fail with `code`: the code it
+// threw.
+std::optional<ErrorCode> fail_in_transaction(ScriptedConnection& c, const std::string& statement,
+                                             ErrorCode code) {
+  c.begin();
+  c.fail_on(statement, code);
+  return code_of([&] { c.execute(statement); });
+}
+
 TEST(DriverConnection, SendsTheDialectsTransactionStatements) {
   ScriptedConnection pg(Dialect::kPostgreSQL);
   pg.begin();
@@ -90,9 +99,8 @@ TEST(DriverConnection, MisuseIsRefusedWithoutAStatement) {
 
 TEST(DriverConnection, PostgreSQLCommitAfterAFailedStatementRollsBack) {
   ScriptedConnection c(Dialect::kPostgreSQL);
-  c.begin();
-  c.fail_on("bad", ErrorCode::kUniqueViolation);
-  EXPECT_EQ(code_of([&] { c.execute("bad"); }), ErrorCode::kUniqueViolation);
+  EXPECT_EQ(fail_in_transaction(c, "bad", ErrorCode::kUniqueViolation),
+            ErrorCode::kUniqueViolation);
   EXPECT_EQ(code_of([&] { c.commit(); }), ErrorCode::kFailedPrecondition);
   EXPECT_EQ(c.sent.back(), "ROLLBACK");
   EXPECT_FALSE(c.in_transaction());
@@ -108,19 +116,16 @@ TEST(DriverConnection, PostgreSQLCommitAfterAFailedStatementRollsBack) {
 
 TEST(DriverConnection, MySQLCommitAfterAFailedStatementCommits) {
   ScriptedConnection c(Dialect::kMySQL);
-  c.begin();
-  c.fail_on("bad", ErrorCode::kUniqueViolation);
-  EXPECT_EQ(code_of([&] { c.execute("bad"); }), ErrorCode::kUniqueViolation);
+  EXPECT_EQ(fail_in_transaction(c, "bad", ErrorCode::kUniqueViolation),
+            ErrorCode::kUniqueViolation);
   c.commit();
   EXPECT_EQ(c.sent.back(), "COMMIT");
 }
 
 TEST(DriverConnection, ATransactionTheServerEndedRefusesStatementsUntilRolledBack) {
   ScriptedConnection c(Dialect::kMySQL);
-  c.begin();
-  c.fail_on("victim", ErrorCode::kDeadlock);
   c.ends_transaction = true;
-  EXPECT_EQ(code_of([&] { c.execute("victim"); }), ErrorCode::kDeadlock);
+  EXPECT_EQ(fail_in_transaction(c, "victim", ErrorCode::kDeadlock), ErrorCode::kDeadlock);
   c.ends_transaction = false;
   EXPECT_FALSE(c.in_transaction());  // nothing holds its locks any more
   const std::size_t sent = c.sent.size();

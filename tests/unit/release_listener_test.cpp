@@ -91,32 +91,38 @@ ReleaseListener::Interest* claim_when_asleep(ReleaseListener& listener, const Ow
   return nullptr;
 }
 
-TEST(ReleaseListener, AClaimedWaiterSleepsPastItsTimeoutUntilTheHandOverIsDecided) {
+// A listener and its one waiter "w" (waiting up to `timeout`), which a holder has claimed once it
+// slept (`claimed` is null if it never did).
+struct ClaimedWaiter {
+  explicit ClaimedWaiter(milliseconds timeout)
+      : waiter(listener, "w", timeout),
+        claimed(claim_when_asleep(listener, Owner::named("holder"))) {}
   NoSource source;
-  ReleaseListener listener(source, "channel", false);
-  Waiter waiter(listener, "w", milliseconds(1000));
-  ReleaseListener::Interest* claimed = claim_when_asleep(listener, Owner::named("holder"));
-  ASSERT_NE(claimed, nullptr);
-  EXPECT_EQ(claimed->lease().lease_id, "lease-w");
+  ReleaseListener listener{source, "channel", false};
+  Waiter waiter;
+  ReleaseListener::Interest* claimed;
+};
+
+TEST(ReleaseListener, AClaimedWaiterSleepsPastItsTimeoutUntilTheHandOverIsDecided) {
+  ClaimedWaiter w(milliseconds(1000));
+  ASSERT_NE(w.claimed, nullptr);
+  EXPECT_EQ(w.claimed->lease().lease_id, "lease-w");
   std::this_thread::sleep_for(milliseconds(1500));  // past the waiter's timeout
-  EXPECT_FALSE(waiter.done()) << "a claimed waiter gave up before the hand-over was decided";
-  listener.resolve(*claimed, ReleaseListener::Grant{42, BootClock::now()});
-  waiter.join();
-  ASSERT_TRUE(waiter.grant());
-  EXPECT_EQ(waiter.grant()->fencing_token, 42);
-  EXPECT_GE(waiter.took(), milliseconds(1500));
+  EXPECT_FALSE(w.waiter.done()) << "a claimed waiter gave up before the hand-over was decided";
+  w.listener.resolve(*w.claimed, ReleaseListener::Grant{42, BootClock::now()});
+  w.waiter.join();
+  ASSERT_TRUE(w.waiter.grant());
+  EXPECT_EQ(w.waiter.grant()->fencing_token, 42);
+  EXPECT_GE(w.waiter.took(), milliseconds(1500));
 }
 
 TEST(ReleaseListener, ADeclinedHandOverWakesTheWaiterWithNothing) {
-  NoSource source;
-  ReleaseListener listener(source, "channel", false);
-  Waiter waiter(listener, "w", milliseconds(5000));
-  ReleaseListener::Interest* claimed = claim_when_asleep(listener, Owner::named("holder"));
-  ASSERT_NE(claimed, nullptr);
-  listener.resolve(*claimed, std::nullopt);
-  waiter.join();
-  EXPECT_FALSE(waiter.grant());
-  EXPECT_LT(waiter.took(), milliseconds(2000)) << "the declined waiter slept on";
+  ClaimedWaiter w(milliseconds(5000));
+  ASSERT_NE(w.claimed, nullptr);
+  w.listener.resolve(*w.claimed, std::nullopt);
+  w.waiter.join();
+  EXPECT_FALSE(w.waiter.grant());
+  EXPECT_LT(w.waiter.took(), milliseconds(2000)) << "the declined waiter slept on";
 }
 
 TEST(ReleaseListener, AReleaseHandsTheKeyToTheLongestAsleepThatIsNotItsOwnOwner) {

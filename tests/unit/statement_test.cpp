@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <initializer_list>
+#include <vector>
 
 #include "dblock/error.hpp"
 #include "sql/server_sql.hpp"
@@ -21,6 +23,19 @@ std::vector<std::string> texts(const std::vector<Value>& values) {
   std::vector<std::string> out;
   for (const auto& v : values) out.push_back(v.to_text().value_or("NULL"));
   return out;
+}
+
+// A lease's arguments as its holder's statements take them ("k" held by h/p/t as lease "l", token
+// 1), then `more`.
+std::vector<Arg> holder_args(std::initializer_list<Arg> more) {
+  std::vector<Arg> args = {{"key", Value("k")},       {"lease_id", Value("l")},
+                           {"host", Value("h")},      {"process", Value("p")},
+                           {"thread", Value("t")},    {"ttl_ms", Value(std::int64_t{1000})},
+                           {"metadata", Value()},     {"seq", Value()},
+                           {"waiter_id", Value("w")}, {"token", Value(std::int64_t{1})},
+                           {"channel", Value("ch")}};
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
 }
 
 TEST(Statement, PostgreSQLNumbersEachNameOnceAndBindsItOnce) {
@@ -138,25 +153,14 @@ TEST(Statement, TheCleanerStatementsBindTheGraceInMilliseconds) {
 // the operators' statements bind from the one argument list their caller gives, on every server,
 // and every placeholder the server sees gets a value.
 TEST(Statement, TheLockStatementsBindFromTheirCallersArguments) {
-  const std::initializer_list<Arg> lease = {{"key", Value("k")},
-                                            {"lease_id", Value("l")},
-                                            {"claim_id", Value("c")},
-                                            {"host", Value("h")},
-                                            {"process", Value("p")},
-                                            {"thread", Value("t")},
-                                            {"ttl_ms", Value(std::int64_t{1000})},
-                                            {"lock_delay_ms", Value(std::int64_t{0})},
-                                            {"metadata", Value()},
-                                            {"fair", Value(1)},
-                                            {"seq", Value()},
-                                            {"waiter_id", Value("w")},
-                                            {"join_ttl_ms", Value(std::int64_t{5000})},
-                                            {"token", Value(std::int64_t{1})},
-                                            {"version", Value(std::int64_t{2})},
-                                            {"prefix", Value("k")},
-                                            {"channel", Value("ch")},
-                                            {"timeout", Value("300ms")},
-                                            {"slot", Value(2)}};
+  const std::vector<Arg> lease = holder_args({{"claim_id", Value("c")},
+                                              {"lock_delay_ms", Value(std::int64_t{0})},
+                                              {"fair", Value(1)},
+                                              {"join_ttl_ms", Value(std::int64_t{5000})},
+                                              {"version", Value(std::int64_t{2})},
+                                              {"prefix", Value("k")},
+                                              {"timeout", Value("300ms")},
+                                              {"slot", Value(2)}});
   for (Server server : kServers) {
     const Dialect d = dialect_of(server);
     const ServerSql& sql = server_sql(server);
@@ -191,32 +195,21 @@ TEST(Statement, TheLockStatementsBindFromTheirCallersArguments) {
 // LockOptions::lock_delay: every statement that sets a holder's expiry, or finds the holder's own
 // hold, binds the lease's delay (a hand-over also the waiter's), on every server.
 TEST(Statement, TheStatementsOfAHoldersExpiryBindItsLockDelay) {
-  const std::initializer_list<Arg> args = {{"key", Value("k")},
-                                           {"lease_id", Value("l")},
-                                           {"host", Value("h")},
-                                           {"process", Value("p")},
-                                           {"thread", Value("t")},
-                                           {"ttl_ms", Value(std::int64_t{1000})},
-                                           {"lock_delay_ms", Value(std::int64_t{987651})},
-                                           {"to_lock_delay_ms", Value(std::int64_t{987652})},
-                                           {"min_hold_ms", Value(std::int64_t{0})},
-                                           {"metadata", Value()},
-                                           {"seq", Value()},
-                                           {"waiter_id", Value("w")},
-                                           {"join_ttl_ms", Value()},
-                                           {"token", Value(std::int64_t{1})},
-                                           {"channel", Value("ch")},
-                                           {"release_id", Value("r")},
-                                           {"to_lease_id", Value("l2")},
-                                           {"to_host", Value("h2")},
-                                           {"to_process", Value("p2")},
-                                           {"to_thread", Value("t2")},
-                                           {"to_waiter_id", Value("w2")},
-                                           {"permits", Value(2)},
-                                           {"first", Value(0)},
-                                           {"last", Value(1)},
-                                           {"blocked_by", Value(-1)},
-                                           {"slot", Value(0)}};
+  const std::vector<Arg> args = holder_args({{"lock_delay_ms", Value(std::int64_t{987651})},
+                                             {"to_lock_delay_ms", Value(std::int64_t{987652})},
+                                             {"min_hold_ms", Value(std::int64_t{0})},
+                                             {"join_ttl_ms", Value()},
+                                             {"release_id", Value("r")},
+                                             {"to_lease_id", Value("l2")},
+                                             {"to_host", Value("h2")},
+                                             {"to_process", Value("p2")},
+                                             {"to_thread", Value("t2")},
+                                             {"to_waiter_id", Value("w2")},
+                                             {"permits", Value(2)},
+                                             {"first", Value(0)},
+                                             {"last", Value(1)},
+                                             {"blocked_by", Value(-1)},
+                                             {"slot", Value(0)}});
   for (Server server : kServers) {
     const Dialect d = dialect_of(server);
     const ServerSql& sql = server_sql(server);
