@@ -318,20 +318,17 @@ TEST_P(BothDatabases, ALockDelayedLeaseReleasedInTimeFreesTheKeyAtOnce) {
   EXPECT_TRUE(locks.try_acquire("printer:3", {.owner = dblock::Owner::named("other")}));
 }
 
-TEST_P(BothDatabases, AJobWatchingItsStopTokenRunsToItsEndWhileItsLeaseIsHeld) {
+// The two long jobs of the cancellation page, each run to its end under a lease held throughout.
+TEST_P(BothDatabases, LongJobsWatchingTheirStopTokenRunToTheirEndAndFreeTheirKey) {
   dblock::UniqueKeyLock locks(*db().pool);
-  seen::batches = 0;
+  seen::batches = seen::messages = 0;
   EXPECT_TRUE(reconcile(locks));
-  EXPECT_EQ(seen::batches, 3);
-  EXPECT_TRUE(locks.try_acquire("reconciler", {.owner = dblock::Owner::named("other")}));
-}
-
-TEST_P(BothDatabases, AConsumerWithAHeartbeatEmptiesTheQueueUnderItsLease) {
-  dblock::UniqueKeyLock locks(*db().pool);
-  seen::messages = 0;
   EXPECT_TRUE(consume_queue(locks));
+  EXPECT_EQ(seen::batches, 3);
   EXPECT_EQ(seen::messages, 3);
-  EXPECT_TRUE(locks.try_acquire("queue:orders", {.owner = dblock::Owner::named("other")}));
+  for (const char* key : {"reconciler", "queue:orders"}) {
+    EXPECT_TRUE(locks.try_acquire(key, {.owner = dblock::Owner::named("other")})) << key;
+  }
 }
 
 TEST_P(BothDatabases, TheSchedulerLeadsUntilItsWorkIsDoneAndStopsAtShutdown) {

@@ -118,17 +118,6 @@ class ElectionTest : public MigratedPoolTest {
     o.rejoin_after = milliseconds(50);
     return o;
   }
-  // Frees the election's row as `dblock release --force` does.
-  void release_by_operator(const std::string& name) {
-    auto c = pool_->acquire();
-    for (const LockRow& row : list_locks(*c, tables_)) {
-      if (row.key == name) {
-        ASSERT_TRUE(release_lock_row(*c, tables_, row));
-        return;
-      }
-    }
-    FAIL() << "no row of '" << name << "' to release";
-  }
 };
 
 // Four candidates, each leading for a while and then returning (which resigns): the history shows

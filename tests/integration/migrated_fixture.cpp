@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "migrated_fixture.hpp"
 
+#include "dblock/lock_table.hpp"
 #include "dblock/migrator.hpp"
 #include "dblock/open.hpp"
 
@@ -44,6 +45,17 @@ LockOptions MigratedPoolTest::as(const std::string& owner, std::chrono::millisec
   o.ttl = ttl;
   o.auto_renew = auto_renew;
   return o;
+}
+
+void MigratedPoolTest::release_by_operator(const std::string& key) {
+  auto c = pool_->acquire();
+  for (const LockRow& row : list_locks(*c, tables_)) {
+    if (row.key == key) {
+      ASSERT_TRUE(release_lock_row(*c, tables_, row)) << "the row of '" << key << "' changed";
+      return;
+    }
+  }
+  FAIL() << "no row of '" << key << "' to release";
 }
 
 }  // namespace dblock::testing

@@ -73,6 +73,9 @@ class MigratedPoolTest : public ::testing::TestWithParam<Backend> {
                         bool auto_renew = true);
   // Rows of `key` in dblock's table `base` ("lock_waiters", "semaphore_permits"), live or not.
   int rows_of_key(const std::string& base, const std::string& key);
+  // Frees `key`'s lock row as an operator's `dblock release --force` does; fails the test when
+  // there is none or it changed meanwhile.
+  void release_by_operator(const std::string& key);
 
   TableNames tables_;
   std::unique_ptr<Pool> pool_;

@@ -49,17 +49,9 @@ bool stopped_within_patience(const std::stop_token& token) {
   return true;
 }
 
-class StopTokenTest : public MigratedPoolTest {
+class StopTokenTest : public MigratedLockTest<UniqueKeyLock, UniqueKeyLockOptions> {
  protected:
-  StopTokenTest() : MigratedPoolTest("stop", 6) {}
-  void SetUp() override {
-    MigratedPoolTest::SetUp();
-    lock_ = std::make_unique<UniqueKeyLock>(*pool_, UniqueKeyLockOptions{.tables = tables_});
-  }
-  void TearDown() override {
-    lock_.reset();
-    MigratedPoolTest::TearDown();
-  }
+  StopTokenTest() : MigratedLockTest("stop", 6) {}
   // Options of `owner` with `ttl`, the stop `margin`, and renewal as `auto_renew` says.
   static LockOptions with_margin(const std::string& owner, milliseconds ttl, milliseconds margin,
                                  bool auto_renew) {
@@ -67,19 +59,6 @@ class StopTokenTest : public MigratedPoolTest {
     o.stop_margin = margin;
     return o;
   }
-  // Frees `key` as `dblock release --force` does.
-  void release_by_operator(const std::string& key) {
-    auto c = pool_->acquire();
-    for (const LockRow& row : list_locks(*c, tables_)) {
-      if (row.key == key) {
-        ASSERT_TRUE(release_lock_row(*c, tables_, row));
-        return;
-      }
-    }
-    FAIL() << "no row of '" << key << "' to release";
-  }
-
-  std::unique_ptr<UniqueKeyLock> lock_;
 };
 
 // Not renewed, a lease's stop comes TTL - margin after its acquire was sent: the key is still ours

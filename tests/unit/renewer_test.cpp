@@ -134,6 +134,18 @@ class RenewerTest : public testing::Test {
     leases_.push_back(lease);
     return lease;
   }
+  // Advances the clock to 1 ms before `at` and checks the lease's stop has not come, then to `at`
+  // and waits for it.
+  ::testing::AssertionResult stops_at(ScriptedLease& lease, TimePoint at) {
+    clock.advance(at - std::chrono::milliseconds(1) - clock.now());
+    if (!settled()) return ::testing::AssertionFailure() << "not settled";
+    if (lease.stop_requested()) return ::testing::AssertionFailure() << "stopped before";
+    clock.advance(std::chrono::milliseconds(1));
+    if (!eventually([&] { return lease.stop_requested(); })) {
+      return ::testing::AssertionFailure() << "not stopped at the time";
+    }
+    return ::testing::AssertionSuccess();
+  }
   // What Lease::stop_token() does the first time.
   void arm(const std::shared_ptr<ScriptedLease>& lease) {
     ASSERT_TRUE(lease->arm());
@@ -295,13 +307,7 @@ TEST_F(RenewerTest, AnArmedLeasesStopComesTheMarginBeforeItsTtlWhenRenewalsFailA
   auto lease = watched_lease(3s);  // the default margin: a third of the TTL
   lease->answer = ScriptedLease::Answer::kFail;
   arm(lease);
-  ASSERT_TRUE(settled());
-  clock.advance(1999ms);
-  ASSERT_TRUE(settled());
-  EXPECT_FALSE(lease->stop_requested()) << "stopped before TTL - margin";
-
-  clock.advance(1ms);
-  ASSERT_TRUE(eventually([&] { return lease->stop_requested(); }));
+  ASSERT_TRUE(stops_at(*lease, t0 + 2s));  // TTL - margin
   EXPECT_FALSE(lease->lost()) << "the stop comes before the loss, while the key is still ours";
   EXPECT_EQ(lease->lost_calls, 0);
 
@@ -326,11 +332,7 @@ TEST_F(RenewerTest, ALeaseNotRenewedInTheBackgroundStopsAtItsMarginAndIsNotMarke
   auto lease = new_lease(3s, 500ms);  // auto_renew off: armed, never watched
   arm(lease);
   EXPECT_EQ(renewer.watched(), 1u);
-  clock.advance(2499ms);
-  ASSERT_TRUE(settled());
-  EXPECT_FALSE(lease->stop_requested());
-  clock.advance(1ms);
-  ASSERT_TRUE(eventually([&] { return lease->stop_requested(); }));
+  ASSERT_TRUE(stops_at(*lease, t0 + 2500ms));
   clock.advance(2s);
   ASSERT_TRUE(settled());
   EXPECT_EQ(lease->attempt_count(), 0u) << "a lease without auto_renew is not renewed";
@@ -342,11 +344,8 @@ TEST_F(RenewerTest, AMarginOfZeroStopsTheLeaseWhenItsTtlHasPassed) {
   auto lease = watched_lease(3s, 0ms);
   lease->answer = ScriptedLease::Answer::kFail;
   arm(lease);
-  clock.advance(2999ms);
-  ASSERT_TRUE(settled());
-  EXPECT_FALSE(lease->stop_requested());
-  clock.advance(1ms);
-  ASSERT_TRUE(eventually([&] { return lease->stop_requested() && lease->lost_calls == 1; }));
+  ASSERT_TRUE(stops_at(*lease, t0 + 3s));
+  ASSERT_TRUE(eventually([&] { return lease->lost_calls.load() == 1; }));
   EXPECT_TRUE(lease->stopped_before_on_lost);
   ASSERT_TRUE(settled());
 }
@@ -372,11 +371,7 @@ TEST_F(RenewerTest, ARenewIfThatSaysNoSkipsRenewalsUntilItSaysYesOrTheTtlRunsOut
   EXPECT_FALSE(lease->stop_requested());
 
   alive = false;  // from the renewal at 2 s: stop at 4.1 s, lost at 5 s, no renewal sent
-  clock.advance(2099ms);
-  ASSERT_TRUE(settled());
-  EXPECT_FALSE(lease->stop_requested());
-  clock.advance(1ms);
-  ASSERT_TRUE(eventually([&] { return lease->stop_requested(); }));
+  ASSERT_TRUE(stops_at(*lease, t0 + 4100ms));
   clock.advance(900ms);
   ASSERT_TRUE(eventually([&] { return lease->lost_calls.load() == 1; }));
   ASSERT_TRUE(settled());
