@@ -132,6 +132,9 @@ void Renewer::watch_deadlines() {
     for (const auto& e : entries_) {
       auto lease = e.lease.lock();
       if (!lease || lease->released()) continue;
+      // A lease without a TTL whose loss only its own thread can see (a row lock's transaction)
+      // is watched for nothing here: asking lost() from this thread would race its statements.
+      if (!lease->expires() && !lease->polled_for_loss()) continue;
       const bool armed = lease->armed() && !lease->stop_requested();
       if (lease->lost()) {  // a session that ended, seen here first: its work stops too
         if (armed) to_stop.push_back(std::move(lease));
@@ -204,7 +207,8 @@ void Renewer::run() {
       // A lease ends here once released or lost (an entry kept for its stop only: once stopped),
       // but an armed one only after the watchdog has requested its stop.
       const bool stopped = !lease || !lease->armed() || lease->stop_requested();
-      const bool over = lease && (lease->released() || lease->lost() || !it->renews);
+      // (!renews first: lost() is not asked of a lease this thread must not look into.)
+      const bool over = lease && (!it->renews || lease->released() || lease->lost());
       if (!lease || (over && !it->in_flight && stopped)) {
         it = entries_.erase(it);
         continue;

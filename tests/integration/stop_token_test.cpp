@@ -206,6 +206,23 @@ TEST_P(StopTokenTest, ASessionLeaseIsStoppedSoonAfterItsSessionIsKilled) {
   EXPECT_TRUE(lease->lost());
 }
 
+// A row lock's lease has no TTL and its loss is seen on its own thread only: its armed token is
+// left alone by the renewer's threads while the critical section runs statements on the lease's
+// connection (ThreadSanitizer runs this), and stops at the commit.
+TEST_P(StopTokenTest, ARowLocksTokenStopsAtItsCommitAndIsNotLookedIntoMeanwhile) {
+  RowLock rows(*pool_, RowLockOptions{.tables = tables_});
+  auto lease = rows.try_acquire("voucher", as("a"));
+  ASSERT_TRUE(lease);
+  const std::stop_token token = lease->stop_token();
+  const auto until = Clock::now() + milliseconds(1200);  // past a look of the watchdog's
+  while (Clock::now() < until) {
+    lease->connection()->execute("SELECT 1");
+    EXPECT_FALSE(token.stop_requested());
+  }
+  EXPECT_EQ(lease->release(), ReleaseOutcome::kReleased);
+  EXPECT_TRUE(token.stop_requested());
+}
+
 // Release stops the token, and a handle whose stop is asked for later gets one already stopped.
 TEST_P(StopTokenTest, AReleaseRequestsTheStop) {
   auto lease = lock_->try_acquire("job", as("a"));
