@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <memory>
 #include <stop_token>
+#include <vector>
 
+#include "any_stop.hpp"
 #include "clock.hpp"
 #include "strategy_rules.hpp"
 
@@ -65,30 +67,6 @@ std::optional<LeaseSet> take_in_order(const std::vector<std::string_view>& keys,
 
 }  // namespace
 
-namespace detail {
-// One stop source, requested by a callback on each lease's token. The callbacks deregister when
-// this is destroyed, before the leases are.
-class SetStop {
- public:
-  explicit SetStop(std::vector<Lease>& leases) {
-    relays_.reserve(leases.size());
-    for (Lease& lease : leases) {
-      relays_.push_back(
-          std::make_unique<std::stop_callback<Relay>>(lease.stop_token(), Relay{source_}));
-    }
-  }
-  std::stop_token token() const noexcept { return source_.get_token(); }
-
- private:
-  struct Relay {
-    std::stop_source source;
-    void operator()() noexcept { source.request_stop(); }
-  };
-  std::stop_source source_;
-  std::vector<std::unique_ptr<std::stop_callback<Relay>>> relays_;
-};
-}  // namespace detail
-
 LeaseSet::LeaseSet() noexcept = default;
 LeaseSet::LeaseSet(std::vector<Lease> leases) noexcept : leases_(std::move(leases)) {}
 LeaseSet::LeaseSet(LeaseSet&&) noexcept = default;
@@ -108,7 +86,12 @@ std::stop_token LeaseSet::stop_token() {
     throw Error(ErrorCode::kInvalidArgument,
                 "this lease set is empty (released or moved from); acquire the keys again");
   }
-  if (!stop_) stop_ = std::make_unique<detail::SetStop>(leases_);
+  if (!stop_) {
+    std::vector<std::stop_token> tokens;
+    tokens.reserve(leases_.size());
+    for (const Lease& lease : leases_) tokens.push_back(lease.stop_token());
+    stop_ = std::make_unique<detail::AnyStop>(tokens);
+  }
   return stop_->token();
 }
 
@@ -126,7 +109,7 @@ bool LeaseSet::lost() const noexcept {
 
 ReleaseOutcome LeaseSet::release() {
   // The set's token stops as the first lease is given back.
-  std::unique_ptr<detail::SetStop> stop = std::move(stop_);
+  std::unique_ptr<detail::AnyStop> stop = std::move(stop_);
   std::vector<Lease> leases = std::move(leases_);
   leases_.clear();
   bool not_held = false, conflict = false, decremented = false;

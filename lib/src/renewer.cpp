@@ -80,12 +80,12 @@ void Renewer::arm(const std::shared_ptr<LeaseCore>& lease) {
   add(lease, false, BootClock::time_point::max(), due);
 }
 
-bool Renewer::add(const std::shared_ptr<LeaseCore>& lease, bool renews,
+void Renewer::add(const std::shared_ptr<LeaseCore>& lease, bool renews,
                   BootClock::time_point renew_due, BootClock::time_point watch_due) {
   bool wake_scheduler = false, wake_watchdog = false;
   {
     std::lock_guard lock(mu_);
-    if (stop_) return false;
+    if (stop_) return;
     entries_.push_back(Entry{lease, std::nullopt, false, renews});
     if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
     if (!watchdog_.joinable()) watchdog_ = std::thread([this] { watch_deadlines(); });
@@ -99,7 +99,6 @@ bool Renewer::add(const std::shared_ptr<LeaseCore>& lease, bool renews,
   }
   if (wake_scheduler) cv_.notify_all();
   if (wake_watchdog) watchdog_cv_.notify_all();
-  return true;
 }
 
 void Renewer::reschedule() {

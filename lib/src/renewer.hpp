@@ -86,9 +86,9 @@ class Renewer {
   void work();
   void renew_one(const std::shared_ptr<LeaseCore>& lease);
   void watch_deadlines();
-  // Adds `lease` or marks its entry (under mu_), starting the threads; wakes the watchdog when
-  // `due` comes before it wakes anyway. False once stopped.
-  bool add(const std::shared_ptr<LeaseCore>& lease, bool renews, BootClock::time_point renew_due,
+  // Adds an entry for `lease` (nothing once stopped), starting the threads; wakes each thread
+  // whose due time (`renew_due` when it `renews`, `watch_due`) comes before it wakes anyway.
+  void add(const std::shared_ptr<LeaseCore>& lease, bool renews, BootClock::time_point renew_due,
            BootClock::time_point watch_due);
   Entry* find(const std::shared_ptr<LeaseCore>& lease);  // under mu_
 

@@ -38,7 +38,7 @@
 namespace dblock {
 
 namespace detail {
-class SetStop;  // one stop source relaying each lease's (LeaseSet::stop_token)
+class AnyStop;  // one stop source relaying each lease's (LeaseSet::stop_token)
 }  // namespace detail
 
 /// The leases of a set of keys, held together. Move-only; releases every lease on destruction
@@ -70,7 +70,7 @@ class DBLOCK_EXPORT LeaseSet {
 
  private:
   std::vector<Lease> leases_;
-  std::unique_ptr<detail::SetStop> stop_;  // made by the first stop_token(); dropped first
+  std::unique_ptr<detail::AnyStop> stop_;  // made by the first stop_token(); dropped first
 };
 
 /// One attempt at every key (each a try_acquire): the set, or nothing when another owner holds

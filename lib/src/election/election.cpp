@@ -12,6 +12,7 @@
 #include <set>
 #include <utility>
 
+#include "any_stop.hpp"
 #include "dblock/error.hpp"
 #include "dblock/lock_table.hpp"
 #include "dblock/unique_key_lock.hpp"
@@ -106,12 +107,6 @@ void pause(std::chrono::milliseconds d, const std::stop_token& stop) {
   cv.wait_for(lock, stop, d, [] { return false; });
 }
 
-// Requests one stop source when another stop is requested.
-struct Relay {
-  std::stop_source target;
-  void operator()() noexcept { target.request_stop(); }
-};
-
 }  // namespace
 
 namespace detail {
@@ -166,19 +161,16 @@ class ElectionCore {
 
 struct Term::State {
   Lease& lease;
-  std::stop_source stop;
-  std::stop_callback<Relay> from_lease;
-  std::stop_callback<Relay> from_campaign;
+  detail::AnyStop stop;  // the lease's stop, the campaign's, or resign()
 
-  State(Lease& l, const std::stop_token& campaign)
-      : lease(l), from_lease(l.stop_token(), Relay{stop}), from_campaign(campaign, Relay{stop}) {}
+  State(Lease& l, const std::stop_token& campaign) : lease(l), stop({l.stop_token(), campaign}) {}
 };
 
 Term::Term(Lease& lease, std::stop_token campaign_stop)
     : state_(std::make_unique<State>(lease, campaign_stop)) {}
 Term::~Term() = default;
 std::int64_t Term::number() const { return state_->lease.fencing_token(); }
-std::stop_token Term::stop_token() const noexcept { return state_->stop.get_token(); }
+std::stop_token Term::stop_token() const noexcept { return state_->stop.token(); }
 const Lease& Term::lease() const noexcept { return state_->lease; }
 void Term::resign() noexcept { state_->stop.request_stop(); }
 

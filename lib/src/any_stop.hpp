@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: Apache-2.0
+// A stop source requested as soon as any of the tokens it follows is, or by request_stop(): one
+// token for work under several stops (a lease set's leases; a term's lease and its campaign).
+// Internal.
+//
+//   AnyStop stop({lease.stop_token(), shutdown});
+//   while (!stop.token().stop_requested()) work();
+//
+// Thread-safety: the tokens it follows may be stopped, and token() and request_stop() called, from
+// any thread. Destroying it deregisters the relays (waiting for one that is running).
+#pragma once
+
+#include <memory>
+#include <stop_token>
+#include <vector>
+
+namespace dblock::detail {
+
+class AnyStop {
+ public:
+  explicit AnyStop(const std::vector<std::stop_token>& tokens) {
+    relays_.reserve(tokens.size());
+    for (const std::stop_token& t : tokens) {
+      relays_.push_back(std::make_unique<std::stop_callback<Relay>>(t, Relay{source_}));
+    }
+  }
+  AnyStop(const AnyStop&) = delete;
+  AnyStop& operator=(const AnyStop&) = delete;
+
+  std::stop_token token() const noexcept { return source_.get_token(); }
+  void request_stop() noexcept { source_.request_stop(); }
+
+ private:
+  struct Relay {
+    std::stop_source target;
+    void operator()() noexcept { target.request_stop(); }
+  };
+  std::stop_source source_;
+  std::vector<std::unique_ptr<std::stop_callback<Relay>>> relays_;
+};
+
+}  // namespace dblock::detail
