@@ -69,14 +69,6 @@ struct CleanCliOptions {
   std::optional<std::string> prometheus;
 };
 
-std::chrono::milliseconds parse_duration_option(const std::string& text, const char* option) {
-  try {
-    return parse_duration(text);
-  } catch (const Error& e) {
-    throw Error(e.code(), std::string(option) + ": " + e.what());
-  }
-}
-
 std::string summary_line(const CleanResult& r) {
   std::string line = std::string("dblock clean: ") + (r.dry_run ? "would delete " : "deleted ") +
                      std::to_string(r.deleted) + (r.deleted == 1 ? " row" : " rows");

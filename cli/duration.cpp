@@ -103,4 +103,12 @@ std::string format_duration(std::chrono::milliseconds duration) {
   return std::to_string(ms) + "ms";
 }
 
+std::chrono::milliseconds parse_duration_option(const std::string& text, const char* option) {
+  try {
+    return parse_duration(text);
+  } catch (const Error& e) {
+    throw Error(e.code(), std::string(option) + ": " + e.what());
+  }
+}
+
 }  // namespace dblock::cli

@@ -18,6 +18,10 @@ namespace dblock::cli {
 // millisecond (`1.5ms`), or a value too large to represent.
 std::chrono::milliseconds parse_duration(std::string_view text);
 
+// parse_duration for the value of a command-line option: the error names `option` first
+// ("--ttl: ...").
+std::chrono::milliseconds parse_duration_option(const std::string& text, const char* option);
+
 // The shortest exact form parse_duration accepts back: 90000 ms -> "90s", 1500 ms -> "1500ms".
 std::string format_duration(std::chrono::milliseconds duration);
 

@@ -11,6 +11,8 @@
 #include <linux/magic.h>
 #include <sys/prctl.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <time.h>
 #endif
 
 #include <cerrno>
@@ -20,6 +22,7 @@
 #include <memory>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "common.hpp"
 #include "dblock/error.hpp"
@@ -144,7 +147,7 @@ void reset_signals() {
 }  // namespace
 
 Job::Job(const std::vector<std::string>& command, const std::vector<std::string>& environment,
-         bool allow_cgroup) {
+         bool allow_cgroup, std::chrono::milliseconds kill_after) {
   std::vector<char*> argv, envp;
   for (const auto& arg : command) argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);
@@ -219,10 +222,62 @@ Job::Job(const std::vector<std::string>& command, const std::vector<std::string>
     int status = 0;
     ::waitpid(pid_, &status, 0);
     status_ = status;
+    return;
   }
+  start_guard(kill_after);
+}
+
+void Job::start_guard(std::chrono::milliseconds kill_after) {
+#ifdef DBLOCK_JOB_LINUX
+  // Everything the guard uses is made before the fork: after it, only async-signal-safe calls.
+  const pid_t parent = ::getpid();
+  const pid_t group = pid_;
+  const std::string kill_file = cgroup_.empty() ? std::string() : cgroup_ + "/cgroup.kill";
+  timespec pause{static_cast<time_t>(kill_after.count() / 1000),
+                 static_cast<long>(kill_after.count() % 1000) * 1000000L};
+  sigset_t term;
+  sigemptyset(&term);
+  sigaddset(&term, SIGTERM);
+  const pid_t guard = ::fork();
+  if (guard < 0) return;  // no guard: the command still gets its own parent-death signal
+  if (guard == 0) {
+    ::sigprocmask(SIG_BLOCK, &term, nullptr);
+    if (::prctl(PR_SET_PDEATHSIG, SIGTERM) != 0) ::_exit(kExitFailure);
+      // dblock's connections and descriptors are not the guard's to keep open.
+#ifdef SYS_close_range
+    if (::syscall(SYS_close_range, 3U, ~0U, 0U) != 0)
+#endif
+      for (int fd = 3; fd < 4096; ++fd) ::close(fd);
+    // SIGTERM comes when dblock dies (or from someone else: then dblock is still there).
+    while (::getppid() == parent) {
+      int sig = 0;
+      ::sigwait(&term, &sig);
+    }
+    ::kill(-group, SIGTERM);
+    while (::nanosleep(&pause, &pause) != 0 && errno == EINTR) {
+    }
+    if (!kill_file.empty()) {
+      const int fd = ::open(kill_file.c_str(), O_WRONLY | O_CLOEXEC);
+      if (fd >= 0) {
+        ssize_t n = ::write(fd, "1", 1);
+        (void)n;
+        ::close(fd);
+      }
+    }
+    ::kill(-group, SIGKILL);
+    ::_exit(0);
+  }
+  guard_ = guard;
+#else
+  (void)kill_after;
+#endif
 }
 
 Job::~Job() {
+  if (guard_ > 0) {
+    ::kill(guard_, SIGKILL);
+    ::waitpid(guard_, nullptr, 0);
+  }
   if (cgroup_.empty()) return;
   // The last members may take a moment to leave after they were reaped.
   for (int attempt = 0; attempt < 50 && ::rmdir(cgroup_.c_str()) != 0 && errno == EBUSY;
@@ -240,8 +295,15 @@ std::optional<int> Job::reap() {
   pid_t pid;
   while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
     if (pid == pid_) status_ = status;
+    if (pid == guard_) guard_ = -1;  // killed by someone else: the job runs on unguarded
   }
   return status_;
+}
+
+std::vector<pid_t> Job::orphans() const {
+  std::vector<pid_t> out = children_of_this_process();
+  std::erase(out, guard_);
+  return out;
 }
 
 std::vector<pid_t> Job::cgroup_members() const {
@@ -258,14 +320,14 @@ void Job::signal_all(int sig) {
   for (pid_t pid : cgroup_members()) ::kill(pid, sig);
   // The group outlives its leader while members remain; its id is not reused meanwhile.
   ::kill(-pid_, sig);
-  for (pid_t pid : children_of_this_process()) ::kill(pid, sig);
+  for (pid_t pid : orphans()) ::kill(pid, sig);
 }
 
 bool Job::anything_left() {
   reap();
   if (!cgroup_members().empty()) return true;
   if (::kill(-pid_, 0) == 0 || errno == EPERM) return true;
-  return !children_of_this_process().empty();
+  return !orphans().empty();
 }
 
 }  // namespace dblock::cli

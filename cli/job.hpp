@@ -17,11 +17,17 @@
 // process group and dblock's own children: an orphan re-parented to init is not found, and a
 // dblock killed with SIGKILL leaves its command running (docs/platforms.md).
 //
+// A dblock killed with SIGKILL cannot stop the job itself. On Linux a guard does: a second child
+// of dblock's (not in the job) that sleeps until dblock dies (its parent-death signal), then
+// sends the job's process group and cgroup SIGTERM and, `kill_after` later, SIGKILL, as dblock
+// would have. The command itself also gets SIGTERM from its own parent-death signal.
+//
 // Thread-safety: used from the thread that started it only.
 #pragma once
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,12 +38,13 @@ class Job {
  public:
   // Forks and execs `command` (found on PATH) with `environment` ("NAME=value" strings), in a new
   // process group (and a new cgroup unless `allow_cgroup` is false or it cannot be made), with
-  // every signal at its default disposition and none blocked. If dblock dies first, the command
-  // gets SIGTERM (on Linux). Throws dblock::Error when fork fails; an exec failure is reported by
-  // exec_errno() (the command has then been reaped and nothing runs).
+  // every signal at its default disposition and none blocked. If dblock dies first, the job's
+  // processes get SIGTERM, and SIGKILL `kill_after` later (on Linux). Throws dblock::Error when
+  // fork fails; an exec failure is reported by exec_errno() (the command has then been reaped and
+  // nothing runs).
   Job(const std::vector<std::string>& command, const std::vector<std::string>& environment,
-      bool allow_cgroup);
-  ~Job();  // removes the cgroup (empty by then, or left for the kernel to clean up)
+      bool allow_cgroup, std::chrono::milliseconds kill_after);
+  ~Job();  // ends the guard; removes the cgroup (empty by then, or left for the kernel to clean up)
   Job(const Job&) = delete;
   Job& operator=(const Job&) = delete;
 
@@ -57,8 +64,11 @@ class Job {
 
  private:
   std::vector<pid_t> cgroup_members() const;
+  std::vector<pid_t> orphans() const;  // dblock's children but the guard: the command, orphans
+  void start_guard(std::chrono::milliseconds kill_after);
 
   pid_t pid_ = -1;
+  pid_t guard_ = -1;  // the guard's pid, when there is one
   int exec_errno_ = 0;
   std::optional<int> status_;
   std::string cgroup_;  // directory; empty when none

@@ -8,6 +8,7 @@
 #include "clean_command.hpp"
 #include "common.hpp"
 #include "doctor_command.hpp"
+#include "lead_command.hpp"
 #include "leader_command.hpp"
 #include "locks_command.hpp"
 #include "migrate_command.hpp"
@@ -22,12 +23,13 @@ int main(int argc, char** argv) {
                        "Print the library version and the database drivers built in, and exit");
   app.footer(
       "Exit codes: 0 ok, 1 failure, 64 bad input, 69 database unreachable, 75 busy (try later), "
-      "77 access denied, 78 schema missing or changed. `dblock run` otherwise exits with its "
-      "command's status.");
+      "77 access denied, 78 schema missing or changed. `dblock run` and `dblock lead` otherwise "
+      "exit with their command's status.");
   int exit_code = dblock::cli::kExitOk;
   dblock::cli::add_migrate_command(app, &exit_code);
   dblock::cli::add_run_command(app, &exit_code);
   dblock::cli::add_locks_command(app, &exit_code);
+  dblock::cli::add_lead_command(app, &exit_code);
   dblock::cli::add_leader_command(app, &exit_code);
   dblock::cli::add_release_command(app, &exit_code);
   dblock::cli::add_clean_command(app, &exit_code);

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "run_command.hpp"
 
-#include <poll.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -29,8 +27,7 @@
 #include "job.hpp"
 #include "lease_keeper.hpp"
 #include "signal_inbox.hpp"
-
-extern char** environ;
+#include "supervise.hpp"
 
 namespace dblock::cli {
 
@@ -38,9 +35,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
-
-constexpr int kExitCannotExecute = 126;  // as a shell reports a command it cannot execute
-constexpr int kExitNotFound = 127;       // as a shell reports a command it cannot find
 
 constexpr const char* kRunFooter =
     R"(Runs CMD while holding the lock KEY, so that it runs in one place at a time, and renews the
@@ -88,7 +82,8 @@ Exit status:
 
 SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to dblock (a terminal's Ctrl-C and Ctrl-\ too) are
 passed on to CMD's processes. While dblock is still waiting for the lock, these signals stop it
-(exit 128+N) without running CMD. If dblock itself is killed (kill -9), CMD receives SIGTERM.
+(exit 128+N) without running CMD. If dblock itself is killed (kill -9), CMD's processes get
+SIGTERM, and SIGKILL --kill-after later, from a guard process dblock starts beside CMD.
 CMD starts with every signal at its default action and none blocked. It is not in the
 terminal's foreground group: an interactive CMD cannot read the terminal.
 
@@ -109,68 +104,6 @@ struct RunOptions {
   bool no_cgroup = false;
   std::vector<std::string> command;
 };
-
-milliseconds parse_duration_option(const std::string& text, const char* option) {
-  try {
-    return parse_duration(text);
-  } catch (const Error& e) {
-    throw Error(e.code(), std::string(option) + ": " + e.what());
-  }
-}
-
-// The durations the stop timeline is made of (see the footer).
-struct Timeline {
-  milliseconds ttl;
-  milliseconds stop_margin;
-  milliseconds kill_after;
-  milliseconds renew_every;
-};
-
-Timeline timeline_of(const RunOptions& opts) {
-  Timeline t;
-  t.ttl = parse_duration_option(opts.ttl, "--ttl");
-  if (t.ttl < milliseconds(1) || t.ttl > std::chrono::hours(24 * 365)) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "--ttl must be from 1 ms to 365 days; got " + format_duration(t.ttl));
-  }
-  t.stop_margin =
-      opts.stop_margin ? parse_duration_option(*opts.stop_margin, "--stop-margin") : t.ttl / 3;
-  t.kill_after =
-      opts.kill_after ? parse_duration_option(*opts.kill_after, "--kill-after") : t.stop_margin / 2;
-  if (!(t.kill_after < t.stop_margin && t.stop_margin < t.ttl)) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "--kill-after (" + format_duration(t.kill_after) + ") must be shorter than " +
-                    "--stop-margin (" + format_duration(t.stop_margin) +
-                    "), and that shorter than --ttl (" + format_duration(t.ttl) +
-                    "), so that CMD is killed before its lease can expire: raise --ttl or " +
-                    "lower --stop-margin or --kill-after");
-  }
-  t.renew_every = std::max(milliseconds(1), (t.ttl - t.stop_margin) / 3);
-  return t;
-}
-
-const char* signal_name(int sig) {
-  switch (sig) {
-    case SIGINT:
-      return "SIGINT";
-    case SIGTERM:
-      return "SIGTERM";
-    case SIGHUP:
-      return "SIGHUP";
-    case SIGQUIT:
-      return "SIGQUIT";
-    default:
-      return "a signal";
-  }
-}
-
-// Sleeps until one of the two descriptors is readable or `timeout` passes (-1: no limit).
-void wait_readable(int a, int b, int timeout_ms = -1) {
-  pollfd fds[2] = {{a, POLLIN, 0}, {b, POLLIN, 0}};
-  while (::poll(fds, 2, timeout_ms) < 0) {
-    if (errno != EINTR) throw_system_error("poll");
-  }
-}
 
 // Waits up to `wait` for the lock. With a wait, the acquire runs on a second thread so that a
 // signal can end the wait at once: dblock then exits 128+N at once, without unwinding (that
@@ -203,95 +136,6 @@ std::optional<Lease> acquire(UniqueKeyLock& lock, const RunOptions& opts, millis
   }
 }
 
-// dblock's environment with the lease's facts added (replacing any of the same name).
-std::vector<std::string> environment_for(const Lease& lease) {
-  const std::pair<const char*, std::string> lease_vars[] = {
-      {"DBLOCK_KEY", lease.key()},
-      {"DBLOCK_FENCING_TOKEN", std::to_string(lease.fencing_token())},
-      {"DBLOCK_LEASE_ID", lease.lease_id()},
-      {"DBLOCK_OWNER", lease.owner().to_string()}};
-  std::vector<std::string> out;
-  for (char** var = environ; *var != nullptr; ++var) {
-    std::string_view text(*var);
-    const bool replaced = std::any_of(std::begin(lease_vars), std::end(lease_vars), [&](auto& v) {
-      return text.substr(0, text.find('=')) == v.first;
-    });
-    if (!replaced) out.emplace_back(text);
-  }
-  for (const auto& [name, value] : lease_vars) out.push_back(std::string(name) + "=" + value);
-  return out;
-}
-
-int milliseconds_until(Clock::time_point when, Clock::time_point now) {
-  auto ms = std::chrono::ceil<milliseconds>(when - now).count();
-  return static_cast<int>(std::clamp<decltype(ms)>(ms, 0, 250));
-}
-
-struct Ended {
-  int status = 0;     // CMD's wait status
-  bool lost = false;  // CMD's processes were stopped because the lease was (about to be) lost
-};
-
-// Waits until CMD has exited and none of its processes is left, passing signals on, and stops
-// them on the timeline of the footer when the lease is lost or when CMD leaves some behind.
-Ended supervise(Job& job, LeaseKeeper& keeper, const Timeline& t, const RunOptions& opts,
-                SignalInbox& inbox, Wakeup& wakeup) {
-  enum class Stopping { kNo, kLeftovers, kLost };
-  Stopping stopping = Stopping::kNo;
-  Clock::time_point kill_at = Clock::time_point::max();
-  for (;;) {
-    std::optional<int> status = job.reap();
-    const Clock::time_point now = Clock::now();
-    const Clock::time_point term_at = keeper.last_renewal_sent() + t.ttl - t.stop_margin;
-    if (stopping != Stopping::kLost && (keeper.gone() || now >= term_at)) {
-      std::cerr << "dblock: lost the lock " << opts.key << " while " << opts.command[0]
-                << " was running ("
-                << (keeper.gone() ? "its lease is gone"
-                                  : "not renewed for " + format_duration(t.ttl - t.stop_margin))
-                << "); sent its processes SIGTERM, SIGKILL follows after "
-                << format_duration(t.kill_after) << "; exiting 75\n";
-      stopping = Stopping::kLost;
-      job.signal_all(SIGTERM);
-      kill_at = std::min({kill_at, now + t.kill_after, term_at + t.kill_after});
-    }
-    if (status && stopping == Stopping::kNo) {
-      if (!job.anything_left()) return {*status, false};
-      std::cerr << "dblock: " << opts.command[0] << " exited but left processes running; "
-                << "stopping them before releasing the lock " << opts.key << '\n';
-      stopping = Stopping::kLeftovers;
-      job.signal_all(SIGTERM);
-      kill_at = std::min(now + t.kill_after, term_at + t.kill_after);
-    }
-    if (stopping != Stopping::kNo && now >= kill_at) job.signal_all(SIGKILL);
-    if (status && stopping != Stopping::kNo && !job.anything_left()) {
-      return {*status, stopping == Stopping::kLost};
-    }
-    // Wake for the next deadline, and at least every 250 ms: a child's exit is also found by
-    // polling, whatever happens to SIGCHLD.
-    int timeout = milliseconds_until(std::min(term_at, kill_at), now);
-    if (now >= kill_at) timeout = 10;  // re-parented orphans keep arriving
-    wait_readable(inbox.fd(), wakeup.fd(), timeout);
-    wakeup.drain();
-    while (auto sig = inbox.next()) {
-      if (*sig == SIGCHLD) continue;  // reaped above
-      // Also a terminal's Ctrl-C: CMD's processes are not in the terminal's foreground group.
-      job.signal_all(*sig);
-    }
-  }
-}
-
-int exit_code_of(int status) {
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-// Ends the process now: a renewal may still be stuck on a connection that stopped answering,
-// and nothing that thread uses may be destroyed under it.
-[[noreturn]] void exit_now(int code) {
-  std::cout.flush();
-  std::fflush(nullptr);
-  ::_exit(code);
-}
-
 // Releases the lease. Returns false when it turned out lost (someone else may have held the key
 // meanwhile). A fault is reported and otherwise ignored: the lease then expires by its TTL.
 bool release(Lease& lease, const RunOptions& opts, milliseconds ttl) {
@@ -305,7 +149,7 @@ bool release(Lease& lease, const RunOptions& opts, milliseconds ttl) {
 }
 
 int run(const RunOptions& opts) {
-  const Timeline t = timeline_of(opts);
+  const Timeline t = timeline_of(opts.ttl, opts.stop_margin, opts.kill_after);
   const auto wait = parse_duration_option(opts.wait, "--wait");
   const auto min_hold = parse_duration_option(opts.min_hold, "--min-hold");
   const auto lock_delay = parse_duration_option(opts.lock_delay, "--lock-delay");
@@ -355,14 +199,20 @@ int run(const RunOptions& opts) {
   }
 
   std::optional<Job> job;
-  job.emplace(opts.command, environment_for(*lease), !opts.no_cgroup);
+  job.emplace(opts.command, environment_for(*lease), !opts.no_cgroup, t.kill_after);
   if (job->exec_errno() != 0) {
     release(*lease, opts, t.ttl + lock_delay);
     std::cerr << "dblock: cannot run " << cmd << ": " << std::strerror(job->exec_errno()) << '\n';
     return job->exec_errno() == ENOENT ? kExitNotFound : kExitCannotExecute;
   }
   LeaseKeeper keeper(*lease, sent, t.renew_every, [&wakeup] { wakeup.notify(); });
-  const Ended ended = supervise(*job, keeper, t, opts, inbox, wakeup);
+  const LeaseWatch watch{"the lock " + opts.key, "exiting 75",
+                         [&] { return keeper.last_renewal_sent() + t.ttl - t.stop_margin; },
+                         [&]() -> std::optional<std::string> {
+                           if (keeper.gone()) return "its lease is gone";
+                           return std::nullopt;
+                         }};
+  const Ended ended = supervise(*job, t, watch, cmd, inbox, wakeup);
   job.reset();       // removes its cgroup
   if (ended.lost) {  // the lease is gone or about to be: nothing to free
     keeper.join_if_finished();

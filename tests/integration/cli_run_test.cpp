@@ -22,7 +22,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "cli_fixture.hpp"
+#include "cli_heartbeats.hpp"
 #include "fault_proxy.hpp"
 
 namespace dblock::testing {
@@ -30,94 +30,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// The heartbeats one run wrote: its fencing token and the first and last stamp (ns, wall clock).
-struct Span {
-  std::int64_t token = 0;
-  std::int64_t first = 0;
-  std::int64_t last = 0;
-  int beats = 0;
-};
-
-std::int64_t wall_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-class CliRunTest : public CliFixture {
- protected:
-  void SetUp() override {
-    CliFixture::SetUp();
-    if (HasFatalFailure()) return;  // no directory to write into (the database is unreachable)
-    // beat.sh LOG COUNT [ignore-term]: appends "<ns> <token>" to LOG every 50 ms, COUNT times
-    // (0: until killed).
-    std::ofstream(file("beat.sh")) << "[ \"$3\" = ignore-term ] && trap '' TERM\n"
-                                      "i=0\n"
-                                      "while [ \"$2\" -eq 0 ] || [ $i -lt \"$2\" ]; do\n"
-                                      "  echo \"$(date +%s%N) $DBLOCK_FENCING_TOKEN\" >> \"$1\"\n"
-                                      "  i=$((i + 1))\n"
-                                      "  sleep 0.05\n"
-                                      "done\n";
-  }
-
-  // `sh beat.sh <log> <count> [ignore-term]` as a shell command.
-  std::string beat(int count, bool ignore_term = false) const {
-    return "sh '" + file("beat.sh") + "' '" + file("log") + "' " + std::to_string(count) +
-           (ignore_term ? " ignore-term" : "");
-  }
-
-  // The runs in the log, by their first heartbeat.
-  std::vector<Span> spans() const {
-    std::map<std::int64_t, Span> by_token;
-    std::istringstream in(read_text_file(file("log")));
-    std::int64_t ns = 0, token = 0;
-    while (in >> ns >> token) {
-      Span& s = by_token[token];
-      if (s.beats++ == 0) s.token = token, s.first = ns;
-      s.first = std::min(s.first, ns);
-      s.last = std::max(s.last, ns);
-    }
-    std::vector<Span> out;
-    for (const auto& entry : by_token) out.push_back(entry.second);
-    std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.first < b.first; });
-    return out;
-  }
-
-  // Checks that `expected` runs worked, one after the other, with increasing tokens.
-  void expect_no_overlap(std::size_t expected) const {
-    auto runs = spans();
-    ASSERT_EQ(runs.size(), expected) << read_text_file(file("log"));
-    for (std::size_t i = 0; i < runs.size(); ++i) {
-      EXPECT_GT(runs[i].token, 0);
-      if (i == 0) continue;
-      EXPECT_GT(runs[i].token, runs[i - 1].token) << "tokens must increase run after run";
-      EXPECT_GT(runs[i].first, runs[i - 1].last)
-          << "run " << i << " started " << (runs[i - 1].last - runs[i].first) / 1000000
-          << " ms before run " << i - 1 << " stopped";
-    }
-  }
-
-  // Waits until the log holds a heartbeat.
-  bool wait_for_beats() const {
-    // Generous: under the sanitizers, with another test alongside, a first run was seen to need
-    // more than 5 s to take the lock and start its command.
-    auto deadline = std::chrono::steady_clock::now() + 20s;
-    while (spans().empty()) {
-      if (std::chrono::steady_clock::now() >= deadline) return false;
-      std::this_thread::sleep_for(10ms);
-    }
-    return true;
-  }
-
-  // Checks that nothing of the first run worked after `ended` (ns), waiting a little first so
-  // that a survivor would have shown itself.
-  void expect_first_run_ended_by(std::int64_t ended) const {
-    std::this_thread::sleep_for(300ms);
-    auto runs = spans();
-    ASSERT_FALSE(runs.empty());
-    EXPECT_LT(runs[0].last, ended) << "a process of the run kept working after dblock exited";
-  }
-};
+class CliRunTest : public CliHeartbeatTest {};
 
 TEST_P(CliRunTest, ANetworkCutStopsACommandThatIgnoresTermBeforeTheLeaseCanExpire) {
   const DatabaseUrl direct = backend().url();
@@ -167,6 +80,24 @@ TEST_P(CliRunTest, AForcedReleaseStopsAWrapperAndItsWorkerGrandchild) {
   EXPECT_NE(r.err.find("its lease is gone"), std::string::npos) << r.err;
   expect_first_run_ended_by(first_ended);
   auto second = run(run_sh(beat(3)));
+  EXPECT_EQ(second.exit_code, 0) << second.err;
+  expect_no_overlap(2);
+}
+
+// dblock killed with SIGKILL cannot stop its command; the guard it started beside the command
+// does: SIGTERM to the whole group (the wrapper dies of it, its worker ignores it), SIGKILL
+// --kill-after later. Without it the worker would run on while the lease expires and another
+// run starts.
+TEST_P(CliRunTest, AKilledRunsWholeCommandIsStoppedByItsGuard) {
+  auto first = start(run_sh(beat(0, true) + " & wait", {"--ttl", "2s"}));
+  ASSERT_TRUE(wait_for_beats());
+  first->signal(SIGKILL);
+  EXPECT_EQ(first->wait().exit_code, 128 + SIGKILL);
+  const std::int64_t killed = wall_ns();
+  // SIGKILL comes 333 ms (--kill-after: half of a third of the TTL) after dblock died.
+  std::this_thread::sleep_for(700ms);
+  expect_first_run_ended_by(killed + 500'000'000);
+  auto second = run(run_sh(beat(3), {"--wait", "10s"}));
   EXPECT_EQ(second.exit_code, 0) << second.err;
   expect_no_overlap(2);
 }

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # package.systemd: the systemd examples load without a warning (systemd-analyze verify), with
 # /usr/bin/dblock replaced by a program that exists here, and the template units instantiated.
-# `dblock run` units treat 75 (busy) as success.
+# `dblock run` units treat 75 (busy) as success; `dblock lead` units a stop by SIGTERM (143).
 # Usage: systemd_check.sh UNIT_DIR
 set -euo pipefail
 units=$1
@@ -29,4 +29,6 @@ if [[ -n "$out" ]]; then
 fi
 grep -q '^SuccessExitStatus=75$' "dblock-run@example.service" ||
   { echo "dblock-run@.service does not treat 75 (busy) as success" >&2; exit 1; }
+grep -q '^SuccessExitStatus=143$' "dblock-lead@example.service" ||
+  { echo "dblock-lead@.service does not treat a stop by SIGTERM (143) as success" >&2; exit 1; }
 ls
