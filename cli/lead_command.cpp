@@ -57,7 +57,7 @@ next one leads within milliseconds on PostgreSQL (it is woken by a notification)
 
 SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to dblock are passed on to CMD's processes; once they
 are gone, dblock gives the leadership back and exits with CMD's status. While it is not
-leading, these signals end it at once (exit 128+N). If dblock itself is killed (kill -9),
+leading, these signals end it within a second (exit 128+N). If dblock itself is killed (kill -9),
 CMD's processes get SIGTERM, and SIGKILL --kill-after later, as `dblock run`'s do. A dblock paused with SIGSTOP cannot stop CMD: pass the fencing token to
 CMD's writes so that a paused term's writes are refused once another term began.
 

@@ -32,6 +32,21 @@ started_at=$SECONDS
 
 heading() { printf '\n== %s (%ds) ==\n' "$*" "$((SECONDS - started_at))" >&2; }
 
+# --help: this script's usage and, once built, the program's options; nothing built or started.
+for arg in "$@"; do
+  if [[ "$arg" == -h || "$arg" == --help ]]; then
+    sed -n '3,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"
+    if [[ -x "$build_dir/bench/dblock-bench" ]]; then
+      echo
+      "$build_dir/bench/dblock-bench" --help
+    else
+      echo
+      echo "dblock-bench's own options are listed here once a first run has built it."
+    fi
+    exit 0
+  fi
+done
+
 heading "dependencies"
 scripts/install-deps.sh
 
