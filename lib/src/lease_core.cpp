@@ -8,7 +8,10 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <string>
 #include <utility>
+
+#include "log.hpp"
 
 namespace dblock::detail {
 
@@ -70,8 +73,19 @@ ReleaseOutcome LeaseCore::release() {
 void LeaseCore::release_quietly() noexcept {
   try {
     release();
+  } catch (const std::exception& e) {
+    log_failed_release(e);  // destructors never throw; the row expires by its TTL
   } catch (...) {
-    // Destructors never throw; the row expires by its TTL.
+  }
+}
+
+void LeaseCore::log_failed_release(const std::exception& e) const noexcept {
+  if (!logging()) return;
+  try {
+    log(LogLevel::kWarning, "releasing the lease of key '" + info_.key +
+                                "' as it was dropped failed (" + e.what() +
+                                "); the key is free once the lease expires");
+  } catch (...) {
   }
 }
 
@@ -91,8 +105,9 @@ void LeaseCore::abandon() noexcept {
 void LeaseCore::do_abandon() noexcept {
   try {
     if (do_release() == ReleaseOutcome::kNotHeld) lost_ = true;
+  } catch (const std::exception& e) {
+    log_failed_release(e);  // destructors never throw; the row expires by its TTL
   } catch (...) {
-    // Destructors never throw; the row expires by its TTL.
   }
 }
 
@@ -123,6 +138,14 @@ bool LeaseCore::renew(std::chrono::milliseconds ttl) {
 void LeaseCore::mark_lost() noexcept {
   if (lost_.exchange(true)) return;
   request_stop();  // before on_lost: work watching the token stops first
+  if (logging()) {
+    try {
+      log(LogLevel::kError, "the lease of key '" + info_.key + "' (fencing token " +
+                                std::to_string(info_.fencing_token) +
+                                ") is lost: another owner may hold the key now");
+    } catch (...) {
+    }
+  }
   if (on_lost_) {
     try {
       on_lost_(info_.key);

@@ -162,6 +162,8 @@ class LeaseCore {
   // transaction and with it the lock).
   virtual bool connection_lost() const noexcept { return false; }
   virtual bool do_renew(std::chrono::milliseconds ttl) = 0;
+  // A release of a dropped lease failed with `e`: says so to the log hook.
+  void log_failed_release(const std::exception& e) const noexcept;
 
  private:
   LeaseInfo info_;

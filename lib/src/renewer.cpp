@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <string>
 
 #include "dblock/error.hpp"
+#include "log.hpp"
 #include "per_process.hpp"
 
 namespace dblock::detail {
@@ -256,14 +258,16 @@ void Renewer::work() {
 
 void Renewer::renew_one(const std::shared_ptr<LeaseCore>& lease) {
   bool failed = false;
+  std::string why;  // what the failed renewal threw, when logging
   // Not renewed while its holder's renew_if says no: asked again a third of a TTL later, and lost
   // once the TTL has passed (the database frees the key then).
   const bool skipped = !lease->renewal_wanted();
   if (!skipped) {
     try {
       lease->renew(lease->ttl());  // false: gone (renew marked it lost)
-    } catch (const std::exception&) {
+    } catch (const std::exception& e) {
       failed = true;  // a fault: try again shortly until the TTL has passed
+      if (logging()) why = e.what();
     }
   }
   auto after = clock_.now();
@@ -276,9 +280,27 @@ void Renewer::renew_one(const std::shared_ptr<LeaseCore>& lease) {
       e->in_flight = false;
       if (failed) {
         e->retry_at = after + std::min(interval(*lease), std::chrono::milliseconds(250));
+        ++e->failures;
+        if (logging() && !give_up && !lease->released()) {
+          const auto left = std::chrono::ceil<std::chrono::milliseconds>(lease->renewed_at() +
+                                                                         lease->ttl() - after);
+          log(LogLevel::kWarning,
+              "renewing the lease of key '" + lease->info().key + "' failed (" + why +
+                  "); trying again in " +
+                  std::to_string(
+                      std::chrono::ceil<std::chrono::milliseconds>(*e->retry_at - after).count()) +
+                  " ms; it counts as lost in " + std::to_string(left.count()) +
+                  " ms unless a renewal succeeds");
+        }
       } else if (skipped) {
         e->retry_at = after + interval(*lease);
       } else {
+        if (e->failures > 0 && logging() && !lease->lost()) {
+          log(LogLevel::kInfo, "renewing the lease of key '" + lease->info().key +
+                                   "' works again, after " + std::to_string(e->failures) +
+                                   (e->failures == 1 ? " failed try" : " failed tries"));
+        }
+        e->failures = 0;
         e->retry_at = std::nullopt;
       }
     }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dblock/error.hpp"
+#include "log.hpp"
 #include "ttl_lease.hpp"
 #include "unique_key/live_holds.hpp"
 #include "unique_key/lock_impl.hpp"
@@ -72,6 +73,12 @@ ReleaseOutcome detail::UniqueKeyLockCore::release(const detail::ReleaseRequest& 
     if (announced) listener->released(q.key, false, "");
     if (e.code() == ErrorCode::kConnectionLost || e.code() == ErrorCode::kConnectFailed) {
       detail::PendingReleases::instance().keep(id, {shared_from_this(), q});
+      if (detail::logging()) {
+        detail::log(LogLevel::kWarning,
+                    "releasing key '" + q.key + "' failed (" + e.what() +
+                        "); the release is kept and sent again when this owner next takes the "
+                        "key here, else the key is free once the lease expires");
+      }
     }
     throw;
   }
@@ -80,6 +87,10 @@ ReleaseOutcome detail::UniqueKeyLockCore::release(const detail::ReleaseRequest& 
 void detail::UniqueKeyLockCore::finish_pending_release(const std::string& key, const Owner& owner) {
   for (const auto& entry : detail::PendingReleases::instance().find(holds_id(key, owner))) {
     const std::shared_ptr<UniqueKeyLockCore> sender = entry.lock.lock();
+    if (detail::logging()) {
+      detail::log(LogLevel::kInfo,
+                  "sending again the release of key '" + key + "' kept after a lost connection");
+    }
     (sender ? *sender : *this).release(entry.request);
   }
 }

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "dblock/error.hpp"
+#include "log.hpp"
 
 namespace dblock::detail {
 
@@ -42,9 +43,16 @@ void ReleaseListener::run() {
       listen_once();
       listening_ = false;
       return;  // stopped, or notifications are not available at all
-    } catch (const Error&) {
+    } catch (const Error& e) {
       // Lost the session: waiters keep polling meanwhile; reconnect shortly.
       listening_ = false;
+      lost_session_ = true;
+      if (logging()) {
+        log(LogLevel::kWarning, "the session listening on '" + channel_ + "' for releases ended (" +
+                                    e.what() +
+                                    "); waiters poll until it is back; reconnecting in " +
+                                    std::to_string(kReconnectDelay.count()) + " ms");
+      }
     }
     std::unique_lock lock(mu_);
     cv_.wait_for(lock, kReconnectDelay, [&] { return stop_; });
@@ -66,6 +74,10 @@ void ReleaseListener::listen_once() {
       wake_all(state);
     }
   }
+  if (lost_session_ && logging()) {
+    log(LogLevel::kInfo, "listening on '" + channel_ + "' for releases again");
+  }
+  lost_session_ = false;
   while (true) {
     {
       std::lock_guard lock(mu_);

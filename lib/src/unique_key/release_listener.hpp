@@ -175,6 +175,7 @@ class ReleaseListener {
   std::map<std::string, int, std::less<>> held_here_;  // live leases per key (holding())
   std::uint64_t arrivals_ = 0;
   std::atomic<bool> listening_{false};  // between a LISTEN and the loss of its session
+  bool lost_session_ = false;  // the listener thread's: a session ended since the last LISTEN
   bool stop_ = false;
   std::thread thread_;
   const pid_t made_in_ = ::getpid();
