@@ -4,7 +4,7 @@
 # libraries (libpq, libpqxx, MariaDB Connector/C, SOCI) and PostgreSQL and MariaDB servers.
 #
 # Usage: scripts/distro-test.sh SUITE [--short | --build | --full | --rootfs-only]
-#        [--clang | --clang-only] [--fresh]
+#        [--clang | --clang-only] [--package] [--fresh]
 #
 #   SUITE    trixie (Debian 13), sid (Debian unstable) or bookworm (Debian 12)
 #   --short  (the default; what CI runs) build the library, the CLI and the unit and integration
@@ -23,7 +23,11 @@
 #   --clang-only  with --build: build them and run the unit tests with clang instead of GCC;
 #            CI runs trixie so (sid's GCC 16 and this machine's GCC 12 build with warnings as
 #            errors in the other steps)
-#   --fresh  start cold: remove the cached root filesystem, the compiler cache and the build
+#   --package  with --build: build the libraries shared (and their static archives too) with
+#            the install prefix /usr, make the Debian packages with `cpack -G DEB` there, and
+#            prove them on a clean root filesystem of the suite: scripts/package-check.sh SUITE
+#            --debs, run on this machine after the build; CI runs trixie so
+#   --fresh  start cold: remove the cached root filesystems, the compiler cache and the build
 #            directory of the suite first (what a CI run on a new machine pays)
 #
 # The root filesystem is made with mmdebstrap from Debian's package registry (mmdebstrap is
@@ -45,7 +49,8 @@
 #   DBLOCK_ROOTFS_CACHE         where root filesystems are kept (default /var/cache/dblock-rootfs)
 #   DBLOCK_ROOTFS_MAX_AGE_DAYS  remake a cached root filesystem older than this (default 7)
 #   DBLOCK_DEBIAN_MIRROR        the registry (default http://deb.debian.org/debian)
-#   BUILD_DIR                   the GCC build directory (default build-<suite>)
+#   BUILD_DIR                   the GCC build directory (default build-<suite>); the clang one
+#                               is its name with -clang after it
 #   DBLOCK_DISTRO_CMAKE_ARGS    extra arguments for both configure steps, space-separated
 set -euo pipefail
 
@@ -60,6 +65,7 @@ parse_args() {
   suite=
   form=short
   clang=0
+  package=0
   fresh=0
   for arg in "$@"; do
     case "$arg" in
@@ -69,6 +75,7 @@ parse_args() {
       --rootfs-only) form=rootfs-only ;;
       --clang) clang=1 ;;
       --clang-only) clang=only ;;
+      --package) package=1 ;;
       --fresh) fresh=1 ;;
       -h | --help) usage ;;
       -*) die "unknown option: $arg (see --help)" ;;
@@ -80,6 +87,8 @@ parse_args() {
   done
   [[ "$clang" != only || "$form" == build ]] ||
     die "--clang-only goes with --build (the other forms run their tests on GCC's build)"
+  ((package == 0)) || [[ "$form" == build ]] ||
+    die "--package goes with --build (it packages that build's libraries and program)"
   case "$suite" in
     bookworm | trixie | sid) ;;
     "") usage ;;
@@ -89,9 +98,10 @@ parse_args() {
 }
 
 # What the root filesystem holds: the distribution's toolchain, dblock's build dependencies, its
-# servers, and what the full suite needs besides (faketime, PgBouncer, nftables, iproute2).
+# servers, what the full suite needs besides (faketime, PgBouncer, nftables, iproute2), and what
+# CPack's dependency scan runs (file; dpkg-shlibdeps comes with build-essential) for --package.
 packages=(
-  build-essential cmake pkg-config ccache clang
+  build-essential cmake pkg-config ccache clang file
   libpq-dev libpqxx-dev libmariadb-dev libsoci-dev libboost-dev
   nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev
   postgresql postgresql-client mariadb-server mariadb-client
@@ -293,12 +303,15 @@ main() {
   [[ "$max_age_days" =~ ^[1-9][0-9]*$ ]] ||
     die "DBLOCK_ROOTFS_MAX_AGE_DAYS must be a whole number of days, 1 or more (got '$max_age_days')"
   build_dir=$(realpath -m -- "${BUILD_DIR:-$repo_root/build-$suite}")
-  clang_build_dir="$repo_root/build-$suite-clang"
+  clang_build_dir="$build_dir-clang"
   ensure_host_tools
   if ((fresh)); then
     log "--fresh: removing $build_dir, $clang_build_dir and the suite's compiler cache"
     rm -rf --one-file-system -- "$build_dir" "$clang_build_dir"
-    [[ -n "$cache" ]] && rm -rf --one-file-system -- "$cache/ccache-$suite"
+    if [[ -n "$cache" ]]; then
+      rm -rf --one-file-system -- "$cache/ccache-$suite"
+      ((package == 0)) || rm -f -- "$cache/$suite-package-check-"*.tar
+    fi
   fi
   if [[ "$form" == rootfs-only ]]; then
     [[ -n "$cache" ]] ||
@@ -331,7 +344,8 @@ main() {
   # kernel ends every process it left, servers included, and its mounts go with it. It enters the
   # run's cgroup before unshare makes that the root of its cgroup namespace.
   set +e
-  DISTRO_SUITE=$suite DISTRO_FORM=$form DISTRO_CLANG=$clang DISTRO_ROOTFS=$rootfs \
+  DISTRO_SUITE=$suite DISTRO_FORM=$form DISTRO_CLANG=$clang DISTRO_PACKAGE=$package \
+    DISTRO_ROOTFS=$rootfs \
     DISTRO_RUN_DIR=$run_dir DISTRO_SOURCE=$repo_root DISTRO_BUILD=$build_dir \
     DISTRO_CLANG_BUILD=$clang_build_dir DISTRO_CCACHE=$ccache_dir DISTRO_TIMES=$times_file \
     DISTRO_CGROUP2=$cgroup_mount DISTRO_CMAKE_ARGS=${DBLOCK_DISTRO_CMAKE_ARGS:-} \
@@ -345,9 +359,18 @@ main() {
     phase_seconds+=("$took")
     phase_cpu+=("$cpu")
   done <"$times_file"
+  if ((rc == 0 && package)); then
+    # The packages the run made (in the build that ran the unit tests), on a clean root
+    # filesystem of the suite, from this machine: it reaches Debian's registry and a PostgreSQL.
+    local packages_dir="$build_dir/packages"
+    [[ "$clang" == only ]] && packages_dir="$clang_build_dir/packages"
+    begin_phase "packages on a clean $suite"
+    "$scripts_dir/package-check.sh" "$suite" --debs "$packages_dir" || rc=$?
+    end_phase
+  fi
   print_times
   if ((rc != 0)); then
-    log "FAILED (exit status $rc) in the $suite root filesystem"
+    log "FAILED (exit status $rc)"
     exit "$rc"
   fi
   printf 'distro-test %s --%s: passed\n' "$suite" "$form"

@@ -105,6 +105,17 @@ if [[ "$DISTRO_FORM" == full ]]; then
 else
   configure_flags+=" -DDBLOCK_INTEGRATION_SOURCES=statements -DDBLOCK_BUILD_EXAMPLES=OFF"
 fi
+# --package: the libraries shared, with their static archives, installed under /usr, as the
+# Debian packages have them; the same objects as a static build (the compiler cache serves
+# either), so only the links are added. cpack installs what the build phase built, without
+# building the other targets first (the integration tests, the examples).
+if [[ "$DISTRO_PACKAGE" == 1 ]]; then
+  configure_flags+=" -DBUILD_SHARED_LIBS=ON -DDBLOCK_INSTALL_ARCHIVES=ON -DCMAKE_INSTALL_PREFIX=/usr"
+  configure_flags+=" -DCMAKE_SKIP_INSTALL_ALL_DEPENDENCY=ON"
+else
+  configure_flags+=" -DBUILD_SHARED_LIBS=OFF -DDBLOCK_INSTALL_ARCHIVES=OFF"
+  configure_flags+=" -DCMAKE_SKIP_INSTALL_ALL_DEPENDENCY=OFF"
+fi
 read -r -a extra_cmake_args <<<"${DISTRO_CMAKE_ARGS:-}"
 for arg in "${extra_cmake_args[@]}"; do configure_flags+=" $(printf '%q' "$arg")"; done
 
@@ -139,6 +150,24 @@ short_tests_regex="[./]($(IFS='|'; echo "${short_suites[*]}"))\\."
 short_skipped_regex=$(IFS='|'; echo "${short_skipped[*]}")
 short_skipped_regex="[./](${short_skipped_regex//./\\.})"
 
+# What --build builds: the CLI links every driver, so every driver's code is compiled; with
+# --package, the shared libraries too (their objects are the CLI's). A component added to
+# lib/CMakeLists.txt goes here too: cpack fails on a library it installs that was not built.
+build_targets="dblock_cli dblock_unit_tests"
+if [[ "$DISTRO_PACKAGE" == 1 ]]; then
+  build_targets+=" dblock_core dblock_cleaner dblock_postgresql dblock_libpqxx dblock_mysql"
+  build_targets+=" dblock_soci"
+fi
+
+# `cpack -G DEB` in build directory $1 (--package): the packages in $1/packages, their Depends
+# from the suite's dpkg-shlibdeps.
+package_phase() {
+  phase "cpack ($2)" "
+    cd $1 && rm -rf packages
+    cpack -G DEB >cpack.log || { cat cpack.log; exit 1; }
+    ls -l packages/*.deb"
+}
+
 # GCC's build and what runs on it. The phases' scripts run in the root filesystem: what they
 # expand, they expand there.
 # shellcheck disable=SC2016
@@ -151,9 +180,8 @@ gcc_phases() {
   if [[ "$DISTRO_FORM" == full ]]; then
     phase "build (gcc, everything)" "cmake --build /build -j $jobs"
   elif [[ "$DISTRO_FORM" == build ]]; then
-    # The CLI links every driver, so every driver's code is compiled.
     phase "build (gcc, library, CLI, unit tests)" "cmake --build /build -j $jobs \
-      --target dblock_cli dblock_unit_tests"
+      --target $build_targets"
   else
     phase "build (gcc)" "cmake --build /build -j $jobs --target dblock_cli dblock_unit_tests \
       dblock_integration_tests"
@@ -170,6 +198,7 @@ gcc_phases() {
 
   phase "unit tests (gcc)" "ctest --test-dir /build --no-tests=error -L '^unit' -j $jobs \
     --output-on-failure"
+  if [[ "$DISTRO_PACKAGE" == 1 ]]; then package_phase /build gcc; fi
 
   [[ "$DISTRO_FORM" == build ]] || phase "servers" "
     export DBLOCK_DEV_DB_DIR=$db_dir
@@ -214,11 +243,13 @@ run_phases() {
     if [[ "$DISTRO_FORM" == full ]]; then
       phase "build (clang, everything)" "cmake --build /build-clang -j $jobs"
     else
-      phase "build (clang)" "cmake --build /build-clang -j $jobs --target dblock_cli \
-        dblock_unit_tests"
+      phase "build (clang)" "cmake --build /build-clang -j $jobs --target $build_targets"
     fi
     phase "unit tests (clang)" "ctest --test-dir /build-clang --no-tests=error -L '^unit' \
       -j $jobs --output-on-failure"
+    if [[ "$DISTRO_PACKAGE" == 1 && "$DISTRO_CLANG" == only ]]; then
+      package_phase /build-clang clang
+    fi
   fi
 }
 
@@ -229,4 +260,4 @@ main() {
   run_phases
 }
 
-main
+main; exit
