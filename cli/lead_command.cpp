@@ -73,11 +73,8 @@ struct LeadOptions {
   std::string value;
   std::string candidate;
   std::string ttl = "10s";
-  std::optional<std::string> stop_margin;
-  std::optional<std::string> kill_after;
   std::string rejoin_after = "1s";
-  bool no_cgroup = false;
-  std::vector<std::string> command;
+  CommandOptions cmd;
 };
 
 // Hands each term from the campaigning thread to the main thread, which runs CMD for it, and
@@ -128,11 +125,11 @@ class TermHandoff {
 // or nothing to campaign again.
 std::optional<int> run_term(const Term& term, const LeadOptions& opts, const Timeline& t,
                             milliseconds rejoin_after, SignalInbox& inbox, Wakeup& wakeup) {
-  const std::string& cmd = opts.command.front();
+  const std::string& cmd = opts.cmd.command.front();
   const Lease& lease = term.lease();
   const std::string what =
       "the leadership of " + opts.key + " (term " + std::to_string(term.number()) + ")";
-  Job job(opts.command, environment_for(lease), !opts.no_cgroup, t.kill_after);
+  Job job(opts.cmd.command, environment_for(lease), !opts.cmd.no_cgroup, t.kill_after);
   if (job.exec_errno() != 0) {
     std::cerr << "dblock: cannot run " << cmd << ": " << std::strerror(job.exec_errno())
               << "; giving up " << what << '\n';
@@ -160,7 +157,7 @@ std::optional<int> run_term(const Term& term, const LeadOptions& opts, const Tim
 }
 
 int lead(const LeadOptions& opts) {
-  const Timeline t = timeline_of(opts.ttl, opts.stop_margin, opts.kill_after, milliseconds(100));
+  const Timeline t = timeline_of(opts.ttl, opts.cmd, milliseconds(100));
   const milliseconds rejoin_after = parse_duration_option(opts.rejoin_after, "--rejoin-after");
   if (rejoin_after > std::chrono::hours(1)) {
     throw Error(ErrorCode::kInvalidArgument,
@@ -253,25 +250,13 @@ void add_lead_command(CLI::App& app, int* exit_code) {
                   "(100ms to 365 days)")
       ->type_name("DURATION")
       ->capture_default_str();
-  sub->add_option("--stop-margin", opts->stop_margin,
-                  "How long before the lease could expire unrenewed CMD gets SIGTERM "
-                  "(default: a third of --ttl)")
-      ->type_name("DURATION");
-  sub->add_option("--kill-after", opts->kill_after,
-                  "How long after SIGTERM CMD's remaining processes get SIGKILL (default: half "
-                  "of --stop-margin)")
-      ->type_name("DURATION");
   sub->add_option("--rejoin-after", opts->rejoin_after,
                   "How long to wait after a term ended before campaigning again, so another "
                   "candidate takes over first (0 to 1h)")
       ->type_name("DURATION")
       ->capture_default_str();
-  sub->add_flag("--no-cgroup", opts->no_cgroup,
-                "Do not give CMD a cgroup of its own even where possible: its processes are "
-                "then found by process group and as orphans re-parented to dblock");
+  opts->cmd.add_to(*sub);
   opts->db.add_to(*sub);
-  sub->add_option("CMD", opts->command, "The command to run and its arguments, after `--`")
-      ->required();
   sub->footer(kLeadFooter);
   sub->callback([opts, exit_code] { *exit_code = run_guarded([&] { return lead(*opts); }); });
 }

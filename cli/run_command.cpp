@@ -95,14 +95,11 @@ struct RunOptions {
   std::string key;
   std::string ttl = "30s";
   std::string wait = "0";
-  std::optional<std::string> stop_margin;
-  std::optional<std::string> kill_after;
   std::optional<std::string> owner;
   std::string min_hold = "0";
   std::string lock_delay = "0";
   bool quiet_busy = false;
-  bool no_cgroup = false;
-  std::vector<std::string> command;
+  CommandOptions cmd;
 };
 
 // Waits up to `wait` for the lock. With a wait, the acquire runs on a second thread so that a
@@ -125,7 +122,7 @@ std::optional<Lease> acquire(UniqueKeyLock& lock, const RunOptions& opts, millis
     wait_readable(inbox.fd(), wakeup.fd());
     if (auto sig = inbox.next_stop_signal()) {
       std::cerr << "dblock: stopped by " << signal_name(*sig) << " while waiting for lock "
-                << opts.key << "; not running " << opts.command[0] << '\n';
+                << opts.key << "; not running " << opts.cmd.command[0] << '\n';
       ::_exit(128 + *sig);
     }
     wakeup.drain();
@@ -149,7 +146,7 @@ bool release(Lease& lease, const RunOptions& opts, milliseconds ttl) {
 }
 
 int run(const RunOptions& opts) {
-  const Timeline t = timeline_of(opts.ttl, opts.stop_margin, opts.kill_after);
+  const Timeline t = timeline_of(opts.ttl, opts.cmd);
   const auto wait = parse_duration_option(opts.wait, "--wait");
   const auto min_hold = parse_duration_option(opts.min_hold, "--min-hold");
   const auto lock_delay = parse_duration_option(opts.lock_delay, "--lock-delay");
@@ -157,7 +154,7 @@ int run(const RunOptions& opts) {
     throw Error(ErrorCode::kInvalidArgument,
                 "--lock-delay must be from 0 to 1h; got " + format_duration(lock_delay));
   }
-  const std::string& cmd = opts.command.front();
+  const std::string& cmd = opts.cmd.command.front();
 
   SignalInbox inbox;  // before any thread starts, so every thread inherits the mask
   Wakeup wakeup;
@@ -199,7 +196,7 @@ int run(const RunOptions& opts) {
   }
 
   std::optional<Job> job;
-  job.emplace(opts.command, environment_for(*lease), !opts.no_cgroup, t.kill_after);
+  job.emplace(opts.cmd.command, environment_for(*lease), !opts.cmd.no_cgroup, t.kill_after);
   if (job->exec_errno() != 0) {
     release(*lease, opts, t.ttl + lock_delay);
     std::cerr << "dblock: cannot run " << cmd << ": " << std::strerror(job->exec_errno()) << '\n';
@@ -256,14 +253,6 @@ void add_run_command(CLI::App& app, int* exit_code) {
   sub->add_option("--wait", opts->wait, "How long to wait for a lock held elsewhere; 0: try once")
       ->type_name("DURATION")
       ->capture_default_str();
-  sub->add_option("--stop-margin", opts->stop_margin,
-                  "How long before the lease could expire unrenewed CMD gets SIGTERM "
-                  "(default: a third of --ttl)")
-      ->type_name("DURATION");
-  sub->add_option("--kill-after", opts->kill_after,
-                  "How long after SIGTERM CMD's remaining processes get SIGKILL (default: half "
-                  "of --stop-margin)")
-      ->type_name("DURATION");
   sub->add_option("--owner", opts->owner,
                   "A name for this holder, shown by `dblock locks` (default: the thread id)")
       ->type_name("NAME");
@@ -281,12 +270,8 @@ void add_run_command(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   sub->add_flag("-q,--quiet-busy", opts->quiet_busy,
                 "When the lock is held elsewhere, exit 75 without a word (cron mails any output)");
-  sub->add_flag("--no-cgroup", opts->no_cgroup,
-                "Do not give CMD a cgroup of its own even where possible: its processes are "
-                "then found by process group and as orphans re-parented to dblock");
+  opts->cmd.add_to(*sub);
   opts->db.add_to(*sub);
-  sub->add_option("CMD", opts->command, "The command to run and its arguments, after `--`")
-      ->required();
   sub->footer(kRunFooter);
   sub->callback([opts, exit_code] { *exit_code = run_guarded([&] { return run(*opts); }); });
 }

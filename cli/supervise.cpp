@@ -37,8 +37,24 @@ bool is_stop_signal(int sig) {
 
 }  // namespace
 
-Timeline timeline_of(const std::string& ttl, const std::optional<std::string>& stop_margin,
-                     const std::optional<std::string>& kill_after, milliseconds min_ttl) {
+void CommandOptions::add_to(CLI::App& app) {
+  app.add_option("--stop-margin", stop_margin,
+                 "How long before the lease could expire unrenewed CMD gets SIGTERM "
+                 "(default: a third of --ttl)")
+      ->type_name("DURATION");
+  app.add_option("--kill-after", kill_after,
+                 "How long after SIGTERM CMD's remaining processes get SIGKILL (default: half "
+                 "of --stop-margin)")
+      ->type_name("DURATION");
+  app.add_flag("--no-cgroup", no_cgroup,
+               "Do not give CMD a cgroup of its own even where possible: its processes are "
+               "then found by process group and as orphans re-parented to dblock");
+  app.add_option("CMD", command, "The command to run and its arguments, after `--`")->required();
+}
+
+Timeline timeline_of(const std::string& ttl, const CommandOptions& options, milliseconds min_ttl) {
+  const std::optional<std::string>& stop_margin = options.stop_margin;
+  const std::optional<std::string>& kill_after = options.kill_after;
   Timeline t;
   t.ttl = parse_duration_option(ttl, "--ttl");
   if (t.ttl < min_ttl || t.ttl > std::chrono::hours(24 * 365)) {

@@ -11,6 +11,7 @@
 // a LeaseWatch's functions are called on that thread.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <functional>
 #include <optional>
@@ -36,11 +37,22 @@ struct Timeline {
   std::chrono::milliseconds renew_every;  // a third of ttl - stop_margin
 };
 
+// The options `run` and `lead` share: the command (CMD, after `--`), where its processes are
+// looked for, and its stop timeline but the TTL.
+struct CommandOptions {
+  std::optional<std::string> stop_margin;
+  std::optional<std::string> kill_after;
+  bool no_cgroup = false;
+  std::vector<std::string> command;
+
+  // Adds --stop-margin, --kill-after, --no-cgroup and CMD to a subcommand.
+  void add_to(CLI::App& app);
+};
+
 // Parses --ttl, --stop-margin (default: a third of the TTL) and --kill-after (default: half the
 // margin), and checks kill-after < stop-margin < ttl, and the TTL within [min_ttl, 365 days].
 // Throws dblock::Error(kInvalidArgument) saying which option to change.
-Timeline timeline_of(const std::string& ttl, const std::optional<std::string>& stop_margin,
-                     const std::optional<std::string>& kill_after,
+Timeline timeline_of(const std::string& ttl, const CommandOptions& options,
                      std::chrono::milliseconds min_ttl = std::chrono::milliseconds(1));
 
 // The lease a supervised command runs under, as the supervisor sees it.
