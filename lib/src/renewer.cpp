@@ -88,7 +88,11 @@ void Renewer::add(const std::shared_ptr<LeaseCore>& lease, bool renews,
   {
     std::lock_guard lock(mu_);
     if (stop_) return;
-    entries_.push_back(Entry{lease, std::nullopt, false, renews});
+    entries_.push_back(Entry{.lease = lease,
+                             .retry_at = std::nullopt,
+                             .in_flight = false,
+                             .renews = renews,
+                             .failures = 0});
     if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
     if (!watchdog_.joinable()) watchdog_ = std::thread([this] { watch_deadlines(); });
     // Each thread is woken only when the new lease is due before it wakes anyway (at the latest

@@ -79,8 +79,8 @@ class Renewer {
     // after its latest renewal (LeaseCore::renewed_at()).
     std::optional<BootClock::time_point> retry_at;
     bool in_flight = false;  // a worker is renewing it
-    int failures = 0;        // renewals that failed in a row
     bool renews = true;      // false: watched for its stop only (arm() without watch())
+    int failures = 0;        // renewals that failed in a row
   };
 
   void run();
