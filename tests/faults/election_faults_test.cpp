@@ -3,11 +3,13 @@
 // process (`elect` mode) campaigning with dblock::Election, whose work records when it began,
 // each moment it still led, and when its stop token ended it, and makes fenced writes with its
 // term. The leader is killed with SIGKILL (and a new candidate started in its place), has every
-// session of its own killed on the server, or works while the server crashes and restarts.
+// session of its own killed on the server, is cut off from the database (but not from the
+// resource it writes to), or works while the server crashes and restarts.
 //
 // After each fault: the history checker finds no two terms whose work overlapped and terms
 // strictly increasing (so the stop token fired before another term began); the election goes on
-// (a new term after a killed leader or a crash; a term working one TTL after a session kill);
+// (a new term after a killed or cut-off leader or a crash; a term working one TTL after a
+// session kill);
 // at the end every surviving candidate was still campaigning and none of their fenced writes was
 // refused, which a write of an older term after a newer one's would be.
 #include <signal.h>
@@ -20,6 +22,7 @@
 
 #include "dblock/election.hpp"
 #include "fault_fixture.hpp"
+#include "fault_proxy.hpp"
 #include "private_server.hpp"
 #include "process.hpp"
 
@@ -60,12 +63,23 @@ class ElectionFaultTest : public FaultTest {
     FaultTest::TearDown();
   }
 
-  // Starts the candidate `client` (c0, c1, ...), campaigning for at most a minute.
-  void start_candidate() {
+  // Starts the candidate `client` (c0, c1, ...), campaigning for at most a minute. One
+  // `behind_proxy` reaches the election's database through a fault proxy of its own (proxies_),
+  // and the resource it writes to directly.
+  void start_candidate(bool behind_proxy = false) {
     const std::string client = "c" + std::to_string(candidates_.size() + dead_.size());
+    std::string url = worker_url();
+    if (behind_proxy) {
+      const DatabaseUrl server = backend().url();
+      auto& proxy = proxies_[client] =
+          std::make_unique<FaultProxy>(server.host, server.effective_port());
+      const std::string direct = server.host + ":" + std::to_string(server.effective_port());
+      url.replace(url.find(direct), direct.size(), "127.0.0.1:" + std::to_string(proxy->port()));
+    }
     candidates_[client] = std::make_unique<ChildProcess>(
-        std::vector<std::string>{DBLOCK_FAULT_WORKER_PATH, "elect", worker_url(), tables_.prefix(),
-                                 kName, std::to_string(kTtlMs), new_history(client), client, "60"},
+        std::vector<std::string>{DBLOCK_FAULT_WORKER_PATH, "elect", url, tables_.prefix(), kName,
+                                 std::to_string(kTtlMs), new_history(client), client, "60",
+                                 worker_url()},
         std::map<std::string, std::string>{});
   }
 
@@ -225,6 +239,7 @@ class ElectionFaultTest : public FaultTest {
     EXPECT_LE(counter(), highest);
   }
 
+  std::map<std::string, std::unique_ptr<FaultProxy>> proxies_;  // outlive the candidates
   std::map<std::string, std::unique_ptr<ChildProcess>> candidates_;
   std::vector<std::string> dead_;
 };
@@ -270,6 +285,37 @@ TEST_P(ElectionFaultTest, ALeaderWhoseSessionsAreKilledOnTheServerNeverOverlapsT
         backend().name.c_str(), killed, now->second.c_str(),
         static_cast<long long>(now->first.term), static_cast<long long>(later->token));
   }
+  stop_candidates();
+  check_terms();
+}
+
+// The leader's network to the election's database blackholed (its statements hang, its
+// renewals never answer) while it still reaches the resource, twice: its stop token must end
+// its work before another candidate's term begins, and its fenced writes must never come after
+// the next term's. Once the network is back, it campaigns again.
+TEST_P(ElectionFaultTest, ALeaderCutOffFromTheDatabaseStopsBeforeTheNextTermBegins) {
+  for (int i = 0; i < 3; ++i) start_candidate(true);
+  auto first = wait_for_term_after(0, milliseconds(15000));
+  ASSERT_TRUE(first) << "no candidate was elected";
+  for (int round = 0; round < 2; ++round) {
+    auto now = leader();
+    ASSERT_TRUE(now) << "no leader";
+    auto& proxy = *proxies_.at(now->second);
+    proxy.set_blackhole(true);
+    const auto cut_at = monotonic_us();
+    auto next = wait_for_term_after(cut_at, milliseconds(10000));
+    ASSERT_TRUE(next) << "no candidate took over from the leader cut off";
+    EXPECT_GT(next->token, now->first.term);
+    EXPECT_NE(next->client, now->second);
+    std::printf("[ election ] %s: cut %s off (term %lld); %s leads term %lld %lld ms later\n",
+                backend().name.c_str(), now->second.c_str(),
+                static_cast<long long>(now->first.term), next->client.c_str(),
+                static_cast<long long>(next->token),
+                static_cast<long long>((next->from_us - cut_at) / 1000));
+    proxy.set_blackhole(false);
+    proxy.close_all();  // its hung statements fail now
+  }
+  std::this_thread::sleep_for(milliseconds(200));  // the last term writes
   stop_candidates();
   check_terms();
 }

@@ -12,14 +12,16 @@
 //     and releases a key of its own (KEY-CLIENT-<n>) once. Faults are counted and retried after
 //     50 ms. Prints "acquired=<n> released=<n> errors=<n> fenced_rejected=<n> conflicts=<n>
 //     in_doubt=<n>" at the end.
-//   fault_worker elect URL PREFIX NAME TTL_MS HISTORY CLIENT SECONDS
+//   fault_worker elect URL PREFIX NAME TTL_MS HISTORY CLIENT SECONDS [RESOURCE_URL]
 //     A candidate named CLIENT in the election NAME (dblock::Election, a pool of its own, TTL_MS)
 //     for SECONDS or until SIGUSR1. Each term's work records "acquired" (token = the term) as it
 //     begins, "renewed" each time it finds its stop token not requested (it still leads then),
 //     and "released ... released" stamped when it found the stop token requested: so the
 //     checker's holds (load_holds with leases_expire false) are the spans in which the work
 //     believed it led, a killed leader's ending at its last "renewed". Every ~20 ms in between it
-//     makes a fenced write with its term (token <= term: a term writes many times). Database
+//     makes a fenced write with its term (token <= term: a term writes many times), through a
+//     pool of its own to RESOURCE_URL (default URL: a leader cut off from the election's
+//     database may still reach the resource). Database
 //     errors are counted, never the end of it. Prints "term <n>" as each term begins, and at the
 //     end "terms=<n> errors=<on_error calls> write_errors=<n> fenced_rejected=<n>
 //     campaigning=<1: campaign() was still running>". Its sessions can be found on the server:
@@ -229,6 +231,8 @@ int elect_mode(char** argv) {
   const milliseconds ttl(std::stoll(argv[5]));
   const auto deadline = steady_clock::now() + seconds(std::stoll(argv[8]));
   auto pool = tagged_pool(url, tables, client);
+  auto resource = tagged_pool(argv[9] ? dblock::DatabaseUrl::resolve(std::string(argv[9])) : url,
+                              tables, client);
   HistoryWriter history(argv[6]);
   std::atomic<long> terms{0}, errors{0}, write_errors{0}, rejected{0};
   dblock::ElectionOptions options;
@@ -258,7 +262,7 @@ int elect_mode(char** argv) {
       }
       history.renewed(client, name, number, now, ttl.count());  // it still led at `now`
       try {
-        if (fenced_write(*pool, tables, client, number, "<=") == 0) ++rejected;
+        if (fenced_write(*resource, tables, client, number, "<=") == 0) ++rejected;
       } catch (const dblock::Error&) {
         ++write_errors;  // the server or the session is away: the next write tries again
       }
@@ -294,10 +298,11 @@ int main(int argc, char** argv) {
     std::string mode = argc > 1 ? argv[1] : "";
     if (mode == "hold" && argc == 9) return hold_mode(argv);
     if (mode == "loop" && argc == 10) return loop_mode(argv);
-    if (mode == "elect" && argc == 9) return elect_mode(argv);
+    if (mode == "elect" && (argc == 9 || argc == 10)) return elect_mode(argv);
     std::cerr << "usage: fault_worker hold|loop STRATEGY URL PREFIX KEY TTL_MS HISTORY CLIENT "
                  "[SECONDS]\n"
-                 "       fault_worker elect URL PREFIX NAME TTL_MS HISTORY CLIENT SECONDS\n";
+                 "       fault_worker elect URL PREFIX NAME TTL_MS HISTORY CLIENT SECONDS "
+                 "[RESOURCE_URL]\n";
     return 64;
   } catch (const std::exception& e) {
     std::cerr << "fault_worker: " << e.what() << '\n';
