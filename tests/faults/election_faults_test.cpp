@@ -9,9 +9,11 @@
 // After each fault: the history checker finds no two terms whose work overlapped and terms
 // strictly increasing (so the stop token fired before another term began); the election goes on
 // (a new term after a killed or cut-off leader or a crash; a term working one TTL after a
-// session kill);
-// at the end every surviving candidate was still campaigning and none of their fenced writes was
-// refused, which a write of an older term after a newer one's would be.
+// session kill); at the end every surviving candidate was still campaigning and none of their
+// fenced writes was refused, which a write of an older term after a newer one's would be.
+//
+// The faults run on the pairs of the fault suite (PostgreSQL with libpq and libpqxx, MariaDB or
+// MySQL with libmysqlclient); an election's lease is the unique-key lock's.
 #include <signal.h>
 
 #include <algorithm>
@@ -55,9 +57,10 @@ class ElectionFaultTest : public FaultTest {
     for (auto& [client, process] : candidates_) {
       process->signal(SIGKILL);
       auto r = process->wait();
-      if (HasFailure())
+      if (HasFailure()) {
         std::printf("[ election ] %s: %s said: %s\n", backend().name.c_str(), client.c_str(),
                     r.err.c_str());
+      }
     }
     candidates_.clear();
     FaultTest::TearDown();
@@ -121,7 +124,7 @@ class ElectionFaultTest : public FaultTest {
     return std::nullopt;
   }
 
-  // Waits until some term records that it led at a moment after `after_us`; returns it.
+  // Waits until a term still going records a moment it led after `after_us`; returns it.
   std::optional<Hold> wait_for_work_after(std::int64_t after_us, milliseconds timeout) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     while (std::chrono::steady_clock::now() < deadline) {
