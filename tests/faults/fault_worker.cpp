@@ -12,6 +12,21 @@
 //     and releases a key of its own (KEY-CLIENT-<n>) once. Faults are counted and retried after
 //     50 ms. Prints "acquired=<n> released=<n> errors=<n> fenced_rejected=<n> conflicts=<n>
 //     in_doubt=<n>" at the end.
+//   fault_worker elect URL PREFIX NAME TTL_MS HISTORY CLIENT SECONDS [RESOURCE_URL]
+//     A candidate named CLIENT in the election NAME (dblock::Election, a pool of its own, TTL_MS)
+//     for SECONDS or until SIGUSR1. Each term's work records "acquired" (token = the term) as it
+//     begins, "renewed" each time it finds its stop token not requested (it still leads then),
+//     and "released ... released" stamped when it found the stop token requested: so the
+//     checker's holds (load_holds with leases_expire false) are the spans in which the work
+//     believed it led, a killed leader's ending at its last "renewed". Every ~20 ms in between it
+//     makes a fenced write with its term (token <= term: a term writes many times), through a
+//     pool of its own to RESOURCE_URL (default URL: a leader cut off from the election's
+//     database may still reach the resource). Database
+//     errors are counted, never the end of it. Prints "term <n>" as each term begins, and at the
+//     end "terms=<n> errors=<on_error calls> write_errors=<n> fenced_rejected=<n>
+//     campaigning=<1: campaign() was still running>". Its sessions can be found on the server:
+//     PostgreSQL ones by application_name PREFIX + CLIENT, MySQL/MariaDB ones by the ids it
+//     records in PREFIX + "sessions" (client, session), which the test creates.
 //
 // For a transactional strategy (row lock, optimistic) the write is the critical section's, in
 // the lease's own transaction: hold inserts a row (id = its pid, writer = CLIENT) right after
@@ -23,17 +38,23 @@
 // A URL without a password takes it from DBLOCK_PASSWORD (DatabaseUrl::resolve).
 //
 // The fenced write: UPDATE <prefix>resource SET token = <token>, writer = CLIENT WHERE id = 1
-// AND token < <token> (the table is the test's). Exit status 0 unless a mode could not run.
+// AND token < <token> (the table is the test's; elect: token <= <term>). Exit status 0 unless a
+// mode could not run.
 #include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <iostream>
+#include <memory>
+#include <mutex>
+#include <stop_token>
 #include <string>
 #include <thread>
 
+#include "dblock/election.hpp"
 #include "dblock/error.hpp"
 #include "dblock/open.hpp"
 #include "dblock/table_names.hpp"
@@ -69,16 +90,24 @@ Args parse(char** argv) {
               argv[8]};
 }
 
-// Rows changed by the fenced write (1: accepted, 0: a higher token wrote first).
-std::uint64_t fenced_write(dblock::ConnectionSource& source, const Args& a, std::int64_t token) {
-  const bool pg = a.url.dialect == dblock::Dialect::kPostgreSQL;
+// Rows changed by the fenced write (1: accepted, 0: a higher token wrote first). `below` is "<"
+// for one write per token, "<=" for a term's many writes.
+std::uint64_t fenced_write(dblock::ConnectionSource& source, const dblock::TableNames& tables,
+                           const std::string& client, std::int64_t token,
+                           const std::string& below = "<") {
+  const bool pg = source.dialect() == dblock::Dialect::kPostgreSQL;
   auto conn = source.acquire();
-  std::string table = a.tables.qualified(a.url.dialect, "resource");
+  std::string table = tables.qualified(source.dialect(), "resource");
   return conn
-      ->execute("UPDATE " + table + " SET token = " + (pg ? "$1" : "?") + ", writer = " +
-                    (pg ? "$2" : "?") + " WHERE id = 1 AND token < " + (pg ? "$3" : "?"),
-                {dblock::Value(token), dblock::Value(a.client), dblock::Value(token)})
+      ->execute("UPDATE " + table + " SET token = " + (pg ? "$1" : "?") +
+                    ", writer = " + (pg ? "$2" : "?") + " WHERE id = 1 AND token " + below + " " +
+                    (pg ? "$3" : "?"),
+                {dblock::Value(token), dblock::Value(client), dblock::Value(token)})
       .affected_rows();
+}
+
+std::uint64_t fenced_write(dblock::ConnectionSource& source, const Args& a, std::int64_t token) {
+  return fenced_write(source, a.tables, a.client, token);
 }
 
 int hold_mode(char** argv) {
@@ -174,6 +203,94 @@ int loop_mode(char** argv) {
   return 0;
 }
 
+// A pool whose sessions the test can find on the server to kill them (see elect above).
+std::unique_ptr<dblock::Pool> tagged_pool(const dblock::DatabaseUrl& url,
+                                          const dblock::TableNames& tables,
+                                          const std::string& client) {
+  dblock::ConnectionFactory factory = [url, tables, client]() {
+    auto conn = dblock::open_connection(url);
+    if (url.dialect == dblock::Dialect::kPostgreSQL) {
+      conn->execute("SELECT set_config('application_name', $1, false)",
+                    {dblock::Value(tables.prefix() + client)});
+    } else {
+      conn->execute("INSERT INTO " + tables.qualified(url.dialect, "sessions") +
+                        " (client, session) VALUES (?, CONNECTION_ID())",
+                    {dblock::Value(client)});
+    }
+    return conn;
+  };
+  return std::make_unique<dblock::Pool>(url.dialect, std::move(factory),
+                                        dblock::PoolOptions{.max_size = 4});
+}
+
+int elect_mode(char** argv) {
+  signal(SIGUSR1, [](int) { g_usr1 = true; });
+  const auto url = dblock::DatabaseUrl::resolve(std::string(argv[2]));
+  const dblock::TableNames tables(argv[3]);
+  const std::string name = argv[4], client = argv[7];
+  const milliseconds ttl(std::stoll(argv[5]));
+  const auto deadline = steady_clock::now() + seconds(std::stoll(argv[8]));
+  auto pool = tagged_pool(url, tables, client);
+  auto resource = tagged_pool(argv[9] ? dblock::DatabaseUrl::resolve(std::string(argv[9])) : url,
+                              tables, client);
+  HistoryWriter history(argv[6]);
+  std::atomic<long> terms{0}, errors{0}, write_errors{0}, rejected{0};
+  dblock::ElectionOptions options;
+  options.candidate = client;
+  options.tables = tables;
+  options.ttl = ttl;
+  options.rejoin_after = milliseconds(200);
+  options.on_error = [&](const std::exception& e) {
+    if (++errors <= 3) std::fprintf(stderr, "fault_worker: %s: %s\n", client.c_str(), e.what());
+  };
+  dblock::Election election(*pool, name, options);
+
+  auto work = [&](const dblock::Term& term) {
+    const std::int64_t number = term.number();
+    ++terms;
+    const auto began = dblock::testing::monotonic_us();
+    history.acquired(client, name, number, began, began, ttl.count());
+    std::printf("term %lld\n", static_cast<long long>(number));
+    std::fflush(stdout);
+    std::mutex mu;
+    std::condition_variable_any wake;
+    for (;;) {
+      const auto now = dblock::testing::monotonic_us();
+      if (term.stop_token().stop_requested()) {
+        history.released(client, name, number, now, "released");  // it led until `now` at most
+        return;
+      }
+      history.renewed(client, name, number, now, ttl.count());  // it still led at `now`
+      try {
+        if (fenced_write(*resource, tables, client, number, "<=") == 0) ++rejected;
+      } catch (const dblock::Error&) {
+        ++write_errors;  // the server or the session is away: the next write tries again
+      }
+      std::unique_lock lock(mu);
+      wake.wait_for(lock, term.stop_token(), milliseconds(20), [] { return false; });
+    }
+  };
+
+  std::stop_source stop;
+  std::atomic<bool> campaigning{true};
+  std::thread candidate([&] {
+    try {
+      election.campaign(work, stop.get_token());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "fault_worker: campaign() threw: %s\n", e.what());
+    }
+    campaigning = false;
+  });
+  while (!g_usr1 && steady_clock::now() < deadline) std::this_thread::sleep_for(milliseconds(10));
+  const bool still_campaigning = campaigning;
+  stop.request_stop();
+  candidate.join();
+  std::printf("terms=%ld errors=%ld write_errors=%ld fenced_rejected=%ld campaigning=%d\n",
+              terms.load(), errors.load(), write_errors.load(), rejected.load(),
+              still_campaigning ? 1 : 0);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -181,8 +298,11 @@ int main(int argc, char** argv) {
     std::string mode = argc > 1 ? argv[1] : "";
     if (mode == "hold" && argc == 9) return hold_mode(argv);
     if (mode == "loop" && argc == 10) return loop_mode(argv);
+    if (mode == "elect" && (argc == 9 || argc == 10)) return elect_mode(argv);
     std::cerr << "usage: fault_worker hold|loop STRATEGY URL PREFIX KEY TTL_MS HISTORY CLIENT "
-                 "[SECONDS]\n";
+                 "[SECONDS]\n"
+                 "       fault_worker elect URL PREFIX NAME TTL_MS HISTORY CLIENT SECONDS "
+                 "[RESOURCE_URL]\n";
     return 64;
   } catch (const std::exception& e) {
     std::cerr << "fault_worker: " << e.what() << '\n';
