@@ -16,7 +16,6 @@
 // and token order; the optimistic one for one commit per version.
 #include <algorithm>
 #include <csignal>
-#include <cstdlib>
 #include <set>
 #include <thread>
 
@@ -34,22 +33,16 @@ using std::chrono::milliseconds;
 class CrashRestartTest : public FaultTest {
  protected:
   void SetUp() override {
-    server_ = std::make_unique<PrivateServer>(backend().dialect);
-    // The fixture reads the URL from the environment: point it at the private server for the
-    // rest of this test (and put the shared one back afterwards).
-    const char* shared = std::getenv(backend().url_env.c_str());
-    shared_url_ = shared ? shared : "";
-    ::setenv(backend().url_env.c_str(), server_->url().c_str(), 1);
+    // The fixture reads the URL from the environment: the private server's for this test.
+    server_ = std::make_unique<PrivateServer>(backend().dialect, backend().url_env);
     FaultTest::SetUp();
   }
   void TearDown() override {
     FaultTest::TearDown();
-    ::setenv(backend().url_env.c_str(), shared_url_.c_str(), 1);
     server_.reset();
   }
 
   std::unique_ptr<PrivateServer> server_;
-  std::string shared_url_;
 };
 
 long field(const std::string& out, const std::string& name) {

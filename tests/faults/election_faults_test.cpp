@@ -17,7 +17,6 @@
 #include <signal.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <map>
 #include <memory>
 #include <thread>
@@ -330,22 +329,17 @@ TEST_P(ElectionFaultTest, ALeaderCutOffFromTheDatabaseStopsBeforeTheNextTermBegi
 class ElectionCrashTest : public ElectionFaultTest {
  protected:
   void SetUp() override {
-    server_ = std::make_unique<PrivateServer>(backend().dialect);
-    // The fixture and the candidates read the URL from the environment: point it at the private
-    // server for this test (and put the shared one back afterwards).
-    const char* shared = std::getenv(backend().url_env.c_str());
-    shared_url_ = shared ? shared : "";
-    ::setenv(backend().url_env.c_str(), server_->url().c_str(), 1);
+    // The fixture and the candidates read the URL from the environment: the private server's
+    // for this test.
+    server_ = std::make_unique<PrivateServer>(backend().dialect, backend().url_env);
     ElectionFaultTest::SetUp();
   }
   void TearDown() override {
     ElectionFaultTest::TearDown();
-    ::setenv(backend().url_env.c_str(), shared_url_.c_str(), 1);
     server_.reset();
   }
 
   std::unique_ptr<PrivateServer> server_;
-  std::string shared_url_;
 };
 
 TEST_P(ElectionCrashTest, ANewTermBeginsAfterTheServerRestartsAndNoneOverlaps) {

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 #include "dblock/open.hpp"
 #include "dblock/url.hpp"
@@ -27,10 +28,11 @@ std::string make_temp_dir() {
 
 }  // namespace
 
-PrivateServer::PrivateServer(Dialect dialect)
+PrivateServer::PrivateServer(Dialect dialect, std::string_view url_env)
     : dialect_(dialect),
       dir_(make_temp_dir()),
-      script_(std::string(DBLOCK_SOURCE_DIR) + "/scripts/dev-db.sh") {
+      script_(DBLOCK_SOURCE_DIR "/scripts/dev-db.sh"),
+      url_env_(url_env) {
   auto started = run_process({"/bin/bash", script_, "start",
                               dialect == Dialect::kPostgreSQL ? "--pg-only" : "--mysql-only"},
                              {{"DBLOCK_DEV_DB_DIR", dir_}});
@@ -48,9 +50,15 @@ PrivateServer::PrivateServer(Dialect dialect)
     env_[line.substr(7, eq - 7)] = value;
   }
   url_ = env(dialect == Dialect::kPostgreSQL ? "DBLOCK_TEST_PG_URL" : "DBLOCK_TEST_MYSQL_URL");
+  if (!url_env_.empty()) {
+    const char* previous = std::getenv(url_env_.c_str());
+    previous_url_ = previous ? previous : "";
+    ::setenv(url_env_.c_str(), url_.c_str(), 1);
+  }
 }
 
 PrivateServer::~PrivateServer() {
+  if (!url_env_.empty()) ::setenv(url_env_.c_str(), previous_url_.c_str(), 1);
   if (restarted_mariadbd_) {
     // Our child: stopped and reaped here, or dev-db.sh would wait for its zombie to go.
     restarted_mariadbd_->signal(SIGTERM);

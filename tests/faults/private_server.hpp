@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "dblock/connection.hpp"
@@ -20,9 +21,11 @@ namespace dblock::testing {
 class PrivateServer {
  public:
   // Starts PostgreSQL or MariaDB (a few seconds). Throws std::runtime_error with dev-db.sh's
-  // output when it cannot.
-  explicit PrivateServer(Dialect dialect);
-  ~PrivateServer();  // stops the server and removes its directory
+  // output when it cannot. With `url_env` (DBLOCK_TEST_PG_URL, ...), the server's URL stands in
+  // that environment variable while the server lives, for the fixtures and worker processes that
+  // read it; the previous value is put back at the end.
+  explicit PrivateServer(Dialect dialect, std::string_view url_env = {});
+  ~PrivateServer();  // stops the server, removes its directory, restores url_env
   PrivateServer(const PrivateServer&) = delete;
   PrivateServer& operator=(const PrivateServer&) = delete;
 
@@ -45,6 +48,8 @@ class PrivateServer {
   std::string script_;
   std::map<std::string, std::string> env_;
   std::string url_;
+  std::string url_env_;
+  std::string previous_url_;
   std::unique_ptr<ChildProcess> restarted_mariadbd_;
 };
 
