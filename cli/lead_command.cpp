@@ -197,11 +197,21 @@ int lead(const LeadOptions& opts) {
     campaign_ended = true;
     wakeup.notify();
   });
-  // Ends the campaign: any lease of its own is given back when this returns.
+  // Ends the campaign: any lease of its own is given back when this returns. Also on the way out
+  // of an exception, so the campaigning thread never outlives what it uses.
+  struct EndCampaign {
+    TermHandoff& handoff;
+    std::stop_source& stop;
+    std::thread& thread;
+    void operator()() {
+      handoff.close();
+      stop.request_stop();
+      if (thread.joinable()) thread.join();
+    }
+    ~EndCampaign() { (*this)(); }
+  } end_campaign{handoff, campaign_stop, campaigner};
   auto stop_campaign = [&] {
-    handoff.close();
-    campaign_stop.request_stop();
-    campaigner.join();
+    end_campaign();
     if (failed) std::rethrow_exception(failed);
   };
   for (;;) {
