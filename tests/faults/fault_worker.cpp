@@ -254,12 +254,16 @@ int elect_mode(char** argv) {
     std::fflush(stdout);
     std::mutex mu;
     std::condition_variable_any wake;
+    auto led = began;  // the last moment it checked that it still led
     for (;;) {
       const auto now = dblock::testing::monotonic_us();
       if (term.stop_token().stop_requested()) {
-        history.released(client, name, number, now, "released");  // it led until `now` at most
+        // Its work ended after `led`: nothing was written between that check and this one (a
+        // pause in between, SIGSTOP, shows as the time between them).
+        history.released(client, name, number, led, "released");
         return;
       }
+      led = now;
       history.renewed(client, name, number, now, ttl.count());  // it still led at `now`
       try {
         if (fenced_write(*resource, tables, client, number, "<=") == 0) ++rejected;

@@ -111,7 +111,10 @@ class DBLOCK_EXPORT Term {
   /// The term number: the lease's fencing token. Pass it to the writes only the leader may make.
   std::int64_t number() const;
   /// Requested when the term must end: the lease is lost or about to run out, resign() was
-  /// called, or campaign() was told to stop.
+  /// called, or campaign() was told to stop. Each call also looks at the lease's clock, so work
+  /// that asks for it before each step sees the stop at once when its process wakes from a
+  /// pause (SIGSTOP, a VM paused) past the stop deadline, before the renewer's thread has run;
+  /// a token kept from earlier sees it once that thread has.
   std::stop_token stop_token() const noexcept;
   /// The lease behind the term (for fence() and its connection-less checks).
   const Lease& lease() const noexcept;

@@ -170,7 +170,16 @@ Term::Term(Lease& lease, std::stop_token campaign_stop)
     : state_(std::make_unique<State>(lease, campaign_stop)) {}
 Term::~Term() = default;
 std::int64_t Term::number() const { return state_->lease.fencing_token(); }
-std::stop_token Term::stop_token() const noexcept { return state_->stop.token(); }
+std::stop_token Term::stop_token() const noexcept {
+  // The lease's own token looks at the clock as it is asked for: a process that wakes from a
+  // pause past the stop deadline is stopped here, before the renewer's watchdog has run.
+  try {
+    (void)state_->lease.stop_token();
+  } catch (...) {
+    // Not while the term lasts: its lease is never empty.
+  }
+  return state_->stop.token();
+}
 const Lease& Term::lease() const noexcept { return state_->lease; }
 void Term::resign() noexcept { state_->stop.request_stop(); }
 
