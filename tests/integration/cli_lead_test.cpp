@@ -158,14 +158,17 @@ TEST_P(CliLeadTest, ALeaderPausedPastItsTtlStopsItsCommandWhenResumedAndItsWrite
   } paused{first->pid(), command[0]};
   ASSERT_EQ(::kill(-command[0], SIGSTOP), 0);
   ASSERT_EQ(::kill(first->pid(), SIGSTOP), 0);
+  // Past the 1 s TTL: the other candidate is elected meanwhile. (Its command may write only once
+  // the paused one is resumed: the pause may have caught the paused command holding the store's
+  // lock.)
+  std::this_thread::sleep_for(2500ms);
+  ASSERT_EQ(::kill(first->pid(), SIGCONT), 0);
+  ASSERT_EQ(::kill(-command[0], SIGCONT), 0);
   const std::int64_t next = wait_for_new_term({term}, 10s);
   if (next == 0) {
     second->signal(SIGTERM);
     FAIL() << "no one took over from the paused leader: " << second->wait().err;
   }
-  std::this_thread::sleep_for(300ms);
-  ASSERT_EQ(::kill(first->pid(), SIGCONT), 0);
-  ASSERT_EQ(::kill(-command[0], SIGCONT), 0);
   // Resumed, it finds its term over and stops its command: no heartbeat of the old term is
   // taken after the new one began, and the paused candidate campaigns on.
   std::this_thread::sleep_for(1500ms);
