@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "dblock/error.hpp"
 #include "log.hpp"
@@ -278,6 +280,9 @@ void Renewer::renew_one(const std::shared_ptr<LeaseCore>& lease) {
   // A renewal a release cut off (LeaseCore::release) failed because the lease ended, not lost.
   bool give_up =
       (failed || skipped) && !lease->released() && after - lease->renewed_at() >= lease->ttl();
+  // What to tell the log hook: made under the mutex, passed on after it, so a slow handler
+  // never holds up the renewer.
+  std::optional<std::pair<LogLevel, std::string>> message;
   {
     std::lock_guard lock(mu_);
     if (Entry* e = find(lease)) {
@@ -286,23 +291,23 @@ void Renewer::renew_one(const std::shared_ptr<LeaseCore>& lease) {
         e->retry_at = after + std::min(interval(*lease), std::chrono::milliseconds(250));
         ++e->failures;
         if (logging() && !give_up && !lease->released()) {
-          const auto left = std::chrono::ceil<std::chrono::milliseconds>(lease->renewed_at() +
-                                                                         lease->ttl() - after);
-          log(LogLevel::kWarning,
+          const auto ms = [](BootClock::duration d) {
+            return std::to_string(std::chrono::ceil<std::chrono::milliseconds>(d).count());
+          };
+          message.emplace(
+              LogLevel::kWarning,
               "renewing the lease of key '" + lease->info().key + "' failed (" + why +
-                  "); trying again in " +
-                  std::to_string(
-                      std::chrono::ceil<std::chrono::milliseconds>(*e->retry_at - after).count()) +
-                  " ms; it counts as lost in " + std::to_string(left.count()) +
-                  " ms unless a renewal succeeds");
+                  "); trying again in " + ms(*e->retry_at - after) + " ms; it counts as lost in " +
+                  ms(lease->renewed_at() + lease->ttl() - after) + " ms unless a renewal succeeds");
         }
       } else if (skipped) {
         e->retry_at = after + interval(*lease);
       } else {
         if (e->failures > 0 && logging() && !lease->lost()) {
-          log(LogLevel::kInfo, "renewing the lease of key '" + lease->info().key +
-                                   "' works again, after " + std::to_string(e->failures) +
-                                   (e->failures == 1 ? " failed try" : " failed tries"));
+          message.emplace(LogLevel::kInfo,
+                          "renewing the lease of key '" + lease->info().key +
+                              "' works again, after " + std::to_string(e->failures) +
+                              (e->failures == 1 ? " failed try" : " failed tries"));
         }
         e->failures = 0;
         e->retry_at = std::nullopt;
@@ -311,6 +316,7 @@ void Renewer::renew_one(const std::shared_ptr<LeaseCore>& lease) {
     scheduler_rescan_ = true;
   }
   cv_.notify_all();
+  if (message) log(message->first, message->second);
   if (give_up) lease->mark_lost();  // calls on_lost: never under the renewer's mutex
 }
 
