@@ -82,6 +82,10 @@ Ended supervise(Job& job, const Timeline& t, const LeaseWatch& watch, const std:
   Stopping stopping = Stopping::kNo;
   Clock::time_point kill_at = Clock::time_point::max();
   std::optional<int> stop_signal;
+  // SIGKILL is due kill_after past the SIGTERM deadline (none when the watch has none).
+  const auto kill_by = [&t](Clock::time_point term_at) {
+    return term_at == Clock::time_point::max() ? term_at : term_at + t.kill_after;
+  };
   for (;;) {
     std::optional<int> status = job.reap();
     const Clock::time_point now = Clock::now();
@@ -97,9 +101,7 @@ Ended supervise(Job& job, const Timeline& t, const LeaseWatch& watch, const std:
                   << format_duration(t.kill_after) << "; " << watch.then << '\n';
         stopping = Stopping::kLost;
         job.signal_all(SIGTERM);
-        const Clock::time_point by_deadline =
-            term_at == Clock::time_point::max() ? term_at : term_at + t.kill_after;
-        kill_at = std::min({kill_at, now + t.kill_after, by_deadline});
+        kill_at = std::min({kill_at, now + t.kill_after, kill_by(term_at)});
       }
     }
     if (status && stopping == Stopping::kNo) {
@@ -108,8 +110,7 @@ Ended supervise(Job& job, const Timeline& t, const LeaseWatch& watch, const std:
                 << "stopping them before releasing " << watch.what << '\n';
       stopping = Stopping::kLeftovers;
       job.signal_all(SIGTERM);
-      kill_at = std::min(now + t.kill_after,
-                         term_at == Clock::time_point::max() ? term_at : term_at + t.kill_after);
+      kill_at = std::min(now + t.kill_after, kill_by(term_at));
     }
     if (stopping != Stopping::kNo && now >= kill_at) job.signal_all(SIGKILL);
     if (status && stopping != Stopping::kNo && !job.anything_left()) {

@@ -51,13 +51,18 @@ class CliFixture : public ::testing::TestWithParam<Backend> {
     argv.insert(argv.end(), args.begin(), args.end());
     return argv;
   }
-  // argv for `dblock run --prefix <prefix> --key <key_> <options...> -- sh -c <script>`.
-  std::vector<std::string> run_sh(const std::string& script,
-                                  std::vector<std::string> options = {}) const {
+  // argv for `dblock <subcommand> --prefix <prefix> --key <key_> <options...> -- sh -c <script>`
+  // (`run`, `lead`).
+  std::vector<std::string> command_sh(const std::string& subcommand, const std::string& script,
+                                      const std::vector<std::string>& options = {}) const {
     std::vector<std::string> args{"--key", key_};
     args.insert(args.end(), options.begin(), options.end());
     args.insert(args.end(), {"--", "sh", "-c", script});
-    return cli("run", args);
+    return cli(subcommand, args);
+  }
+  std::vector<std::string> run_sh(const std::string& script,
+                                  const std::vector<std::string>& options = {}) const {
+    return command_sh("run", script, options);
   }
   std::map<std::string, std::string> env(const std::string& url) const {
     return {{"DBLOCK_URL", url}};

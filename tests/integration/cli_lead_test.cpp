@@ -24,13 +24,9 @@ namespace {
 
 class CliLeadTest : public CliHeartbeatTest {
  protected:
-  // argv for `dblock lead --key <key_> <options...> -- sh -c <script>`.
   std::vector<std::string> lead_sh(const std::string& script,
-                                   std::vector<std::string> options = {}) const {
-    std::vector<std::string> args{"--key", key_};
-    args.insert(args.end(), options.begin(), options.end());
-    args.insert(args.end(), {"--", "sh", "-c", script});
-    return cli("lead", args);
+                                   const std::vector<std::string>& options = {}) const {
+    return command_sh("lead", script, options);
   }
 
   // `dblock leader --json`: null when no one leads.
