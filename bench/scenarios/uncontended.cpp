@@ -2,12 +2,17 @@
 // Uncontended acquire + release on random keys: dblock's UniqueKeyLock against the identical
 // statements sent by a raw client loop, at the same connection count (see compare.hpp); and the
 // same for a set of two keys (lock_set.hpp) against the raw loop taking both in key order; and the
-// raw loop against itself, the noise floor of every such ratio in this run.
+// raw loop against itself, the noise floor of every such ratio in this run; and dblock with an
+// observer installed (dblock/observer.hpp) against dblock without one: what events cost.
+#include <atomic>
+#include <stdexcept>
+
 #include "../bench.hpp"
 #include "../compare.hpp"
 #include "../lock_sql.hpp"
 #include "../raw_client.hpp"
 #include "dblock/lock_set.hpp"
+#include "dblock/observer.hpp"
 #include "dblock/unique_key_lock.hpp"
 
 namespace dblock::bench {
@@ -48,6 +53,26 @@ Operation dblock_operation(UniqueKeyLock& lock) {
     return true;
   };
 }
+
+// An observer doing what a metrics adapter does with each event: count it, add up durations.
+class Counting final : public Observer {
+ public:
+  void acquire_ended(const AcquireEnded& e) override {
+    acquisitions_.fetch_add(1, std::memory_order_relaxed);
+    waited_ns_.fetch_add(e.waited.count(), std::memory_order_relaxed);
+  }
+  void renewed(const Renewed&) override { renewals_.fetch_add(1, std::memory_order_relaxed); }
+  void released(const Released& e) override {
+    releases_.fetch_add(1, std::memory_order_relaxed);
+    held_ns_.fetch_add(e.held_for.count(), std::memory_order_relaxed);
+  }
+  std::int64_t acquisitions() const { return acquisitions_.load(); }
+  std::int64_t releases() const { return releases_.load(); }
+
+ private:
+  std::atomic<std::int64_t> acquisitions_{0}, renewals_{0}, releases_{0};
+  std::atomic<std::int64_t> waited_ns_{0}, held_ns_{0};
+};
 
 Operation dblock_set_operation(UniqueKeyLock& lock, int keys) {
   return [&lock, keys] {
@@ -113,6 +138,48 @@ nlohmann::json run(BenchContext& ctx) {
       "try_acquire_all + release of two fresh random keys per operation; raw = the same four "
       "statements (two acquires in key order, two releases) from a plain client loop",
       set_points);
+  // What events cost: the same dblock loop without and with an observer (LockOptions::observer,
+  // which the observed side's acquisitions pass). Both sides are dblock's.
+  nlohmann::json observer_points = nlohmann::json::array();
+  for (int c : {1, 8}) {
+    ctx.progress("uncontended acquire+release with an observer, " + std::to_string(c) +
+                 " connection(s)");
+    auto pool = ctx.pool(c);
+    UniqueKeyLock lock(*pool, {.tables = tables.names()});
+    auto counting = std::make_shared<Counting>();
+    LockOptions observed;
+    observed.observer = counting;
+    const auto observed_operation = [&lock, &observed] {
+      return Operation([&lock, &observed] {
+        auto lease = lock.try_acquire(random_key("u:"), observed);
+        if (!lease) return false;
+        lease->release();
+        return true;
+      });
+    };
+    Comparison r = compare(
+        s, c, [&](int) { return dblock_operation(lock); },
+        [&](int) { return observed_operation(); });
+    if (counting->acquisitions() == 0 || counting->acquisitions() != counting->releases()) {
+      throw std::runtime_error("the observer saw " + std::to_string(counting->acquisitions()) +
+                               " acquisitions and " + std::to_string(counting->releases()) +
+                               " releases; each operation has one of each");
+    }
+    ctx.headline({.label = "observed/unobserved acquire+release, " + std::to_string(c) + " conn",
+                  .value = r.ratio(),
+                  .unit = "x",
+                  .target = ">= 0.98",
+                  .met = r.ratio() >= 0.98 ? 1 : 0,
+                  .ratio = true});
+    nlohmann::json point = r.to_json();
+    point["observed_acquisitions"] = counting->acquisitions();
+    observer_points.push_back(std::move(point));
+  }
+  ctx.section("observer_cost",
+              "try_acquire + release of a fresh random key per operation, with an observer that "
+              "counts events and adds up their durations given in LockOptions::observer (the "
+              "'dblock' side) against none (the 'raw' side): the cost of events",
+              observer_points);
   return points;
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <utility>
 
+#include "dblock/error.hpp"
 #include "log.hpp"
 
 namespace dblock::detail {
@@ -22,6 +23,31 @@ LeaseCore::LeaseCore(LeaseInfo info, std::function<void(const std::string&)> on_
       clock_(clock),
       ttl_ms_(info_.ttl.count()),
       renewed_at_(clock.now().time_since_epoch().count()) {}
+
+void LeaseCore::observe(Observers observers, std::string_view strategy) noexcept {
+  if (!observers) return;
+  observers_ = std::move(observers);
+  strategy_ = strategy;
+  acquired_at_ = renewed_at();  // the acquisition's statement was sent then
+  observed_.store(true, std::memory_order_release);
+}
+
+LeaseEvent LeaseCore::event() const noexcept {
+  return {strategy_, info_.key, info_.fencing_token, info_.lease_id};
+}
+
+void LeaseCore::report_lost(LossReason reason) noexcept {
+  if (!observed()) return;
+  const LeaseLost lost{event(), reason, held_for()};
+  observers_.each([&](Observer& o) { o.lost(lost); });
+}
+
+void LeaseCore::report_released(ReleaseOutcome outcome, bool dropped,
+                                std::string_view error) noexcept {
+  if (!observed()) return;
+  const Released released{event(), held_for(), outcome, dropped, error};
+  observers_.each([&](Observer& o) { o.released(released); });
+}
 
 LeaseCore::RenewingOn::RenewingOn(LeaseCore& lease, int fd) noexcept : lease_(lease) {
   std::lock_guard lock(lease_.renewing_mu_);
@@ -65,8 +91,26 @@ ReleaseOutcome LeaseCore::release() {
   released_ = true;  // even if the statement fails: the lease then ends by its TTL
   stop_renewal();    // a renewal started before stops here; none starts after (released_)
   request_stop();    // the lease protects nothing from here on, however the release ends
-  ReleaseOutcome outcome = do_release();
-  if (outcome == ReleaseOutcome::kNotHeld) lost_ = true;
+  ReleaseOutcome outcome{};
+  try {
+    outcome = do_release();
+  } catch (const std::exception& e) {
+    if (observed()) {
+      // A lease whose session or transaction ended (the server ended it, the connection broke):
+      // its lock went with it.
+      const auto* error = dynamic_cast<const Error*>(&e);
+      const bool gone =
+          connection_lost() || (error != nullptr && error->code() == ErrorCode::kLeaseLost);
+      if (gone && !lost_.exchange(true)) report_lost(why_not_held());
+      report_released(ReleaseOutcome::kNotHeld, false, e.what());
+    }
+    throw;
+  }
+  if (outcome == ReleaseOutcome::kNotHeld && !lost_.exchange(true)) {
+    // Found gone by the release itself (on_lost is for losses found while the lease is held).
+    if (observed()) report_lost(why_not_held());
+  }
+  report_released(outcome, false, {});
   return outcome;
 }
 
@@ -79,7 +123,13 @@ void LeaseCore::release_quietly() noexcept {
   }
 }
 
-void LeaseCore::log_failed_release(const std::exception& e) const noexcept {
+void LeaseCore::log_failed_release(const std::exception& e) noexcept {
+  if (observed()) {
+    try {
+      drop_error_ = e.what();
+    } catch (...) {
+    }
+  }
   if (!logging()) return;
   try {
     log(LogLevel::kWarning, "releasing the lease of key '" + info_.key +
@@ -99,7 +149,13 @@ void LeaseCore::abandon() noexcept {
   released_ = true;
   stop_renewal();
   request_stop();
+  const bool was_lost = lost_.load();
   do_abandon();
+  if (!observed()) return;
+  const bool found_gone = !was_lost && lost_.load();
+  if (found_gone) report_lost(why_not_held());
+  report_released(found_gone || was_lost ? ReleaseOutcome::kNotHeld : ReleaseOutcome::kReleased,
+                  true, drop_error_);
 }
 
 void LeaseCore::do_abandon() noexcept {
@@ -111,7 +167,7 @@ void LeaseCore::do_abandon() noexcept {
   }
 }
 
-bool LeaseCore::renew(std::chrono::milliseconds ttl) {
+bool LeaseCore::renew(std::chrono::milliseconds ttl, bool background) {
   if (foreign()) return false;  // a forked child's copy: the hold is the parent's
   {
     std::unique_lock lock(renewing_mu_);
@@ -120,24 +176,42 @@ bool LeaseCore::renew(std::chrono::milliseconds ttl) {
     renewing_ = true;
   }
   bool held = false;
+  const auto sent = clock_.now();
   try {
-    const auto sent = clock_.now();
     held = do_renew(ttl);
     if (held) note_renewed(sent, ttl);
+  } catch (const std::exception& e) {
+    end_renewing();
+    if (observed() && !released_) {
+      const auto now = clock_.now();
+      const RenewalFailed failed{
+          event(), e.what(),
+          std::chrono::floor<std::chrono::milliseconds>(renewed_at() + this->ttl() - now),
+          background};
+      observers_.each([&](Observer& o) { o.renewal_failed(failed); });
+    }
+    throw;
   } catch (...) {
     end_renewing();
     throw;
   }
   end_renewing();
-  if (held) return true;
+  if (held) {
+    if (observed()) {
+      const Renewed renewed{event(), clock_.now() - sent, ttl, background};
+      observers_.each([&](Observer& o) { o.renewed(renewed); });
+    }
+    return true;
+  }
   // A release that ran meanwhile freed the row: the lease ended, it was not lost.
-  if (!released_) mark_lost();
+  if (!released_) mark_lost(observed() ? why_not_held() : LossReason::kGone);
   return false;
 }
 
-void LeaseCore::mark_lost() noexcept {
+void LeaseCore::mark_lost(LossReason reason) noexcept {
   if (lost_.exchange(true)) return;
   request_stop();  // before on_lost: work watching the token stops first
+  report_lost(reason);
   if (logging()) {
     try {
       log(LogLevel::kError, "the lease of key '" + info_.key + "' (fencing token " +

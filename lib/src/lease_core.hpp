@@ -32,8 +32,10 @@
 
 #include "clock.hpp"
 #include "dblock/connection.hpp"
+#include "dblock/observer.hpp"
 #include "dblock/owner.hpp"
 #include "dblock/release_outcome.hpp"
+#include "observe.hpp"
 
 namespace dblock::detail {
 
@@ -96,10 +98,15 @@ class LeaseCore {
   // Ends the hold without committing (a dropped Lease): do_abandon() once, never throwing.
   void abandon() noexcept;
   // Renews unless released; false (and lost, unless a release ended it meanwhile) when the lease
-  // is gone.
-  bool renew(std::chrono::milliseconds ttl);
-  // Marks the lease lost, requests its stop and calls on_lost once.
-  void mark_lost() noexcept;
+  // is gone. `background`: the renewer's renewal, not Lease::renew() (for the observers).
+  bool renew(std::chrono::milliseconds ttl, bool background = false);
+  // Marks the lease lost, requests its stop, tells the observers why and calls on_lost, once.
+  void mark_lost(LossReason reason) noexcept;
+
+  // Events (dblock/observer.hpp): from here on the lease reports its renewals, its loss and its
+  // end to `observers`, as a lease of `strategy` (a string literal). Called once, by the
+  // acquisition that hands the lease out (observe.hpp), before its caller has it.
+  void observe(Observers observers, std::string_view strategy) noexcept;
 
   // Cancellation (Lease::stop_token). The stop is requested when the lease is found lost,
   // released or dropped, and, once armed (a caller took the token), when its stop deadline
@@ -162,8 +169,12 @@ class LeaseCore {
   // transaction and with it the lock).
   virtual bool connection_lost() const noexcept { return false; }
   virtual bool do_renew(std::chrono::milliseconds ttl) = 0;
-  // A release of a dropped lease failed with `e`: says so to the log hook.
-  void log_failed_release(const std::exception& e) const noexcept;
+  // A release of a dropped lease failed with `e`: says so to the log hook (and, when observed,
+  // to the dropped lease's Released event).
+  void log_failed_release(const std::exception& e) noexcept;
+  // Why a renewal or release found the lease not held, asked only when observed (it may read the
+  // database). Default: kNotHeld.
+  virtual LossReason why_not_held() noexcept { return LossReason::kGone; }
 
  private:
   LeaseInfo info_;
@@ -174,6 +185,13 @@ class LeaseCore {
   void stop_renewal() noexcept;
   // The renewal in flight is over (renew() calls it on every path).
   void end_renewing() noexcept;
+  // Events: whether observers are set, the lease as events name it, and the reports.
+  bool observed() const noexcept { return observed_.load(std::memory_order_acquire); }
+  LeaseEvent event() const noexcept;
+  std::chrono::nanoseconds held_for() const noexcept { return clock_.now() - acquired_at_; }
+  // The events; the callers see to it that each comes once per lease.
+  void report_lost(LossReason reason) noexcept;
+  void report_released(ReleaseOutcome outcome, bool dropped, std::string_view error) noexcept;
 
   std::mutex release_mu_;  // serialises release and abandon
   // Renewals run one at a time: renewing_ is set while one runs, under renewing_mu_, which also
@@ -189,6 +207,12 @@ class LeaseCore {
   std::stop_source stop_;
   std::atomic<std::int64_t> ttl_ms_;
   std::atomic<BootClock::rep> renewed_at_;
+  // Events: set once by observe(), before observed_ (read with acquire ordering).
+  BootClock::time_point acquired_at_;
+  Observers observers_;
+  std::string_view strategy_;
+  std::atomic<bool> observed_{false};
+  std::string drop_error_;  // what a dropped lease's release threw (under release_mu_)
 };
 
 }  // namespace dblock::detail

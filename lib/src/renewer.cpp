@@ -178,7 +178,7 @@ void Renewer::watch_deadlines() {
     // Stop callbacks and on_lost are the caller's code: never under the mutex.
     for (const auto& lease : to_stop) lease->request_stop();
     for (const auto& lease : expired) {
-      if (lease->out_of_time()) lease->mark_lost();
+      if (lease->out_of_time()) lease->mark_lost(LossReason::kExpired);
     }
     lock.lock();
   }
@@ -270,7 +270,7 @@ void Renewer::renew_one(const std::shared_ptr<LeaseCore>& lease) {
   const bool skipped = !lease->renewal_wanted();
   if (!skipped) {
     try {
-      lease->renew(lease->ttl());  // false: gone (renew marked it lost)
+      lease->renew(lease->ttl(), true);  // false: gone (renew marked it lost)
     } catch (const std::exception& e) {
       failed = true;  // a fault: try again shortly until the TTL has passed
       if (logging()) why = e.what();
@@ -317,7 +317,8 @@ void Renewer::renew_one(const std::shared_ptr<LeaseCore>& lease) {
   }
   cv_.notify_all();
   if (message) log(message->first, message->second);
-  if (give_up) lease->mark_lost();  // calls on_lost: never under the renewer's mutex
+  if (give_up)
+    lease->mark_lost(LossReason::kExpired);  // calls on_lost: never under the renewer's mutex
 }
 
 }  // namespace dblock::detail

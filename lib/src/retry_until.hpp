@@ -11,6 +11,7 @@
 
 #include "clock.hpp"
 #include "dblock/backoff.hpp"
+#include "observe.hpp"
 
 namespace dblock::detail {
 
@@ -24,6 +25,7 @@ auto retry_until(Clock& clock, std::chrono::milliseconds timeout, bool forever, 
                  Attempt&& attempt, Pause&& pause) -> decltype(attempt()) {
   const auto deadline = forever ? Clock::time_point::max() : clock.now() + timeout;
   for (;;) {
+    count_attempt();  // for an observed acquisition (observe.hpp)
     auto result = attempt();
     if (result) return result;
     const auto now = clock.now();

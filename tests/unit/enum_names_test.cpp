@@ -8,6 +8,7 @@
 #include "dblock/dialect.hpp"
 #include "dblock/doctor.hpp"
 #include "dblock/error.hpp"
+#include "dblock/observer.hpp"
 #include "dblock/release_outcome.hpp"
 
 namespace dblock {
@@ -45,6 +46,15 @@ TEST(EnumNames, EveryEnumeratorOfThePublicEnumsHasItsName) {
       {ErrorCode::kLeaseLost, "lease_lost"},
       {ErrorCode::kOther, "other"}};
   for (const auto& [code, name] : codes) EXPECT_EQ(to_string(code), name);
+  EXPECT_EQ(to_string(AcquireOutcome::kAcquired), "acquired");
+  EXPECT_EQ(to_string(AcquireOutcome::kBusy), "busy");
+  EXPECT_EQ(to_string(AcquireOutcome::kTimedOut), "timed_out");
+  EXPECT_EQ(to_string(AcquireOutcome::kFailed), "failed");
+  EXPECT_EQ(to_string(LossReason::kExpired), "expired");
+  EXPECT_EQ(to_string(LossReason::kTakenOver), "taken_over");
+  EXPECT_EQ(to_string(LossReason::kRemoved), "removed");
+  EXPECT_EQ(to_string(LossReason::kGone), "gone");
+  EXPECT_EQ(to_string(LossReason::kSessionEnded), "session_ended");
 }
 
 // A value that is no enumerator (a cast from a wider integer) gets the fallback each to_string
@@ -56,6 +66,8 @@ TEST(EnumNames, AValueThatIsNoEnumeratorGetsTheFallback) {
   EXPECT_EQ(to_string(static_cast<ReleaseOutcome>(4)), "not_held");
   EXPECT_EQ(to_string(static_cast<Finding::Status>(7)), "unknown");
   EXPECT_EQ(to_string(static_cast<DoctorRole>(-2)), "unknown");
+  EXPECT_EQ(to_string(static_cast<AcquireOutcome>(4)), "unknown");
+  EXPECT_EQ(to_string(static_cast<LossReason>(5)), "unknown");
 }
 
 TEST(EnumNames, ATableNamesItsEnumeratorsInOrder) {

@@ -41,6 +41,8 @@
 
 namespace dblock {
 
+class Observer;  // dblock/observer.hpp
+
 namespace detail {
 class LeaseCore;    // strategy-specific state shared by a Lease and the renewer
 class LeaseAccess;  // what dblock's own code reads of a Lease
@@ -107,6 +109,9 @@ struct LockOptions {
   /// renew. Must not block. An explicit Lease::renew() is not gated. Needs auto_renew; leases that
   /// expire only, like stop_margin. docs/locks/cancellation.md shows a heartbeat made with it.
   std::function<bool()> renew_if{};
+  /// Events of this acquisition and of its lease (dblock/observer.hpp), in addition to the
+  /// process-wide observer (set_observer). nullptr (default): none of its own.
+  std::shared_ptr<Observer> observer{};
 };
 
 /// A held lock. Move-only; releasing on destruction, never throwing from the destructor.

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "drivers/error_mapping.hpp"
+#include "observe.hpp"
 
 namespace dblock::detail {
 
@@ -76,6 +77,7 @@ Result DriverConnection::execute(std::string_view sql, std::span<const Value> pa
   }
   if (ended_) throw transaction_ended_error(where_);
   Result result;
+  count_statement();  // for an observed acquisition on this thread (observe.hpp)
   try {
     result = run_statement(sql, params);
   } catch (const Error& e) {

@@ -4,6 +4,7 @@
 #include "dblock/error.hpp"
 #include "isolation.hpp"
 #include "lease_core.hpp"
+#include "observe.hpp"
 #include "sql/by_server.hpp"
 #include "sql/server_sql.hpp"
 #include "sql/statement.hpp"
@@ -98,6 +99,7 @@ class OptimisticLease final : public detail::LeaseCore {
   bool do_renew(std::chrono::milliseconds) override { return tx_.alive(); }
 
   bool connection_lost() const noexcept override { return tx_.ended(); }
+  LossReason why_not_held() noexcept override { return LossReason::kSessionEnded; }
 
  private:
   std::shared_ptr<detail::OptimisticLockCore> impl_;
@@ -118,51 +120,58 @@ OptimisticLock::~OptimisticLock() = default;
 RetryPolicy OptimisticLock::retry_policy() const { return impl_->options.retry; }
 
 std::optional<Lease> OptimisticLock::try_acquire(std::string_view key, const LockOptions& options) {
-  validate_lock_key(key);
-  detail::refuse_min_hold(options.min_hold, "optimistic locks");
-  detail::refuse_lock_delay(options.lock_delay, "optimistic locks");
-  detail::refuse_stop_rules(options.stop_margin.has_value(), static_cast<bool>(options.renew_if),
-                            "optimistic locks");
-  detail::LeaseInfo info{std::string(key), 0, detail::random_lease_id(),
-                         options.owner ? *options.owner : Owner::current_thread(), options.ttl};
-  PooledConnection conn = impl_->source.acquire();
-  const auto& statements = impl_->statements[conn->server()];
-  const auto params = statements.read.bind({{"key", Value(info.key)}});
-  for (int attempt = 0;; ++attempt) {
-    impl_->begin(*conn);
-    try {
-      // Read inside the transaction: on InnoDB (REPEATABLE READ) this read also fixes the
-      // snapshot the critical section reads from.
-      Result r = conn->execute(statements.read.sql(), params);
-      if (!r.empty()) {
-        info.fencing_token = r.int64_at(0, "version");
-        return Lease(std::make_shared<OptimisticLease>(impl_, std::move(conn), std::move(info)));
-      }
-    } catch (...) {
-      conn->rollback();
-      throw;
-    }
-    // First use of the key (or the cleaner deleted its row): create it outside the transaction.
-    conn->rollback();
-    if (attempt >= 3) {
-      throw Error(ErrorCode::kOther, "the version row for '" + info.key +
-                                         "' keeps disappearing; is something deleting it?");
-    }
-    try {
-      conn->execute(statements.create.sql(), statements.create.bind({{"key", Value(info.key)}}));
-    } catch (const Error& e) {
-      // Idempotent: on Galera two nodes creating the row at once fail certification (1213);
-      // the next attempt reads the row the winner created.
-      if (!detail::is_conflict_error(e)) throw;
-    }
-  }
+  return detail::observed_acquire(
+      "optimistic", key, options, std::nullopt, [&]() -> std::optional<Lease> {
+        validate_lock_key(key);
+        detail::refuse_min_hold(options.min_hold, "optimistic locks");
+        detail::refuse_lock_delay(options.lock_delay, "optimistic locks");
+        detail::refuse_stop_rules(options.stop_margin.has_value(),
+                                  static_cast<bool>(options.renew_if), "optimistic locks");
+        detail::LeaseInfo info{std::string(key), 0, detail::random_lease_id(),
+                               options.owner ? *options.owner : Owner::current_thread(),
+                               options.ttl};
+        PooledConnection conn = impl_->source.acquire();
+        const auto& statements = impl_->statements[conn->server()];
+        const auto params = statements.read.bind({{"key", Value(info.key)}});
+        for (int attempt = 0;; ++attempt) {
+          impl_->begin(*conn);
+          try {
+            // Read inside the transaction: on InnoDB (REPEATABLE READ) this read also fixes the
+            // snapshot the critical section reads from.
+            Result r = conn->execute(statements.read.sql(), params);
+            if (!r.empty()) {
+              info.fencing_token = r.int64_at(0, "version");
+              return Lease(
+                  std::make_shared<OptimisticLease>(impl_, std::move(conn), std::move(info)));
+            }
+          } catch (...) {
+            conn->rollback();
+            throw;
+          }
+          // First use of the key (or the cleaner deleted its row): create it outside the
+          // transaction.
+          conn->rollback();
+          if (attempt >= 3) {
+            throw Error(ErrorCode::kOther, "the version row for '" + info.key +
+                                               "' keeps disappearing; is something deleting it?");
+          }
+          try {
+            conn->execute(statements.create.sql(),
+                          statements.create.bind({{"key", Value(info.key)}}));
+          } catch (const Error& e) {
+            // Idempotent: on Galera two nodes creating the row at once fail certification (1213);
+            // the next attempt reads the row the winner created.
+            if (!detail::is_conflict_error(e)) throw;
+          }
+        }
+      });
 }
 
 std::optional<Lease> OptimisticLock::acquire(std::string_view key,
                                              std::chrono::milliseconds timeout,
                                              const LockOptions& options) {
   detail::is_forever_wait(timeout);  // validates; the strategy never waits
-  return try_acquire(key, options);
+  return try_acquire(key, options);  // observed as the try it is
 }
 
 }  // namespace dblock

@@ -15,6 +15,7 @@
 #include "hold_registry.hpp"
 #include "isolation.hpp"
 #include "lease_core.hpp"
+#include "observe.hpp"
 #include "sql/server_sql.hpp"
 #include "sql/statement.hpp"
 #include "strategy_rules.hpp"
@@ -258,6 +259,7 @@ class RowLease final : public detail::LeaseCore {
   bool do_renew(std::chrono::milliseconds) override { return hold_->tx.alive(); }
 
   bool connection_lost() const noexcept override { return hold_->tx.ended(); }
+  LossReason why_not_held() noexcept override { return LossReason::kSessionEnded; }
 
  private:
   std::shared_ptr<detail::RowLockCore> impl_;
@@ -404,23 +406,33 @@ Target row_target(Dialect dialect, const TableRow& row) {
 }  // namespace
 
 std::optional<Lease> RowLock::try_acquire(std::string_view key, const LockOptions& options) {
-  return lock_target(impl_, key_target(key), Wait{}, options);
+  return detail::observed_acquire("row", key, options, std::nullopt, [&] {
+    return lock_target(impl_, key_target(key), Wait{}, options);
+  });
 }
 
 std::optional<Lease> RowLock::acquire(std::string_view key, std::chrono::milliseconds timeout,
                                       const LockOptions& options) {
-  Target target = key_target(key);
-  return lock_target(impl_, std::move(target), wait_for(timeout), options);
+  return detail::observed_acquire("row", key, options, timeout, [&] {
+    return lock_target(impl_, key_target(key), wait_for(timeout), options);
+  });
 }
 
 std::optional<Lease> RowLock::try_acquire_row(const TableRow& row, const LockOptions& options) {
-  return lock_target(impl_, row_target(impl_->dialect, row), Wait{}, options);
+  Target target = row_target(impl_->dialect, row);
+  const std::string key = target.display_key;
+  return detail::observed_acquire("row", key, options, std::nullopt, [&] {
+    return lock_target(impl_, std::move(target), Wait{}, options);
+  });
 }
 
 std::optional<Lease> RowLock::acquire_row(const TableRow& row, std::chrono::milliseconds timeout,
                                           const LockOptions& options) {
   Target target = row_target(impl_->dialect, row);
-  return lock_target(impl_, std::move(target), wait_for(timeout), options);
+  const std::string key = target.display_key;
+  return detail::observed_acquire("row", key, options, timeout, [&] {
+    return lock_target(impl_, std::move(target), wait_for(timeout), options);
+  });
 }
 
 }  // namespace dblock

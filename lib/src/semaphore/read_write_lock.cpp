@@ -6,6 +6,7 @@
 
 #include "clock.hpp"
 #include "dblock/error.hpp"
+#include "observe.hpp"
 #include "retry_until.hpp"
 #include "semaphore/permits.hpp"
 #include "strategy_rules.hpp"
@@ -34,6 +35,25 @@ class Reader final : public Lock {
       : permits_(std::move(permits)), backoff_(backoff) {}
 
   std::optional<Lease> try_acquire(std::string_view key, const LockOptions& options) override {
+    return detail::observed_acquire("reader", key, options, std::nullopt,
+                                    [&] { return try_once(key, options); });
+  }
+
+  std::optional<Lease> acquire(std::string_view key, milliseconds timeout,
+                               const LockOptions& options) override {
+    return detail::observed_acquire("reader", key, options, timeout, [&] {
+      const bool forever = detail::is_forever_wait(timeout);
+      Backoff backoff(backoff_);
+      auto& clock = detail::Clock::system();
+      return detail::retry_until(
+          clock, timeout, forever, backoff, [&] { return try_once(key, options); },
+          [&](milliseconds d) { clock.sleep_for(d); });
+    });
+  }
+  using Lock::acquire;
+
+ private:
+  std::optional<Lease> try_once(std::string_view key, const LockOptions& options) {
     auto lease = detail::take_permit(permits_, key, milliseconds(0), options);
     if (!lease) return lease;  // every reader slot held, or a writer seen at slot 0
     // Taken: now look at slot 0. A writer that took it before this read waits for this reader;
@@ -48,18 +68,6 @@ class Reader final : public Lock {
     return std::nullopt;
   }
 
-  std::optional<Lease> acquire(std::string_view key, milliseconds timeout,
-                               const LockOptions& options) override {
-    const bool forever = detail::is_forever_wait(timeout);
-    Backoff backoff(backoff_);
-    auto& clock = detail::Clock::system();
-    return detail::retry_until(
-        clock, timeout, forever, backoff, [&] { return try_acquire(key, options); },
-        [&](milliseconds d) { clock.sleep_for(d); });
-  }
-  using Lock::acquire;
-
- private:
   std::shared_ptr<detail::SemaphoreCore> permits_;
   BackoffPolicy backoff_;
 };
@@ -71,11 +79,21 @@ class Writer final : public Lock {
       : permits_(std::move(permits)), backoff_(backoff) {}
 
   std::optional<Lease> try_acquire(std::string_view key, const LockOptions& options) override {
-    return acquire(key, milliseconds(0), options);
+    return detail::observed_acquire("writer", key, options, std::nullopt,
+                                    [&] { return take(key, milliseconds(0), options); });
   }
 
   std::optional<Lease> acquire(std::string_view key, milliseconds timeout,
                                const LockOptions& options) override {
+    return detail::observed_acquire("writer", key, options, timeout,
+                                    [&] { return take(key, timeout, options); });
+  }
+  using Lock::acquire;
+
+ private:
+  // Slot 0, then the readers already in drained, within `timeout`.
+  std::optional<Lease> take(std::string_view key, milliseconds timeout,
+                            const LockOptions& options) {
     const bool forever = detail::is_forever_wait(timeout);
     auto& clock = detail::Clock::system();
     const auto deadline = forever ? detail::Clock::time_point::max() : clock.now() + timeout;
@@ -105,9 +123,7 @@ class Writer final : public Lock {
       if (!drained || left() == milliseconds(0)) return std::nullopt;
     }
   }
-  using Lock::acquire;
 
- private:
   std::shared_ptr<detail::SemaphoreCore> permits_;
   BackoffPolicy backoff_;
 };

@@ -8,6 +8,7 @@
 #include "dblock/error.hpp"
 #include "lease_core.hpp"
 #include "metadata.hpp"
+#include "observe.hpp"
 #include "random.hpp"
 #include "retry_until.hpp"
 #include "semaphore/permits.hpp"
@@ -334,12 +335,16 @@ Semaphore::~Semaphore() = default;
 int Semaphore::permits() const noexcept { return impl_->permits; }
 
 std::optional<Lease> Semaphore::try_acquire(std::string_view key, const LockOptions& options) {
-  return detail::take_permit(impl_, key, milliseconds(0), options);
+  return detail::observed_acquire("semaphore", key, options, std::nullopt, [&] {
+    return detail::take_permit(impl_, key, milliseconds(0), options);
+  });
 }
 
 std::optional<Lease> Semaphore::acquire(std::string_view key, milliseconds timeout,
                                         const LockOptions& options) {
-  return detail::take_permit(impl_, key, timeout, options);
+  return detail::observed_acquire("semaphore", key, options, timeout, [&] {
+    return detail::take_permit(impl_, key, timeout, options);
+  });
 }
 
 void Semaphore::set_limit(std::string_view key) { detail::store_limit(*impl_, key); }

@@ -13,6 +13,7 @@
 #include "hold_registry.hpp"
 #include "lease_access.hpp"
 #include "lease_core.hpp"
+#include "observe.hpp"
 #include "retry_until.hpp"
 #include "sha256.hpp"
 #include "socket_probes.hpp"
@@ -299,6 +300,7 @@ class SessionLease final : public detail::LeaseCore {
   }
 
   bool connection_lost() const noexcept override { return hold_->broken(); }
+  LossReason why_not_held() noexcept override { return LossReason::kSessionEnded; }
   bool polled_for_loss() const noexcept override { return true; }  // broken(): any thread
 
  private:
@@ -418,13 +420,16 @@ SessionLock::SessionLock(ConnectionSource& source, SessionLockOptions options)
 SessionLock::~SessionLock() = default;
 
 std::optional<Lease> SessionLock::try_acquire(std::string_view key, const LockOptions& options) {
-  return lock_key(impl_, key, milliseconds(0), options);
+  return detail::observed_acquire("session", key, options, std::nullopt,
+                                  [&] { return lock_key(impl_, key, milliseconds(0), options); });
 }
 
 std::optional<Lease> SessionLock::acquire(std::string_view key, milliseconds timeout,
                                           const LockOptions& options) {
   const bool forever = detail::is_forever_wait(timeout);
-  return lock_key(impl_, key, forever ? milliseconds::max() : timeout, options);
+  return detail::observed_acquire("session", key, options, timeout, [&] {
+    return lock_key(impl_, key, forever ? milliseconds::max() : timeout, options);
+  });
 }
 
 struct SessionConnection::Impl {

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "dblock/lock_table.hpp"
 #include "strategy_rules.hpp"
 #include "ttl_lease.hpp"
 #include "unique_key/live_holds.hpp"
@@ -71,6 +72,23 @@ class UniqueKeyLease final : public LeaseCore {
       throw kept_contending("renew of '" + i.key + "'",
                             "the lease ends by its TTL unless a renewal gets through");
     return r->affected_rows() == 1;
+  }
+
+  // One read of the key's row, asked only when observed: a later holder's token means taken
+  // over; our row still there means it expired on the server (the renewals came too late); no
+  // row held means an operator's forced release or the cleaner removed it.
+  LossReason why_not_held() noexcept override {
+    try {
+      const auto& i = info();
+      PooledConnection conn = impl_->source.acquire();
+      for (const LockRow& row : list_locks(*conn, impl_->options.tables, i.key)) {
+        if (row.key != i.key || row.hold_count == 0) continue;
+        return row.fencing_token > i.fencing_token ? LossReason::kTakenOver : LossReason::kExpired;
+      }
+      return LossReason::kRemoved;
+    } catch (...) {
+      return LossReason::kGone;  // the read failed: the loss stands, its cause unknown
+    }
   }
 
  private:

@@ -17,6 +17,7 @@
 #include "dblock/error.hpp"
 #include "lease_core.hpp"
 #include "metadata.hpp"
+#include "observe.hpp"
 #include "retry_until.hpp"
 #include "strategy_rules.hpp"
 #include "ttl_lease.hpp"
@@ -76,23 +77,14 @@ std::optional<Lease> attempt(const std::shared_ptr<detail::UniqueKeyLockCore>& i
   return held(impl, std::move(info), options, {*token, sent}, false);
 }
 
-}  // namespace
-
-UniqueKeyLock::UniqueKeyLock(ConnectionSource& source, UniqueKeyLockOptions options)
-    : impl_(std::make_shared<detail::UniqueKeyLockCore>(source, std::move(options))) {}
-
-UniqueKeyLock::~UniqueKeyLock() = default;
-
-std::optional<Lease> UniqueKeyLock::try_acquire(std::string_view key, const LockOptions& options) {
-  return attempt(impl_, detail::new_ttl_lease(key, options, "the lock TTL"), options, std::nullopt);
-}
-
-std::optional<Lease> UniqueKeyLock::acquire(std::string_view key, std::chrono::milliseconds timeout,
-                                            const LockOptions& options) {
+// The acquire loop: plain, or fair waiting's turns in the key's queue.
+std::optional<Lease> wait_for(const std::shared_ptr<detail::UniqueKeyLockCore>& impl,
+                              std::string_view key, std::chrono::milliseconds timeout,
+                              const LockOptions& options) {
   const detail::LeaseInfo info = detail::new_ttl_lease(key, options, "the lock TTL");
   const bool forever = detail::is_forever_wait(timeout);
-  Backoff backoff(impl_->options.backoff);
-  detail::ReleaseListener* listener = impl_->listener();
+  Backoff backoff(impl->options.backoff);
+  detail::ReleaseListener* listener = impl->listener();
   std::optional<detail::ReleaseListener::Interest> interest;
   if (listener) interest.emplace(*listener, info.key);
   auto& clock = detail::Clock::system();
@@ -111,16 +103,16 @@ std::optional<Lease> UniqueKeyLock::acquire(std::string_view key, std::chrono::m
     auto grant = interest->take_grant();
     if (!grant) return std::nullopt;
     taking();
-    return held(impl_, info, options, *grant, true);
+    return held(impl, info, options, *grant, true);
   };
-  if (!impl_->options.fair) {
+  if (!impl->options.fair) {
     // While asleep, a release made through this lock object may hand the key over.
     if (interest) interest->accept_hand_over(info, options.metadata);
     return detail::retry_until(
         clock, timeout, forever, backoff,
         [&]() -> std::optional<Lease> {
           if (auto lease = handed_over([] {})) return lease;
-          return attempt(impl_, info, options, {});
+          return attempt(impl, info, options, {});
         },
         [&](std::chrono::milliseconds d) {
           if (interest && interest->held_here()) {
@@ -128,13 +120,13 @@ std::optional<Lease> UniqueKeyLock::acquire(std::string_view key, std::chrono::m
             // this waiter, so polling at the slowest pace suffices (against a lease that ends
             // by its TTL instead, or a hold taken elsewhere meanwhile).
             d = std::max(
-                d, std::min(impl_->options.backoff.max_delay,
+                d, std::min(impl->options.backoff.max_delay,
                             std::chrono::floor<std::chrono::milliseconds>(deadline - clock.now())));
           }
           pause(d);
         });
   }
-  QueuePlace place(*impl_, info, clock);
+  QueuePlace place(*impl, info, clock);
   std::int64_t ahead = -1;  // waiters before this one, where the queue is read (MySQL)
   const auto join = [&] {
     place.join();
@@ -148,21 +140,21 @@ std::optional<Lease> UniqueKeyLock::acquire(std::string_view key, std::chrono::m
       [&]() -> std::optional<Lease> {
         // The hand-over took the place away.
         if (auto lease = handed_over([&] {
-              if (impl_->leaves_queue) place.left();
+              if (impl->leaves_queue) place.left();
             })) {
           return lease;
         }
         if (place.seq() && !place.fresh()) join();
         ahead = -1;
         const bool joining = !place.seq() && (forever || timeout.count() > 0);
-        if (joining && impl_->joins_queue) {
+        if (joining && impl->joins_queue) {
           // One statement tries and, refused, takes a place. The place is announced first: a
           // release that names this waiter the head before the reply is back still wakes it.
           if (interest) interest->queued_as(place.id(), std::numeric_limits<std::int64_t>::max());
           const auto sent = clock.now();
           std::optional<std::int64_t> seq;
           auto lease = place.taking([&] {
-            return attempt(impl_, info, options, std::nullopt, &place.id(), &ahead, &seq);
+            return attempt(impl, info, options, std::nullopt, &place.id(), &ahead, &seq);
           });
           if (seq) {
             place.placed(*seq, sent);
@@ -170,16 +162,16 @@ std::optional<Lease> UniqueKeyLock::acquire(std::string_view key, std::chrono::m
           }
           return lease;  // the acquire that got the key had no place to leave
         }
-        auto lease = attempt(impl_, info, options, place.seq(), &place.id(), &ahead);
+        auto lease = attempt(impl, info, options, place.seq(), &place.id(), &ahead);
         if (!lease && joining) {
           join();  // refused: take a place, and try again at once (the key may be free by now)
-          lease = attempt(impl_, info, options, place.seq(), &place.id(), &ahead);
+          lease = attempt(impl, info, options, place.seq(), &place.id(), &ahead);
         }
-        if (lease && impl_->leaves_queue) place.left();
+        if (lease && impl->leaves_queue) place.left();
         return lease;
       },
       [&](std::chrono::milliseconds d) {
-        const auto place_due = impl_->options.waiter_ttl / 3;  // the place is refreshed in time
+        const auto place_due = impl->options.waiter_ttl / 3;  // the place is refreshed in time
         if (interest && (interest->held_here() || interest->heard())) {
           // A lease of this lock object holds the key: its release hands the key to this waiter
           // when it heads the queue, or the head elsewhere is woken. Or this process hears every
@@ -187,7 +179,7 @@ std::optional<Lease> UniqueKeyLock::acquire(std::string_view key, std::chrono::m
           // Either way polling slowly suffices (against a lease that ends by its TTL, or a head
           // that died, which no one announces).
           d = std::min(place_due,
-                       std::max(d, std::min(impl_->options.backoff.max_delay,
+                       std::max(d, std::min(impl->options.backoff.max_delay,
                                             std::chrono::floor<std::chrono::milliseconds>(
                                                 deadline - clock.now()))));
           pause(d);
@@ -200,11 +192,31 @@ std::optional<Lease> UniqueKeyLock::acquire(std::string_view key, std::chrono::m
           // fast by the time the key is its (holds can be shorter than a poll), the rest less
           // often the further back they are.
           constexpr std::int64_t kFast = 3;
-          d = std::min(d, impl_->options.backoff.min_sleep *
+          d = std::min(d, impl->options.backoff.min_sleep *
                               (1 + 2 * std::max<std::int64_t>(0, ahead - kFast + 1)));
         }
         pause(d);
       });
+}
+
+}  // namespace
+
+UniqueKeyLock::UniqueKeyLock(ConnectionSource& source, UniqueKeyLockOptions options)
+    : impl_(std::make_shared<detail::UniqueKeyLockCore>(source, std::move(options))) {}
+
+UniqueKeyLock::~UniqueKeyLock() = default;
+
+std::optional<Lease> UniqueKeyLock::try_acquire(std::string_view key, const LockOptions& options) {
+  return detail::observed_acquire("unique_key", key, options, std::nullopt, [&] {
+    return attempt(impl_, detail::new_ttl_lease(key, options, "the lock TTL"), options,
+                   std::nullopt);
+  });
+}
+
+std::optional<Lease> UniqueKeyLock::acquire(std::string_view key, std::chrono::milliseconds timeout,
+                                            const LockOptions& options) {
+  return detail::observed_acquire("unique_key", key, options, timeout,
+                                  [&] { return wait_for(impl_, key, timeout, options); });
 }
 
 std::optional<Claim> UniqueKeyLock::claim(std::string_view key, const ClaimOptions& options) {

@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: Apache-2.0
+/// @file
+/// Events: what happens to acquisitions and leases, as structured calls to an Observer, for
+/// metrics, traces and audit logs. Install one for the whole process with set_observer(), or for
+/// the acquisitions made with some options through LockOptions::observer (give a lock object's
+/// callers the same options to observe that lock object alone). Both are called when both are
+/// installed: the process-wide one first. A lease reports to the observers that were installed
+/// when it was acquired, until it ends, so every lease an observer saw acquired it also sees end.
+/// Nothing is measured and no event is made while none is installed.
+///
+/// @code
+///   struct Waits final : dblock::Observer {
+///     void acquire_ended(const dblock::AcquireEnded& e) override {
+///       if (e.outcome == dblock::AcquireOutcome::kAcquired) histogram.observe(e.waited);
+///     }
+///   };
+///   dblock::set_observer(std::make_shared<Waits>());
+/// @endcode
+///
+/// Which thread calls what: acquire_started and acquire_ended on the thread that called
+/// try_acquire or acquire; renewed and renewal_failed on the renewing thread (the renewer's, or
+/// the caller's for Lease::renew); lost on the thread that found the loss (the renewer's or its
+/// watchdog's for a renewal that found the lease gone or a TTL that ran out; the caller's for a
+/// renewal or release that found it gone); released on the thread that released or dropped the
+/// lease. Calls come from several threads at once: an observer must be thread-safe, must not
+/// block for long (a renewal waits for it), must not throw (what it throws is dropped) and must
+/// not call back into the lease or lock it observes. The views in an event (key, strategy, error)
+/// are valid during the call only.
+///
+/// Explained, with the order of events and what each field means, in
+/// docs/operations/monitoring.md.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string_view>
+
+#include "dblock/export.hpp"
+#include "dblock/release_outcome.hpp"
+
+namespace dblock {
+
+/// How an acquisition ended.
+enum class AcquireOutcome {
+  kAcquired,  ///< a lease was returned
+  kBusy,      ///< try_acquire (or a zero timeout): another owner holds the key
+  kTimedOut,  ///< acquire: the wait ended at its timeout
+  kFailed,    ///< an Error was thrown (the database unreachable, a bad key, ...)
+};
+
+/// Why a lease was found lost.
+enum class LossReason {
+  kExpired,       ///< its TTL ran out without a successful renewal (renewals failed, or were not
+                  ///< wanted by renew_if, or the process was paused)
+  kTakenOver,     ///< a renewal or release found the key held by a later holder
+  kRemoved,       ///< a renewal or release found the hold gone and no later holder: an
+                  ///< operator's `dblock release --force`, or the cleaner
+  kGone,          ///< a renewal or release found the hold gone; the strategy does not tell why
+  kSessionEnded,  ///< the session or transaction that held it ended (connection lost, server
+                  ///< ended it)
+};
+
+/// The lowercase names used in metrics and logs: "acquired", "busy", "timed_out", "failed";
+/// "unknown" for any other value.
+DBLOCK_EXPORT std::string_view to_string(AcquireOutcome outcome) noexcept;
+/// "expired", "taken_over", "removed", "gone", "session_ended"; "unknown" for any other value.
+DBLOCK_EXPORT std::string_view to_string(LossReason reason) noexcept;
+
+/// The lease an event is about.
+struct LeaseEvent {
+  /// "unique_key", "semaphore", "reader", "writer" (a ReadWriteLock's), "row", "optimistic",
+  /// "session".
+  std::string_view strategy;
+  std::string_view key;
+  std::int64_t fencing_token = 0;
+  std::string_view lease_id;
+};
+
+/// An acquisition begins.
+struct AcquireStarted {
+  std::string_view strategy;
+  std::string_view key;
+  /// How long it may wait: nullopt for try_acquire, milliseconds::max() for no limit.
+  std::optional<std::chrono::milliseconds> timeout;
+};
+
+/// An acquisition ended; exactly one per AcquireStarted, on the same thread.
+struct AcquireEnded {
+  std::string_view strategy;
+  std::string_view key;
+  std::optional<std::chrono::milliseconds> timeout;  ///< as in AcquireStarted
+  AcquireOutcome outcome = AcquireOutcome::kFailed;
+  /// From the call to its end (monotonic clock): the wait when acquired after a wait.
+  std::chrono::nanoseconds waited{0};
+  /// Tries at the key: 1 for an uncontended acquisition; a waiter's tries between waits.
+  int attempts = 0;
+  /// Statements this call sent on dblock's connections, transaction control included.
+  int statements = 0;
+  /// kAcquired: the new lease (fencing token, lease id); otherwise a token of 0, no id.
+  LeaseEvent lease{};
+  /// kFailed: the Error's message.
+  std::string_view error{};
+};
+
+/// A renewal succeeded.
+struct Renewed {
+  LeaseEvent lease;
+  std::chrono::nanoseconds latency{0};  ///< the renewal's round trip
+  std::chrono::milliseconds ttl{0};     ///< the lease now lasts this long from when it was sent
+  bool background = false;              ///< by the renewer (auto_renew), not Lease::renew()
+};
+
+/// A renewal failed with an error (not a loss: a renewal that finds the lease gone reports lost).
+struct RenewalFailed {
+  LeaseEvent lease;
+  std::string_view error;
+  /// How long before the lease counts as lost unless a renewal succeeds (0 or less: it is lost).
+  std::chrono::milliseconds time_left{0};
+  bool background = false;
+};
+
+/// The lease was found lost: at most once per lease, before LockOptions::on_lost is called.
+struct LeaseLost {
+  LeaseEvent lease;
+  LossReason reason = LossReason::kGone;
+  /// From its acquisition (when the statement that granted it was sent, on CLOCK_BOOTTIME) to
+  /// when the loss was found: at least its TTL when it expired.
+  std::chrono::nanoseconds held_for{0};
+};
+
+/// The lease ended by release() or by being dropped (destroyed, moved over): once per lease.
+struct Released {
+  LeaseEvent lease;
+  /// From its acquisition (as in LeaseLost) to the end of the release.
+  std::chrono::nanoseconds held_for{0};
+  /// What release() returned; kNotHeld also when a drop's release found it gone.
+  ReleaseOutcome outcome = ReleaseOutcome::kReleased;
+  bool dropped = false;      ///< destroyed or moved over, not release()d
+  std::string_view error{};  ///< what the release threw (or, dropped, swallowed), if it failed
+};
+
+/// Receives events. Every call has a default that does nothing: override the ones you need.
+class DBLOCK_EXPORT Observer {
+ public:
+  virtual ~Observer();
+  virtual void acquire_started(const AcquireStarted& /*event*/) {}
+  virtual void acquire_ended(const AcquireEnded& /*event*/) {}
+  virtual void renewed(const Renewed& /*event*/) {}
+  virtual void renewal_failed(const RenewalFailed& /*event*/) {}
+  virtual void lost(const LeaseLost& /*event*/) {}
+  virtual void released(const Released& /*event*/) {}
+};
+
+/// Installs the process-wide observer, replacing any; nullptr removes it. Leases acquired before
+/// keep reporting to the observer that was installed when they were acquired (it is kept alive
+/// until they end). Thread-safe.
+DBLOCK_EXPORT void set_observer(std::shared_ptr<Observer> observer);
+
+/// The process-wide observer, or nullptr.
+DBLOCK_EXPORT std::shared_ptr<Observer> observer();
+
+}  // namespace dblock

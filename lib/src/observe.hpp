@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: Apache-2.0
+// Where the library makes events for observers (dblock/observer.hpp). A strategy's public acquire
+// runs through observed_acquire(), which, only while an observer is installed, times the call,
+// counts its tries (count_attempt(), from the waiting loops) and statements (count_statement(),
+// from the drivers), reports its start and end, and makes the returned lease report its renewals,
+// loss and release (LeaseCore::observe). Internal.
+//
+//   std::optional<Lease> UniqueKeyLock::try_acquire(std::string_view key, const LockOptions& o) {
+//     return detail::observed_acquire("unique_key", key, o, std::nullopt, [&] { ...; });
+//   }
+//
+// Thread-safety: the counters are per thread; Observers is immutable once made.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string_view>
+
+#include "dblock/lock.hpp"
+#include "dblock/observer.hpp"
+
+namespace dblock::detail {
+
+// The observers an acquisition and its lease report to: the process-wide one when it began,
+// then the options' one.
+struct Observers {
+  std::shared_ptr<Observer> process;
+  std::shared_ptr<Observer> local;
+
+  explicit operator bool() const noexcept { return process || local; }
+  // Calls f(observer) on each; what an observer throws is dropped.
+  template <class F>
+  void each(F&& f) const noexcept {
+    for (Observer* o : {process.get(), local.get()}) {
+      if (o == nullptr) continue;
+      try {
+        f(*o);
+      } catch (...) {
+        // An observer's failure must not reach the lock's caller or the renewer.
+      }
+    }
+  }
+};
+
+// The observers of an acquisition made with `options`; empty (one relaxed load) when none is
+// installed.
+Observers observers_for(const LockOptions& options);
+
+// The tries and statements of the observed acquisition running on this thread.
+struct AcquireTally {
+  int attempts = 0;
+  int statements = 0;
+};
+// The tally of the innermost observed acquisition on this thread, or nullptr.
+AcquireTally* current_tally() noexcept;
+// A try at the key, for the acquisition on this thread (if observed).
+inline void count_attempt() noexcept {
+  if (AcquireTally* t = current_tally()) ++t->attempts;
+}
+// A statement sent (transaction control included), for the acquisition on this thread.
+inline void count_statement() noexcept {
+  if (AcquireTally* t = current_tally()) ++t->statements;
+}
+
+// Runs an observed acquisition (see observed_acquire).
+std::optional<Lease> run_observed(std::string_view strategy, std::string_view key,
+                                  std::optional<std::chrono::milliseconds> timeout,
+                                  Observers observers,
+                                  const std::function<std::optional<Lease>()>& acquire);
+
+// Runs `acquire()` (which returns std::optional<Lease>): as it is when nothing observes; else
+// reported as an acquisition of `key` by `strategy` that may wait `timeout` (nullopt:
+// try_acquire), whose lease then reports to the same observers.
+template <class Acquire>
+std::optional<Lease> observed_acquire(std::string_view strategy, std::string_view key,
+                                      const LockOptions& options,
+                                      std::optional<std::chrono::milliseconds> timeout,
+                                      Acquire&& acquire) {
+  Observers observers = observers_for(options);
+  if (!observers) return acquire();
+  return run_observed(strategy, key, timeout, std::move(observers), acquire);
+}
+
+}  // namespace dblock::detail

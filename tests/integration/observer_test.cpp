@@ -1,0 +1,455 @@
+// SPDX-License-Identifier: Apache-2.0
+// Events (dblock/observer.hpp) against every database x driver pair, from the side of what an
+// observer is told: each acquisition reports one start and one end with its outcome, wait,
+// tries and statements; each lease reports its end once, its renewals, and its loss at most
+// once with the reason that matches what happened to it (its TTL ran out, another owner took the
+// key, an operator removed it, its session was killed); every strategy names itself; a lease
+// keeps reporting to the observers it was acquired under; nothing is reported to an observer
+// removed before an acquisition.
+#include "dblock/observer.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backends.hpp"
+#include "dblock/error.hpp"
+#include "dblock/lock_table.hpp"
+#include "dblock/open.hpp"
+#include "dblock/optimistic_lock.hpp"
+#include "dblock/read_write_lock.hpp"
+#include "dblock/row_lock.hpp"
+#include "dblock/semaphore.hpp"
+#include "dblock/session_lock.hpp"
+#include "dblock/unique_key_lock.hpp"
+#include "migrated_fixture.hpp"
+#include "tagged_pool.hpp"
+
+namespace dblock::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+// One event as an observer saw it, its views copied.
+struct Seen {
+  std::string kind;  // "started", "ended", "renewed", "renewal_failed", "lost", "released"
+  std::string strategy;
+  std::string key;
+  std::int64_t token = 0;
+  std::string lease_id;
+  std::optional<milliseconds> timeout;
+  AcquireOutcome outcome = AcquireOutcome::kFailed;
+  std::chrono::nanoseconds duration{0};  // waited, latency or held_for
+  int attempts = 0;
+  int statements = 0;
+  std::string error;
+  milliseconds time_left{0};
+  bool flag = false;  // background (renewals) or dropped (released)
+  LossReason reason = LossReason::kGone;
+  ReleaseOutcome released = ReleaseOutcome::kReleased;
+};
+
+class Recorder final : public Observer {
+ public:
+  void acquire_started(const AcquireStarted& e) override {
+    Seen s;
+    s.kind = "started";
+    s.strategy = std::string(e.strategy);
+    s.key = std::string(e.key);
+    s.timeout = e.timeout;
+    add(std::move(s));
+  }
+  void acquire_ended(const AcquireEnded& e) override {
+    Seen s = of("ended", e.lease);
+    s.strategy = std::string(e.strategy);
+    s.key = std::string(e.key);
+    s.timeout = e.timeout;
+    s.outcome = e.outcome;
+    s.duration = e.waited;
+    s.attempts = e.attempts;
+    s.statements = e.statements;
+    s.error = std::string(e.error);
+    add(std::move(s));
+  }
+  void renewed(const Renewed& e) override {
+    Seen s = of("renewed", e.lease);
+    s.duration = e.latency;
+    s.flag = e.background;
+    add(std::move(s));
+  }
+  void renewal_failed(const RenewalFailed& e) override {
+    Seen s = of("renewal_failed", e.lease);
+    s.error = std::string(e.error);
+    s.time_left = e.time_left;
+    s.flag = e.background;
+    add(std::move(s));
+  }
+  void lost(const LeaseLost& e) override {
+    Seen s = of("lost", e.lease);
+    s.reason = e.reason;
+    s.duration = e.held_for;
+    add(std::move(s));
+  }
+  void released(const Released& e) override {
+    Seen s = of("released", e.lease);
+    s.duration = e.held_for;
+    s.released = e.outcome;
+    s.flag = e.dropped;
+    s.error = std::string(e.error);
+    add(std::move(s));
+  }
+
+  // The events of `kind` about `key`.
+  std::vector<Seen> of_kind(const std::string& kind, const std::string& key) const {
+    std::lock_guard lock(mu_);
+    std::vector<Seen> out;
+    for (const Seen& s : seen_) {
+      if (s.kind == kind && s.key == key) out.push_back(s);
+    }
+    return out;
+  }
+  // The kinds of every event about `key`, in order.
+  std::vector<std::string> kinds(const std::string& key) const {
+    std::lock_guard lock(mu_);
+    std::vector<std::string> out;
+    for (const Seen& s : seen_) {
+      if (s.key == key) out.push_back(s.kind);
+    }
+    return out;
+  }
+  // Waits up to 10 s for an event of `kind` about `key`.
+  bool wait_for(const std::string& kind, const std::string& key) const {
+    const auto give_up = Clock::now() + std::chrono::seconds(10);
+    while (of_kind(kind, key).empty()) {
+      if (Clock::now() > give_up) return false;
+      std::this_thread::sleep_for(milliseconds(10));
+    }
+    return true;
+  }
+  std::string all(const std::string& key) const {
+    std::string out;
+    for (const auto& k : kinds(key)) out += k + " ";
+    return out;
+  }
+
+ private:
+  static Seen of(const char* kind, const LeaseEvent& lease) {
+    Seen s;
+    s.kind = kind;
+    s.strategy = std::string(lease.strategy);
+    s.key = std::string(lease.key);
+    s.token = lease.fencing_token;
+    s.lease_id = std::string(lease.lease_id);
+    return s;
+  }
+  void add(Seen s) {
+    std::lock_guard lock(mu_);
+    seen_.push_back(std::move(s));
+  }
+  mutable std::mutex mu_;
+  std::vector<Seen> seen_;
+};
+
+class ObserverTest : public MigratedPoolTest {
+ protected:
+  ObserverTest() : MigratedPoolTest("obs", 3) {}
+  void TearDown() override {
+    set_observer(nullptr);
+    MigratedPoolTest::TearDown();
+  }
+  // Options of owner `owner` reporting to recorder_.
+  LockOptions observed(const std::string& owner,
+                       std::chrono::milliseconds ttl = std::chrono::seconds(30),
+                       bool auto_renew = true) {
+    LockOptions o = as(owner, ttl, auto_renew);
+    o.observer = recorder_;
+    return o;
+  }
+  std::shared_ptr<Recorder> recorder_ = std::make_shared<Recorder>();
+};
+
+TEST_P(ObserverTest, EachAcquisitionReportsOneStartAndOneEndWithWhatHappened) {
+  UniqueKeyLock lock(*pool_, {.tables = tables_});
+  const std::string key = unique_name("acq");
+  auto lease = lock.try_acquire(key, observed("a"));
+  ASSERT_TRUE(lease);
+  EXPECT_FALSE(lock.try_acquire(key, observed("b")));
+  EXPECT_FALSE(lock.acquire(key, milliseconds(300), observed("c")));
+  EXPECT_THROW(lock.try_acquire(key,
+                                [&] {
+                                  LockOptions o = observed("d");
+                                  o.ttl = milliseconds(0);  // refused before anything is sent
+                                  return o;
+                                }()),
+               Error);
+
+  const auto started = recorder_->of_kind("started", key);
+  const auto ended = recorder_->of_kind("ended", key);
+  ASSERT_EQ(started.size(), 4u) << recorder_->all(key);
+  ASSERT_EQ(ended.size(), 4u) << recorder_->all(key);
+  for (const Seen& s : ended) EXPECT_EQ(s.strategy, "unique_key");
+  EXPECT_FALSE(started[0].timeout);
+  ASSERT_TRUE(started[2].timeout);
+  EXPECT_EQ(*started[2].timeout, milliseconds(300));
+
+  EXPECT_EQ(ended[0].outcome, AcquireOutcome::kAcquired);
+  EXPECT_EQ(ended[0].token, lease->fencing_token());
+  EXPECT_EQ(ended[0].lease_id, lease->lease_id());
+  EXPECT_EQ(ended[0].attempts, 1);
+  EXPECT_GE(ended[0].statements, 1);
+  EXPECT_LE(ended[0].statements, 3) << "an uncontended acquire sends one statement or a few";
+
+  EXPECT_EQ(ended[1].outcome, AcquireOutcome::kBusy);
+  EXPECT_EQ(ended[1].token, 0);
+  EXPECT_TRUE(ended[1].lease_id.empty());
+  EXPECT_EQ(ended[1].attempts, 1);
+
+  EXPECT_EQ(ended[2].outcome, AcquireOutcome::kTimedOut);
+  EXPECT_GE(ended[2].duration, milliseconds(300));
+  EXPECT_GE(ended[2].attempts, 2) << "a waiter tries more than once in 300 ms";
+  EXPECT_GE(ended[2].statements, ended[2].attempts);
+
+  EXPECT_EQ(ended[3].outcome, AcquireOutcome::kFailed);
+  EXPECT_NE(ended[3].error.find("TTL"), std::string::npos) << ended[3].error;
+  EXPECT_EQ(ended[3].statements, 0);
+  EXPECT_EQ(lease->release(), ReleaseOutcome::kReleased);
+}
+
+TEST_P(ObserverTest, ALeaseReportsItsEndOnceWhetherReleasedOrDropped) {
+  UniqueKeyLock lock(*pool_, {.tables = tables_});
+  const std::string key = unique_name("end");
+  {
+    auto lease = lock.try_acquire(key, observed("a"));
+    ASSERT_TRUE(lease);
+    std::this_thread::sleep_for(milliseconds(200));
+    EXPECT_EQ(lease->release(), ReleaseOutcome::kReleased);
+  }
+  {
+    auto dropped = lock.try_acquire(key, observed("a"));
+    ASSERT_TRUE(dropped);
+  }  // dropped: released by its destructor
+  const auto released = recorder_->of_kind("released", key);
+  ASSERT_EQ(released.size(), 2u) << recorder_->all(key);
+  EXPECT_FALSE(released[0].flag);
+  EXPECT_EQ(released[0].released, ReleaseOutcome::kReleased);
+  EXPECT_GE(released[0].duration, milliseconds(200));
+  EXPECT_TRUE(released[1].flag) << "the second lease was dropped";
+  EXPECT_EQ(released[1].released, ReleaseOutcome::kReleased);
+  EXPECT_GT(released[1].token, released[0].token);
+  EXPECT_TRUE(recorder_->of_kind("lost", key).empty()) << recorder_->all(key);
+}
+
+TEST_P(ObserverTest, RenewalsReportTheirLatencyAndWhoSentThem) {
+  UniqueKeyLock lock(*pool_, {.tables = tables_});
+  const std::string key = unique_name("renew");
+  auto lease = lock.try_acquire(key, observed("a", milliseconds(900)));
+  ASSERT_TRUE(lease);
+  ASSERT_TRUE(recorder_->wait_for("renewed", key));  // the renewer's, at a third of the TTL
+  const Seen background = recorder_->of_kind("renewed", key).front();
+  EXPECT_TRUE(background.flag);
+  EXPECT_GT(background.duration, std::chrono::nanoseconds(0));
+  EXPECT_LT(background.duration, milliseconds(900));
+  EXPECT_EQ(background.token, lease->fencing_token());
+  ASSERT_TRUE(lease->renew(milliseconds(5000)));
+  const auto renewed = recorder_->of_kind("renewed", key);
+  ASSERT_GE(renewed.size(), 2u);
+  const auto explicit_one =
+      std::find_if(renewed.begin(), renewed.end(), [](const Seen& s) { return !s.flag; });
+  ASSERT_NE(explicit_one, renewed.end()) << "Lease::renew() reports background = false";
+  EXPECT_EQ(lease->release(), ReleaseOutcome::kReleased);
+}
+
+TEST_P(ObserverTest, FailedRenewalsReportTheTimeLeftThenTheLossOnceBeforeOnLost) {
+  TaggedPool tagged(backend(), 2);
+  UniqueKeyLock lock(tagged.pool(), {.tables = tables_});
+  const std::string key = unique_name("cut");
+  LockOptions o = observed("a", milliseconds(1500));
+  std::atomic<int> lost_events_at_on_lost{-1};
+  o.on_lost = [&](const std::string& k) {
+    lost_events_at_on_lost = static_cast<int>(recorder_->of_kind("lost", k).size());
+  };
+  auto lease = lock.try_acquire(key, o);
+  ASSERT_TRUE(lease);
+  tagged.refuse_connections(true);
+  auto killer = backend().connect();
+  tagged.kill_sessions(*killer);
+  ASSERT_TRUE(recorder_->wait_for("lost", key)) << recorder_->all(key);
+  const auto failed = recorder_->of_kind("renewal_failed", key);
+  ASSERT_FALSE(failed.empty()) << recorder_->all(key);
+  for (const Seen& f : failed) {
+    EXPECT_TRUE(f.flag);
+    EXPECT_FALSE(f.error.empty());
+    EXPECT_LT(f.time_left, milliseconds(1500));
+  }
+  std::this_thread::sleep_for(milliseconds(300));
+  const auto lost = recorder_->of_kind("lost", key);
+  ASSERT_EQ(lost.size(), 1u) << recorder_->all(key);
+  EXPECT_EQ(lost[0].reason, LossReason::kExpired);
+  EXPECT_GE(lost[0].duration, milliseconds(1500));
+  EXPECT_EQ(lost_events_at_on_lost.load(), 1) << "the lost event comes before on_lost";
+  tagged.refuse_connections(false);
+  EXPECT_NO_THROW(lease->release());
+  EXPECT_EQ(recorder_->of_kind("lost", key).size(), 1u) << "a lost lease's release reports no "
+                                                           "second loss: "
+                                                        << recorder_->all(key);
+  EXPECT_EQ(recorder_->of_kind("released", key).size(), 1u) << recorder_->all(key);
+}
+
+TEST_P(ObserverTest, ALossFoundByARenewalSaysWhetherTheKeyWasTakenOverRemovedOrExpired) {
+  UniqueKeyLock lock(*pool_, {.tables = tables_});
+  // Expired: the row is still ours but past its TTL when the renewal comes.
+  const std::string expired = unique_name("expired");
+  auto a = lock.try_acquire(expired, observed("a", milliseconds(200), false));
+  ASSERT_TRUE(a);
+  std::this_thread::sleep_for(milliseconds(400));
+  EXPECT_FALSE(a->renew());
+  // Taken over: another owner holds the key now.
+  const std::string taken = unique_name("taken");
+  auto b = lock.try_acquire(taken, observed("a", milliseconds(200), false));
+  ASSERT_TRUE(b);
+  std::this_thread::sleep_for(milliseconds(400));
+  auto other = lock.try_acquire(taken, as("b"));
+  ASSERT_TRUE(other);
+  EXPECT_FALSE(b->renew());
+  // Removed: an operator's forced release.
+  const std::string removed = unique_name("removed");
+  auto c = lock.try_acquire(removed, observed("a", std::chrono::seconds(30), false));
+  ASSERT_TRUE(c);
+  release_by_operator(removed);
+  EXPECT_FALSE(c->renew());
+
+  for (const auto& [key, reason] :
+       std::vector<std::pair<std::string, LossReason>>{{expired, LossReason::kExpired},
+                                                       {taken, LossReason::kTakenOver},
+                                                       {removed, LossReason::kRemoved}}) {
+    const auto lost = recorder_->of_kind("lost", key);
+    ASSERT_EQ(lost.size(), 1u) << key << ": " << recorder_->all(key);
+    EXPECT_EQ(lost[0].reason, reason) << key << ": " << to_string(lost[0].reason);
+  }
+  for (auto* lease : {&a, &b, &c}) EXPECT_EQ((*lease)->release(), ReleaseOutcome::kNotHeld);
+  for (const auto& key : {expired, taken, removed}) {
+    EXPECT_EQ(recorder_->of_kind("lost", key).size(), 1u) << recorder_->all(key);
+    const auto released = recorder_->of_kind("released", key);
+    ASSERT_EQ(released.size(), 1u) << recorder_->all(key);
+    EXPECT_EQ(released[0].released, ReleaseOutcome::kNotHeld);
+  }
+  EXPECT_EQ(other->release(), ReleaseOutcome::kReleased);
+}
+
+TEST_P(ObserverTest, ALossFoundByTheReleaseIsReportedBeforeTheRelease) {
+  UniqueKeyLock lock(*pool_, {.tables = tables_});
+  const std::string key = unique_name("late");
+  auto lease = lock.try_acquire(key, observed("a", milliseconds(200), false));
+  ASSERT_TRUE(lease);
+  std::this_thread::sleep_for(milliseconds(400));
+  auto other = lock.try_acquire(key, as("b"));
+  ASSERT_TRUE(other);
+  EXPECT_EQ(lease->release(), ReleaseOutcome::kNotHeld);
+  EXPECT_EQ(recorder_->kinds(key),
+            (std::vector<std::string>{"started", "ended", "lost", "released"}));
+  const auto lost = recorder_->of_kind("lost", key);
+  ASSERT_EQ(lost.size(), 1u);
+  EXPECT_EQ(lost[0].reason, LossReason::kTakenOver);
+  EXPECT_EQ(other->release(), ReleaseOutcome::kReleased);
+}
+
+TEST_P(ObserverTest, ASessionLockWhoseSessionIsKilledReportsItsSessionEnded) {
+  auto own = open_pool(backend().url(), {.max_size = 1});
+  SessionLock sessions(*own, SessionLockOptions{.tables = tables_});
+  const std::string key = unique_name("session");
+  auto lease = sessions.try_acquire(key, observed("a"));
+  ASSERT_TRUE(lease);
+  std::int64_t id = 0;
+  {
+    SessionConnection conn(*lease);
+    id = backend().session_id(*conn);
+  }
+  auto killer = pool_->acquire();
+  backend().kill_session(*killer, id);
+  const auto give_up = Clock::now() + std::chrono::seconds(10);
+  while (!lease->lost() && Clock::now() < give_up) std::this_thread::sleep_for(milliseconds(20));
+  ASSERT_TRUE(lease->lost());
+  try {
+    lease->release();
+  } catch (const Error&) {
+    // The session is gone: the release may say so.
+  }
+  const auto lost = recorder_->of_kind("lost", key);
+  ASSERT_EQ(lost.size(), 1u) << recorder_->all(key);
+  EXPECT_EQ(lost[0].reason, LossReason::kSessionEnded);
+  EXPECT_EQ(lost[0].strategy, "session");
+  const auto released = recorder_->of_kind("released", key);
+  ASSERT_EQ(released.size(), 1u) << recorder_->all(key);
+  EXPECT_EQ(released[0].released, ReleaseOutcome::kNotHeld);
+}
+
+TEST_P(ObserverTest, EveryStrategyNamesItselfAndReportsItsLeasesEnd) {
+  Semaphore permits(*pool_, 2, SemaphoreOptions{.tables = tables_});
+  ReadWriteLock rw(*pool_, ReadWriteLockOptions{.tables = tables_});
+  RowLock rows(*pool_, RowLockOptions{.tables = tables_});
+  OptimisticLock versions(*pool_, OptimisticLockOptions{.tables = tables_});
+  SessionLock sessions(*pool_, SessionLockOptions{.tables = tables_});
+  const std::vector<std::pair<Lock*, std::string>> locks = {
+      {&permits, "semaphore"}, {&rw.reader(), "reader"},  {&rw.writer(), "writer"},
+      {&rows, "row"},          {&versions, "optimistic"}, {&sessions, "session"}};
+  for (const auto& [lock, name] : locks) {
+    const std::string key = unique_name(name);
+    auto lease = lock->acquire(key, std::chrono::seconds(5), observed("a"));
+    ASSERT_TRUE(lease) << name;
+    EXPECT_EQ(lease->release(), ReleaseOutcome::kReleased) << name;
+    EXPECT_EQ(recorder_->kinds(key), (std::vector<std::string>{"started", "ended", "released"}))
+        << name;
+    const auto ended = recorder_->of_kind("ended", key);
+    ASSERT_EQ(ended.size(), 1u);
+    EXPECT_EQ(ended[0].strategy, name);
+    EXPECT_EQ(ended[0].outcome, AcquireOutcome::kAcquired) << name;
+    EXPECT_GE(ended[0].statements, 1) << name;
+    EXPECT_EQ(recorder_->of_kind("released", key).at(0).strategy, name);
+  }
+  // A reader refused by a writer: the permit it took and gave back is no lease of the caller's.
+  const std::string key = unique_name("rw");
+  auto writer = rw.writer().try_acquire(key, as("w"));
+  ASSERT_TRUE(writer);
+  EXPECT_FALSE(rw.reader().try_acquire(key, observed("r")));
+  EXPECT_EQ(recorder_->kinds(key), (std::vector<std::string>{"started", "ended"}));
+  EXPECT_EQ(recorder_->of_kind("ended", key).at(0).outcome, AcquireOutcome::kBusy);
+  EXPECT_EQ(writer->release(), ReleaseOutcome::kReleased);
+}
+
+TEST_P(ObserverTest, AProcessWideObserverKeepsTheLeasesAcquiredUnderIt) {
+  UniqueKeyLock lock(*pool_, {.tables = tables_});
+  const std::string key = unique_name("global");
+  auto global = std::make_shared<Recorder>();
+  set_observer(global);
+  EXPECT_EQ(observer(), global);
+  auto lease = lock.try_acquire(key, as("a"));
+  ASSERT_TRUE(lease);
+  set_observer(nullptr);
+  EXPECT_EQ(observer(), nullptr);
+  EXPECT_EQ(lease->release(), ReleaseOutcome::kReleased);
+  EXPECT_EQ(global->kinds(key), (std::vector<std::string>{"started", "ended", "released"}));
+  // Acquired after the removal: not reported.
+  auto later = lock.try_acquire(key, as("a"));
+  ASSERT_TRUE(later);
+  EXPECT_EQ(later->release(), ReleaseOutcome::kReleased);
+  EXPECT_EQ(global->kinds(key).size(), 3u);
+  // Both installed: each is told.
+  set_observer(global);
+  auto both = lock.try_acquire(key, observed("a"));
+  ASSERT_TRUE(both);
+  EXPECT_EQ(both->release(), ReleaseOutcome::kReleased);
+  EXPECT_EQ(global->kinds(key).size(), 6u);
+  EXPECT_EQ(recorder_->kinds(key), (std::vector<std::string>{"started", "ended", "released"}));
+}
+
+INSTANTIATE_TEST_SUITE_P(Pairs, ObserverTest, ::testing::ValuesIn(all_backends()), BackendName());
+
+}  // namespace
+}  // namespace dblock::testing
