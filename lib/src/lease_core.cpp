@@ -42,10 +42,12 @@ void LeaseCore::report_lost(LossReason reason) noexcept {
   observers_.each([&](Observer& o) { o.lost(lost); });
 }
 
-void LeaseCore::report_released(ReleaseOutcome outcome, bool dropped,
-                                std::string_view error) noexcept {
+void LeaseCore::report_released(ReleaseOutcome outcome, bool dropped, std::string_view error,
+                                bool lost_before) noexcept {
   if (!observed()) return;
-  const Released released{event(), held_for(), outcome, dropped, error};
+  // Not lost(): a transactional lease's transaction has ended by now, committed or not.
+  const bool lost = lost_before || lost_.load();
+  const Released released{event(), held_for(), outcome, dropped, error, lost};
   observers_.each([&](Observer& o) { o.released(released); });
 }
 
@@ -88,6 +90,7 @@ ReleaseOutcome LeaseCore::release() {
   }
   std::lock_guard lock(release_mu_);
   if (released_) return ReleaseOutcome::kNotHeld;
+  const bool lost_before = observed() && (lost() || out_of_time());  // as Lease::lost() says
   released_ = true;  // even if the statement fails: the lease then ends by its TTL
   stop_renewal();    // a renewal started before stops here; none starts after (released_)
   request_stop();    // the lease protects nothing from here on, however the release ends
@@ -102,7 +105,7 @@ ReleaseOutcome LeaseCore::release() {
       const bool gone =
           connection_lost() || (error != nullptr && error->code() == ErrorCode::kLeaseLost);
       if (gone && !lost_.exchange(true)) report_lost(why_not_held());
-      report_released(ReleaseOutcome::kNotHeld, false, e.what());
+      report_released(ReleaseOutcome::kNotHeld, false, e.what(), lost_before);
     }
     throw;
   }
@@ -110,7 +113,7 @@ ReleaseOutcome LeaseCore::release() {
     // Found gone by the release itself (on_lost is for losses found while the lease is held).
     if (observed()) report_lost(why_not_held());
   }
-  report_released(outcome, false, {});
+  report_released(outcome, false, {}, lost_before);
   return outcome;
 }
 
@@ -146,6 +149,7 @@ void LeaseCore::abandon() noexcept {
   }
   std::lock_guard lock(release_mu_);
   if (released_) return;
+  const bool lost_before = observed() && (lost() || out_of_time());
   released_ = true;
   stop_renewal();
   request_stop();
@@ -155,7 +159,7 @@ void LeaseCore::abandon() noexcept {
   const bool found_gone = !was_lost && lost_.load();
   if (found_gone) report_lost(why_not_held());
   report_released(found_gone || was_lost ? ReleaseOutcome::kNotHeld : ReleaseOutcome::kReleased,
-                  true, drop_error_);
+                  true, drop_error_, lost_before);
 }
 
 void LeaseCore::do_abandon() noexcept {

@@ -191,7 +191,9 @@ class LeaseCore {
   std::chrono::nanoseconds held_for() const noexcept { return clock_.now() - acquired_at_; }
   // The events; the callers see to it that each comes once per lease.
   void report_lost(LossReason reason) noexcept;
-  void report_released(ReleaseOutcome outcome, bool dropped, std::string_view error) noexcept;
+  // `lost_before`: the lease was lost (or out of time) when its release began.
+  void report_released(ReleaseOutcome outcome, bool dropped, std::string_view error,
+                       bool lost_before) noexcept;
 
   std::mutex release_mu_;  // serialises release and abandon
   // Renewals run one at a time: renewing_ is set while one runs, under renewing_mu_, which also

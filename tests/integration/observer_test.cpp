@@ -54,6 +54,7 @@ struct Seen {
   bool flag = false;  // background (renewals) or dropped (released)
   LossReason reason = LossReason::kGone;
   ReleaseOutcome released = ReleaseOutcome::kReleased;
+  bool lost = false;  // released: lost before or by the release
 };
 
 class Recorder final : public Observer {
@@ -103,6 +104,7 @@ class Recorder final : public Observer {
     s.released = e.outcome;
     s.flag = e.dropped;
     s.error = std::string(e.error);
+    s.lost = e.lost;
     add(std::move(s));
   }
 
@@ -243,6 +245,8 @@ TEST_P(ObserverTest, ALeaseReportsItsEndOnceWhetherReleasedOrDropped) {
   EXPECT_TRUE(released[1].flag) << "the second lease was dropped";
   EXPECT_EQ(released[1].released, ReleaseOutcome::kReleased);
   EXPECT_GT(released[1].token, released[0].token);
+  EXPECT_FALSE(released[0].lost);
+  EXPECT_FALSE(released[1].lost);
   EXPECT_TRUE(recorder_->of_kind("lost", key).empty()) << recorder_->all(key);
 }
 
@@ -299,7 +303,9 @@ TEST_P(ObserverTest, FailedRenewalsReportTheTimeLeftThenTheLossOnceBeforeOnLost)
   EXPECT_EQ(recorder_->of_kind("lost", key).size(), 1u) << "a lost lease's release reports no "
                                                            "second loss: "
                                                         << recorder_->all(key);
-  EXPECT_EQ(recorder_->of_kind("released", key).size(), 1u) << recorder_->all(key);
+  const auto released = recorder_->of_kind("released", key);
+  ASSERT_EQ(released.size(), 1u) << recorder_->all(key);
+  EXPECT_TRUE(released[0].lost) << "released after it was lost";
 }
 
 TEST_P(ObserverTest, ALossFoundByARenewalSaysWhetherTheKeyWasTakenOverRemovedOrExpired) {
@@ -339,6 +345,7 @@ TEST_P(ObserverTest, ALossFoundByARenewalSaysWhetherTheKeyWasTakenOverRemovedOrE
     const auto released = recorder_->of_kind("released", key);
     ASSERT_EQ(released.size(), 1u) << recorder_->all(key);
     EXPECT_EQ(released[0].released, ReleaseOutcome::kNotHeld);
+    EXPECT_TRUE(released[0].lost);
   }
   EXPECT_EQ(other->release(), ReleaseOutcome::kReleased);
 }
@@ -357,6 +364,7 @@ TEST_P(ObserverTest, ALossFoundByTheReleaseIsReportedBeforeTheRelease) {
   const auto lost = recorder_->of_kind("lost", key);
   ASSERT_EQ(lost.size(), 1u);
   EXPECT_EQ(lost[0].reason, LossReason::kTakenOver);
+  EXPECT_TRUE(recorder_->of_kind("released", key).at(0).lost);
   EXPECT_EQ(other->release(), ReleaseOutcome::kReleased);
 }
 
@@ -388,6 +396,7 @@ TEST_P(ObserverTest, ASessionLockWhoseSessionIsKilledReportsItsSessionEnded) {
   const auto released = recorder_->of_kind("released", key);
   ASSERT_EQ(released.size(), 1u) << recorder_->all(key);
   EXPECT_EQ(released[0].released, ReleaseOutcome::kNotHeld);
+  EXPECT_TRUE(released[0].lost);
 }
 
 TEST_P(ObserverTest, EveryStrategyNamesItselfAndReportsItsLeasesEnd) {
@@ -412,6 +421,7 @@ TEST_P(ObserverTest, EveryStrategyNamesItselfAndReportsItsLeasesEnd) {
     EXPECT_EQ(ended[0].outcome, AcquireOutcome::kAcquired) << name;
     EXPECT_GE(ended[0].statements, 1) << name;
     EXPECT_EQ(recorder_->of_kind("released", key).at(0).strategy, name);
+    EXPECT_FALSE(recorder_->of_kind("released", key).at(0).lost) << name;
   }
   // A reader refused by a writer: the permit it took and gave back is no lease of the caller's.
   const std::string key = unique_name("rw");

@@ -135,10 +135,16 @@ struct Released {
   LeaseEvent lease;
   /// From its acquisition (as in LeaseLost) to the end of the release.
   std::chrono::nanoseconds held_for{0};
-  /// What release() returned; kNotHeld also when a drop's release found it gone.
+  /// What release() returned; kNotHeld also when a drop's release found it gone, and when the
+  /// release threw (see error).
   ReleaseOutcome outcome = ReleaseOutcome::kReleased;
   bool dropped = false;      ///< destroyed or moved over, not release()d
   std::string_view error{};  ///< what the release threw (or, dropped, swallowed), if it failed
+  /// The lease was found lost before or by its release (Lease::lost() was true, or the release
+  /// found it gone): the work under it was not protected throughout. with_lock throws
+  /// kLeaseLost for such a lease; counting these counts critical sections that ran on after
+  /// their lock was gone.
+  bool lost = false;
 };
 
 /// Receives events. Every call has a default that does nothing: override the ones you need.
