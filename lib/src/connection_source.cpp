@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "dblock/error.hpp"
+#include "observe.hpp"
 
 namespace dblock {
 
@@ -125,6 +126,8 @@ PooledConnection Pool::acquire() {
     if (!cv_.wait_until(lock, deadline, [&] {
           return !idle_.empty() || idle_.size() + lent_.size() + opening_ < options_.max_size;
         })) {
+      lock.unlock();  // an observer's code runs without the pool's mutex
+      detail::report_pool_exhausted(options_.max_size, options_.acquire_timeout);
       throw Error(ErrorCode::kPoolExhausted,
                   "no free connection in the pool after " +
                       std::to_string(options_.acquire_timeout.count()) +

@@ -68,12 +68,28 @@ Observers observers_for(const LockOptions& options) {
 
 AcquireTally* current_tally() noexcept { return tls_tally; }
 
+void report_pool_exhausted(std::size_t max_size, std::chrono::milliseconds waited) noexcept {
+  const PoolExhausted event{max_size, waited};
+  if (tls_tally != nullptr && tls_tally->observers != nullptr) {
+    tls_tally->observers->each([&](Observer& o) { o.pool_exhausted(event); });
+    return;
+  }
+  if (!installed().any.load(std::memory_order_relaxed)) return;
+  try {
+    Observers process;
+    process.process = dblock::observer();
+    process.each([&](Observer& o) { o.pool_exhausted(event); });
+  } catch (...) {
+  }
+}
+
 std::optional<Lease> run_observed(std::string_view strategy, std::string_view key,
                                   std::optional<std::chrono::milliseconds> timeout,
                                   Observers observers,
                                   const std::function<std::optional<Lease>()>& acquire) {
   observers.each([&](Observer& o) { o.acquire_started({strategy, key, timeout}); });
   AcquireTally tally;
+  tally.observers = &observers;
   AcquireTally* const outer = tls_tally;  // an acquisition made inside another one (a lock set)
   tls_tally = &tally;
   const auto started = std::chrono::steady_clock::now();

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -48,10 +49,12 @@ struct Observers {
 // installed.
 Observers observers_for(const LockOptions& options);
 
-// The tries and statements of the observed acquisition running on this thread.
+// The tries and statements of the observed acquisition running on this thread, and whom it
+// reports to.
 struct AcquireTally {
   int attempts = 0;
   int statements = 0;
+  const Observers* observers = nullptr;
 };
 // The tally of the innermost observed acquisition on this thread, or nullptr.
 AcquireTally* current_tally() noexcept;
@@ -63,6 +66,18 @@ inline void count_attempt() noexcept {
 inline void count_statement() noexcept {
   if (AcquireTally* t = current_tally()) ++t->statements;
 }
+
+// Tells the observers of the acquisition running on this thread, if it is observed: f(observer).
+template <class F>
+void report_to_acquisition(F&& f) noexcept {
+  if (AcquireTally* t = current_tally(); t != nullptr && t->observers != nullptr) {
+    t->observers->each(f);
+  }
+}
+
+// A pool had no connection to give: told to the acquisition running on this thread (whose
+// observers include the process-wide one), else to the process-wide observer.
+void report_pool_exhausted(std::size_t max_size, std::chrono::milliseconds waited) noexcept;
 
 // Runs an observed acquisition (see observed_acquire).
 std::optional<Lease> run_observed(std::string_view strategy, std::string_view key,

@@ -108,6 +108,16 @@ class Recorder final : public Observer {
     add(std::move(s));
   }
 
+  void waiter_queued(const WaiterEvent& e) override { add(waiter("queued", e)); }
+  void waiter_left(const WaiterEvent& e) override { add(waiter("left", e)); }
+  void pool_exhausted(const PoolExhausted& e) override {
+    Seen s;
+    s.kind = "pool_exhausted";
+    s.token = static_cast<std::int64_t>(e.max_size);
+    s.time_left = e.waited;
+    add(std::move(s));
+  }
+
   // The events of `kind` about `key`.
   std::vector<Seen> of_kind(const std::string& kind, const std::string& key) const {
     std::lock_guard lock(mu_);
@@ -149,6 +159,16 @@ class Recorder final : public Observer {
     s.key = std::string(lease.key);
     s.token = lease.fencing_token;
     s.lease_id = std::string(lease.lease_id);
+    return s;
+  }
+  static Seen waiter(const char* kind, const WaiterEvent& e) {
+    Seen s;
+    s.kind = kind;
+    s.strategy = std::string(e.strategy);
+    s.key = std::string(e.key);
+    s.lease_id = std::string(e.waiter_id);
+    s.token = e.place;
+    s.flag = e.got_key;
     return s;
   }
   void add(Seen s) {
@@ -457,6 +477,60 @@ TEST_P(ObserverTest, AProcessWideObserverKeepsTheLeasesAcquiredUnderIt) {
   EXPECT_EQ(both->release(), ReleaseOutcome::kReleased);
   EXPECT_EQ(global->kinds(key).size(), 6u);
   EXPECT_EQ(recorder_->kinds(key), (std::vector<std::string>{"started", "ended", "released"}));
+}
+
+TEST_P(ObserverTest, AFairWaiterReportsItsPlaceAndWhetherItLeftWithTheKey) {
+  UniqueKeyLock lock(*pool_, {.tables = tables_, .fair = true});
+  const std::string key = unique_name("fair");
+  auto holder = lock.try_acquire(key, as("a"));
+  ASSERT_TRUE(holder);
+  std::optional<Lease> got;
+  std::thread waiter([&] { got = lock.acquire(key, std::chrono::seconds(10), observed("b")); });
+  const bool queued = recorder_->wait_for("queued", key);
+  EXPECT_EQ(holder->release(), ReleaseOutcome::kReleased);
+  waiter.join();
+  ASSERT_TRUE(queued) << recorder_->all(key);
+  ASSERT_TRUE(got);
+  // A second waiter gives up while the first holds the key.
+  EXPECT_FALSE(lock.acquire(key, milliseconds(400), observed("c")));
+  EXPECT_EQ(recorder_->kinds(key),
+            (std::vector<std::string>{"started", "queued", "left", "ended", "started", "queued",
+                                      "left", "ended"}));
+  const auto in = recorder_->of_kind("queued", key);
+  const auto out = recorder_->of_kind("left", key);
+  ASSERT_EQ(in.size(), 2u);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(in[0].strategy, "unique_key");
+  EXPECT_FALSE(in[0].lease_id.empty());
+  EXPECT_EQ(out[0].lease_id, in[0].lease_id) << "the same waiter leaves";
+  EXPECT_EQ(out[0].token, in[0].token);
+  EXPECT_TRUE(out[0].flag) << "the first waiter left with the key";
+  EXPECT_FALSE(out[1].flag) << "the second timed out";
+  EXPECT_LT(in[0].token, in[1].token) << "later waiters queue behind";
+  EXPECT_EQ(got->release(), ReleaseOutcome::kReleased);
+}
+
+TEST_P(ObserverTest, AnExhaustedPoolIsReportedToTheAcquisitionAndTheProcess) {
+  auto small = open_pool(backend().url(), {.max_size = 1, .acquire_timeout = milliseconds(200)});
+  UniqueKeyLock lock(*small, {.tables = tables_, .notify = false});
+  const std::string key = unique_name("pool");
+  auto global = std::make_shared<Recorder>();
+  set_observer(global);
+  {
+    PooledConnection taken = small->acquire();
+    EXPECT_THROW(lock.try_acquire(key, observed("a")), Error);
+    EXPECT_THROW(small->acquire(), Error);  // no acquisition: the process-wide observer only
+  }
+  set_observer(nullptr);
+  const auto mine = recorder_->of_kind("pool_exhausted", "");
+  ASSERT_EQ(mine.size(), 1u);
+  EXPECT_EQ(mine[0].token, 1);
+  EXPECT_EQ(mine[0].time_left, milliseconds(200));
+  EXPECT_EQ(global->of_kind("pool_exhausted", "").size(), 2u);
+  const auto ended = recorder_->of_kind("ended", key);
+  ASSERT_EQ(ended.size(), 1u);
+  EXPECT_EQ(ended[0].outcome, AcquireOutcome::kFailed);
+  EXPECT_NE(ended[0].error.find("no free connection"), std::string::npos) << ended[0].error;
 }
 
 INSTANTIATE_TEST_SUITE_P(Pairs, ObserverTest, ::testing::ValuesIn(all_backends()), BackendName());

@@ -22,16 +22,19 @@
 /// the caller's for Lease::renew); lost on the thread that found the loss (the renewer's or its
 /// watchdog's for a renewal that found the lease gone or a TTL that ran out; the caller's for a
 /// renewal or release that found it gone); released on the thread that released or dropped the
-/// lease. Calls come from several threads at once: an observer must be thread-safe, must not
-/// block for long (a renewal waits for it), must not throw (what it throws is dropped) and must
-/// not call back into the lease or lock it observes. The views in an event (key, strategy, error)
-/// are valid during the call only.
+/// lease; waiter_queued and waiter_left on the waiting thread; pool_exhausted on the thread that
+/// asked for a connection (told to the process-wide observer, and to an acquisition's own when
+/// one was running on that thread). Calls come from several threads at once: an observer must be
+/// thread-safe, must not block for long (a renewal waits for it), must not throw (what it throws is
+/// dropped) and must not call back into the lease or lock it observes. The views in an event (key,
+/// strategy, error) are valid during the call only.
 ///
 /// Explained, with the order of events and what each field means, in
 /// docs/operations/monitoring.md.
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -147,6 +150,24 @@ struct Released {
   bool lost = false;
 };
 
+/// A fair waiter (UniqueKeyLockOptions::fair) took its place in the key's queue, or left it.
+struct WaiterEvent {
+  std::string_view strategy;
+  std::string_view key;
+  std::string_view waiter_id;
+  /// Its place number: the queue is served in increasing order.
+  std::int64_t place = 0;
+  /// waiter_left: it left with the key (else its wait timed out or failed).
+  bool got_key = false;
+};
+
+/// A connection was asked of a dblock pool that had none to give within its acquire_timeout:
+/// the caller got Error(kPoolExhausted).
+struct PoolExhausted {
+  std::size_t max_size = 0;  ///< PoolOptions::max_size
+  std::chrono::milliseconds waited{0};
+};
+
 /// Receives events. Every call has a default that does nothing: override the ones you need.
 class DBLOCK_EXPORT Observer {
  public:
@@ -157,6 +178,9 @@ class DBLOCK_EXPORT Observer {
   virtual void renewal_failed(const RenewalFailed& /*event*/) {}
   virtual void lost(const LeaseLost& /*event*/) {}
   virtual void released(const Released& /*event*/) {}
+  virtual void waiter_queued(const WaiterEvent& /*event*/) {}
+  virtual void waiter_left(const WaiterEvent& /*event*/) {}
+  virtual void pool_exhausted(const PoolExhausted& /*event*/) {}
 };
 
 /// Installs the process-wide observer, replacing any; nullptr removes it. Leases acquired before

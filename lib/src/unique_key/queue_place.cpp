@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "dblock/error.hpp"
+#include "observe.hpp"
 #include "strategy_rules.hpp"
 #include "ttl_lease.hpp"
 
@@ -15,6 +16,7 @@ QueuePlace::QueuePlace(detail::UniqueKeyLockCore& impl, const LeaseInfo& info, C
     : impl_(impl), info_(info), clock_(clock), id_("w-" + random_lease_id()) {}
 
 QueuePlace::~QueuePlace() {
+  report_left(false);  // unless got_key() reported it
   if (!seq_ && !in_doubt_) return;
   try {
     const Arg args[] = {{"waiter_id", Value(id_)}, {"channel", Value(impl_.channel)}};
@@ -22,6 +24,24 @@ QueuePlace::~QueuePlace() {
   } catch (const Error&) {
     // The place expires by itself within waiter_ttl.
   }
+}
+
+void QueuePlace::placed(std::int64_t seq, Clock::time_point sent) {
+  seq_ = seq;
+  refreshed_ = sent;
+  if (reported_) return;  // a refresh keeps the place
+  reported_ = seq;
+  const WaiterEvent event{"unique_key", info_.key, id_, seq, false};
+  report_to_acquisition([&](Observer& o) { o.waiter_queued(event); });
+}
+
+void QueuePlace::got_key() noexcept { report_left(true); }
+
+void QueuePlace::report_left(bool got_key) noexcept {
+  if (!reported_) return;
+  const WaiterEvent event{"unique_key", info_.key, id_, *reported_, got_key};
+  reported_.reset();
+  report_to_acquisition([&](Observer& o) { o.waiter_left(event); });
 }
 
 bool QueuePlace::fresh() const {

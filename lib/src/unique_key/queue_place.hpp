@@ -34,7 +34,12 @@ class QueuePlace {
 
   const std::string& id() const noexcept { return id_; }
   // The waiter got the key, and the acquire took its place away already (acquire_leaves_queue).
-  void left() noexcept { seq_.reset(); }
+  void left() noexcept {
+    got_key();
+    seq_.reset();
+  }
+  // The waiter got the key (for the waiter_left event; whether the place is gone says left()).
+  void got_key() noexcept;
   // Runs `send`, a statement that may take the place (join(), or an acquire that joins): if it
   // throws, the server may have committed the place all the same.
   template <class Send>
@@ -48,10 +53,7 @@ class QueuePlace {
   // Registered and not yet due for a refresh.
   bool fresh() const;
   // Registered at `seq` by a statement sent at `sent` (an acquire that joins the queue).
-  void placed(std::int64_t seq, Clock::time_point sent) {
-    seq_ = seq;
-    refreshed_ = sent;
-  }
+  void placed(std::int64_t seq, Clock::time_point sent);
   // Registers, or refreshes the place.
   void join();
 
@@ -63,6 +65,9 @@ class QueuePlace {
   std::optional<std::int64_t> seq_;
   bool in_doubt_ = false;  // a statement that may have taken the place got no answer
   Clock::time_point refreshed_{};
+  // Events (dblock/observer.hpp): the place number waiter_queued reported, until waiter_left.
+  std::optional<std::int64_t> reported_;
+  void report_left(bool got_key) noexcept;
 };
 
 }  // namespace dblock::detail

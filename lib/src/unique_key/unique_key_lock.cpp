@@ -135,7 +135,7 @@ std::optional<Lease> wait_for(const std::shared_ptr<detail::UniqueKeyLockCore>& 
   // Once queued and asleep, a release through this lock object hands the key over when this
   // waiter heads the queue.
   if (interest) interest->accept_hand_over(info, options.metadata);
-  return detail::retry_until(
+  auto got = detail::retry_until(
       clock, timeout, forever, backoff,
       [&]() -> std::optional<Lease> {
         // The hand-over took the place away.
@@ -197,6 +197,8 @@ std::optional<Lease> wait_for(const std::shared_ptr<detail::UniqueKeyLockCore>& 
         }
         pause(d);
       });
+  if (got) place.got_key();  // the waiter leaves the queue with the key
+  return got;
 }
 
 }  // namespace
