@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "dblock/lock_table.hpp"
 
+#include <optional>
+#include <utility>
+
 #include "sql/server_sql.hpp"
 #include "sql/statement.hpp"
 
@@ -34,6 +37,15 @@ std::vector<LockRow> list_locks(Connection& conn, const TableNames& tables,
   const Dialect d = conn.dialect();
   const detail::Statement list(detail::server_sql(conn.server()).operators.list_prefix, d, tables);
   return to_rows(conn.execute(list.sql(), list.bind({{"prefix", Value(std::string(key_prefix))}})));
+}
+
+std::optional<LockRow> find_lock(Connection& conn, const TableNames& tables, std::string_view key) {
+  const detail::Statement row(detail::server_sql(conn.server()).operators.row, conn.dialect(),
+                              tables);
+  std::vector<LockRow> rows =
+      to_rows(conn.execute(row.sql(), row.bind({{"key", Value(std::string(key))}})));
+  if (rows.empty()) return std::nullopt;
+  return std::move(rows.front());
 }
 
 std::map<std::string, std::int64_t> queued_waiters(Connection& conn, const TableNames& tables) {

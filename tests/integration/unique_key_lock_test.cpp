@@ -28,14 +28,43 @@ class UniqueKeyLockTest : public MigratedPoolTest {
     options.tables = tables_;
     return std::make_unique<UniqueKeyLock>(*pool_, std::move(options));
   }
+  // `key`'s listed row, and find_lock() must read the same one.
   std::optional<LockRow> row(const std::string& key) {
     auto c = pool_->acquire();
+    std::optional<LockRow> listed;
     for (auto& r : list_locks(*c, tables_)) {
-      if (r.key == key) return r;
+      if (r.key == key) listed = r;
     }
-    return std::nullopt;
+    const std::optional<LockRow> found = find_lock(*c, tables_, key);
+    EXPECT_EQ(found.has_value(), listed.has_value()) << key;
+    if (found && listed) {
+      EXPECT_EQ(found->lease_id, listed->lease_id);
+      EXPECT_EQ(found->fencing_token, listed->fencing_token);
+      EXPECT_EQ(found->hold_count, listed->hold_count);
+      EXPECT_EQ(found->expired, listed->expired);
+    }
+    return listed;
   }
 };
+
+TEST_P(UniqueKeyLockTest, FindLockReadsThatKeyAloneLiterally) {
+  auto lock = make_lock();
+  auto k = lock->try_acquire("k", as("a"));
+  auto longer = lock->try_acquire("k2", as("b"));
+  auto percent = lock->try_acquire("k%", as("c"));
+  ASSERT_TRUE(k && longer && percent);
+  auto c = pool_->acquire();
+  const auto found = find_lock(*c, tables_, "k");
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->key, "k");
+  EXPECT_EQ(found->fencing_token, k->fencing_token());
+  EXPECT_EQ(found->owner_thread, "name:a");
+  EXPECT_EQ(find_lock(*c, tables_, "k%")->fencing_token, percent->fencing_token());
+  EXPECT_FALSE(find_lock(*c, tables_, "k_"));
+  EXPECT_FALSE(find_lock(*c, tables_, "missing"));
+  EXPECT_EQ(k->release(), ReleaseOutcome::kReleased);
+  EXPECT_FALSE(find_lock(*c, tables_, "k")) << "a released key is free";
+}
 
 TEST_P(UniqueKeyLockTest, OneOwnerAtATime) {
   auto lock = make_lock();

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,6 +43,11 @@ DBLOCK_EXPORT std::vector<LockRow> list_locks(Connection& conn,
 /// character is a wildcard).
 DBLOCK_EXPORT std::vector<LockRow> list_locks(Connection& conn, const TableNames& tables,
                                               std::string_view key_prefix);
+
+/// The row list_locks would list for exactly `key`, read by the key's index: nothing when the key
+/// is free (released, never taken, or cleaned).
+DBLOCK_EXPORT std::optional<LockRow> find_lock(Connection& conn, const TableNames& tables,
+                                               std::string_view key);
 
 /// How many live fair waiters (UniqueKeyLockOptions::fair) are queued for each key that has any.
 /// Needs the lock_waiters table (migration 5).

@@ -565,6 +565,8 @@ constexpr OperatorSql kOperators = {
     " AND LEFT(lock_key, LENGTH(CAST({{param:prefix}} AS BINARY)))"
     "   = CAST({{param:prefix}} AS BINARY)"
     " ORDER BY lock_key",
+    // A Statement: key. list for that key alone, found by the primary key.
+    .row = DBLOCK_LISTED_ROWS " AND lock_key = {{param:key}}",
     // A Statement: key, lease_id, token (as an operator read them). An operator's release
     // (`dblock release`): frees the row as the last release does (hold_count 0, expires_at now;
     // also a row a release left taken for its min_hold), but only while it still carries the

@@ -675,6 +675,8 @@ constexpr OperatorSql kOperators = {
     .list_prefix = DBLOCK_LISTED_ROWS
     " AND left(lock_key, length({{param:prefix}})) = {{param:prefix}}"
     " ORDER BY lock_key",
+    // A Statement: key. list for that key alone, found by the primary key.
+    .row = DBLOCK_LISTED_ROWS " AND lock_key = {{param:key}}",
     // A Statement: key, lease_id, token (as an operator read them), channel (for NOTIFY).
     // An operator's release (`dblock release`): frees the row as the last release does
     // (hold_count 0, expires_at now; also a row a release left taken for its min_hold) and

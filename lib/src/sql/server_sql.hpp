@@ -237,6 +237,7 @@ struct VersionSql {
 struct OperatorSql {
   std::string_view list;         // columns as in `dblock locks --json`
   std::string_view list_prefix;  // list, only keys starting with a prefix
+  std::string_view row;          // list, only the key given (by the primary key)
   std::string_view release;      // frees a row still carrying the lease and token read
   // Columns "key" and "n": the live fair waiters queued per key (keys with none left out).
   std::string_view waiters;

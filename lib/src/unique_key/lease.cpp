@@ -81,11 +81,9 @@ class UniqueKeyLease final : public LeaseCore {
     try {
       const auto& i = info();
       PooledConnection conn = impl_->source.acquire();
-      for (const LockRow& row : list_locks(*conn, impl_->options.tables, i.key)) {
-        if (row.key != i.key || row.hold_count == 0) continue;
-        return row.fencing_token > i.fencing_token ? LossReason::kTakenOver : LossReason::kExpired;
-      }
-      return LossReason::kRemoved;
+      const std::optional<LockRow> row = find_lock(*conn, impl_->options.tables, i.key);
+      if (!row || row->hold_count == 0) return LossReason::kRemoved;
+      return row->fencing_token > i.fencing_token ? LossReason::kTakenOver : LossReason::kExpired;
     } catch (...) {
       return LossReason::kGone;  // the read failed: the loss stands, its cause unknown
     }
