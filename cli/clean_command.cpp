@@ -99,11 +99,6 @@ nlohmann::json to_json(const CleanResult& r) {
           {"dry_run", r.dry_run}};
 }
 
-double unix_seconds() {
-  using namespace std::chrono;
-  return duration<double>(system_clock::now().time_since_epoch()).count();
-}
-
 // Writes the metrics after one run: `result` when it succeeded, nothing when it failed.
 void write_metrics(const std::string& path, const std::optional<CleanResult>& result,
                    double run_seconds) {

@@ -19,6 +19,13 @@ struct MetricFamily {
 };
 using Metrics = std::map<std::string, MetricFamily>;  // by metric name
 
+// `value` as a label value may be written between double quotes: backslash, double quote and
+// line feed escaped.
+std::string escape_label_value(const std::string& value);
+
+// Now, in seconds since the Unix epoch (a timestamp gauge's value).
+double unix_seconds();
+
 // The sample values in a metrics file, keyed by "name" or "name{labels}". Missing or
 // unreadable file: empty. Lines that do not parse are skipped.
 std::map<std::string, double> read_metric_samples(const std::string& path);

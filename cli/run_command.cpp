@@ -26,6 +26,7 @@
 #include "duration.hpp"
 #include "job.hpp"
 #include "lease_keeper.hpp"
+#include "run_metrics.hpp"
 #include "signal_inbox.hpp"
 #include "supervise.hpp"
 
@@ -99,6 +100,7 @@ struct RunOptions {
   std::string min_hold = "0";
   std::string lock_delay = "0";
   bool quiet_busy = false;
+  std::optional<std::string> prometheus;
   CommandOptions cmd;
 };
 
@@ -145,7 +147,7 @@ bool release(Lease& lease, const RunOptions& opts, milliseconds ttl) {
   }
 }
 
-int run(const RunOptions& opts) {
+int run(const RunOptions& opts, RunMetrics& metrics) {
   const Timeline t = timeline_of(opts.ttl, opts.cmd);
   const auto wait = parse_duration_option(opts.wait, "--wait");
   const auto min_hold = parse_duration_option(opts.min_hold, "--min-hold");
@@ -174,33 +176,35 @@ int run(const RunOptions& opts) {
   Clock::time_point sent = Clock::now();
   std::optional<Lease> lease = acquire(lock, opts, wait, options, inbox, wakeup);
   if (!lease) {
-    if (opts.quiet_busy) return kExitTempFail;
+    if (opts.quiet_busy) return metrics.record(RunEnd::kBusy, kExitTempFail);
     std::cerr << "dblock: lock " << opts.key << " is held by someone else"
               << (wait.count() > 0 ? " (waited " + format_duration(wait) + ")" : "")
               << "; not running " << cmd << '\n';
-    return kExitTempFail;
+    return metrics.record(RunEnd::kBusy, kExitTempFail);
   }
   if (wait.count() > 0) {  // when the winning attempt was sent is unknown: renew, and count
     sent = Clock::now();   // from that
     if (!lease->renew()) {
       std::cerr << "dblock: lost the lock " << opts.key << " before " << cmd
                 << " started; not running it\n";
-      return kExitTempFail;
+      return metrics.record(RunEnd::kLost, kExitTempFail);
     }
   }
   if (auto sig = inbox.next_stop_signal()) {  // arrived while trying: do not start CMD
     release(*lease, opts, t.ttl + lock_delay);
     std::cerr << "dblock: stopped by " << signal_name(*sig) << " before " << cmd
               << " started; not running it\n";
-    return 128 + *sig;
+    return metrics.record(RunEnd::kNotRun, 128 + *sig);
   }
 
   std::optional<Job> job;
+  metrics.started();
   job.emplace(opts.cmd.command, environment_for(*lease), !opts.cmd.no_cgroup, t.kill_after);
   if (job->exec_errno() != 0) {
     release(*lease, opts, t.ttl + lock_delay);
     std::cerr << "dblock: cannot run " << cmd << ": " << std::strerror(job->exec_errno()) << '\n';
-    return job->exec_errno() == ENOENT ? kExitNotFound : kExitCannotExecute;
+    return metrics.record(RunEnd::kNotRun,
+                          job->exec_errno() == ENOENT ? kExitNotFound : kExitCannotExecute);
   }
   LeaseKeeper keeper(*lease, sent, t.renew_every, [&wakeup] { wakeup.notify(); });
   const LeaseWatch watch{"the lock " + opts.key, "exiting 75",
@@ -213,7 +217,7 @@ int run(const RunOptions& opts) {
   job.reset();       // removes its cgroup
   if (ended.lost) {  // the lease is gone or about to be: nothing to free
     keeper.join_if_finished();
-    exit_now(kExitTempFail);
+    exit_now(metrics.record(RunEnd::kLost, kExitTempFail));
   }
   std::optional<ReleaseOutcome> released;
   try {
@@ -221,20 +225,20 @@ int run(const RunOptions& opts) {
   } catch (const Error& e) {
     std::cerr << "dblock: could not release the lock " << opts.key << " (" << e.what()
               << "); it expires within " << format_duration(t.ttl + lock_delay) << '\n';
-    exit_now(exit_code_of(ended.status));
+    exit_now(metrics.record(RunEnd::kRan, exit_code_of(ended.status)));
   }
   if (!released) {
     std::cerr << "dblock: could not release the lock " << opts.key
               << " (the database is not answering); it expires within "
               << format_duration(t.ttl + lock_delay) << '\n';
-    exit_now(exit_code_of(ended.status));
+    exit_now(metrics.record(RunEnd::kRan, exit_code_of(ended.status)));
   }
   if (*released == ReleaseOutcome::kNotHeld) {
     std::cerr << "dblock: lost the lock " << opts.key << " before " << cmd
               << " finished (another holder may have run at the same time); exiting 75\n";
-    return kExitTempFail;
+    return metrics.record(RunEnd::kLost, kExitTempFail);
   }
-  return exit_code_of(ended.status);
+  return metrics.record(RunEnd::kRan, exit_code_of(ended.status));
 }
 
 }  // namespace
@@ -270,10 +274,19 @@ void add_run_command(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   sub->add_flag("-q,--quiet-busy", opts->quiet_busy,
                 "When the lock is held elsewhere, exit 75 without a word (cron mails any output)");
+  sub->add_option("--prometheus", opts->prometheus,
+                  "Write how this run ended to FILE for node_exporter's textfile collector "
+                  "(counters carry over from the file: one file per job)")
+      ->type_name("FILE");
   opts->cmd.add_to(*sub);
   opts->db.add_to(*sub);
   sub->footer(kRunFooter);
-  sub->callback([opts, exit_code] { *exit_code = run_guarded([&] { return run(*opts); }); });
+  sub->callback([opts, exit_code] {
+    RunMetrics metrics(opts->prometheus, opts->key);
+    *exit_code = run_guarded([&] { return run(*opts, metrics); });
+    // What ended the run before it could say (a bad option, the database unreachable, ...).
+    if (!metrics.recorded()) metrics.record(RunEnd::kFailed, *exit_code);
+  });
 }
 
 }  // namespace dblock::cli

@@ -254,6 +254,72 @@ TEST_P(CliRunTest, ACronJobOnTwoSkewedHostsRunsOncePerSlot) {
   }
 }
 
+// `--prometheus FILE`: each way a run ends is counted in the job's file, counters carrying over
+// from run to run, as node_exporter's textfile collector reads it.
+TEST_P(CliRunTest, EachWayARunEndsIsCountedInTheJobsMetricsFile) {
+  const std::string metrics = file("job.prom");
+  const std::vector<std::string> with_file = {"--prometheus", metrics, "--ttl", "2s"};
+  const std::string labels = "{key=\"" + key_ + "\"}";
+  // The samples of the file: "name{labels}" -> value.
+  const auto samples = [&] {
+    std::map<std::string, double> out;
+    std::ifstream in(metrics);
+    for (std::string line; std::getline(in, line);) {
+      if (line.empty() || line[0] == '#') continue;
+      const auto space = line.rfind(' ');
+      out[line.substr(0, space)] = std::stod(line.substr(space + 1));
+    }
+    return out;
+  };
+  const auto value = [&](const std::string& name) { return samples().at(name + labels); };
+
+  EXPECT_EQ(run(run_sh("sleep 0.2", with_file)).exit_code, 0);
+  EXPECT_EQ(value("dblock_run_runs_total"), 1);
+  EXPECT_EQ(value("dblock_run_failures_total"), 0);
+  EXPECT_EQ(value("dblock_run_last_exit_code"), 0);
+  EXPECT_GE(value("dblock_run_last_duration_seconds"), 0.2);
+  const double succeeded_at = value("dblock_run_last_success_timestamp_seconds");
+  EXPECT_GT(succeeded_at, 1.7e9);
+
+  EXPECT_EQ(run(run_sh("exit 3", with_file)).exit_code, 3);
+  EXPECT_EQ(value("dblock_run_failures_total"), 1);
+  EXPECT_EQ(value("dblock_run_last_exit_code"), 3);
+  EXPECT_EQ(value("dblock_run_last_success_timestamp_seconds"), succeeded_at);
+
+  // Busy: another run holds the lock.
+  const std::string holding = file("holding");
+  auto holder = start(run_sh("touch '" + holding + "'; sleep 30", {"--ttl", "2s"}));
+  ASSERT_TRUE(wait_for_file(holding));
+  EXPECT_EQ(run(run_sh("true", with_file)).exit_code, 75);
+  EXPECT_EQ(value("dblock_run_busy_total"), 1);
+  EXPECT_EQ(value("dblock_run_failures_total"), 1) << "busy is no failure";
+  EXPECT_EQ(value("dblock_run_last_duration_seconds"), 0);
+  holder->signal(SIGTERM);
+  EXPECT_EQ(holder->wait().exit_code, 128 + SIGTERM);
+
+  // Lost: an operator's forced release while the command runs.
+  const std::string started = file("started");
+  auto losing = start(run_sh("touch '" + started + "'; sleep 30", with_file));
+  ASSERT_TRUE(wait_for_file(started));
+  EXPECT_EQ(run(cli("release", {"--key", key_, "--force"})).exit_code, 0);
+  EXPECT_EQ(losing->wait().exit_code, 75);
+  EXPECT_EQ(value("dblock_run_lost_total"), 1);
+  EXPECT_EQ(value("dblock_run_failures_total"), 2);
+  EXPECT_EQ(value("dblock_run_last_exit_code"), 75);
+
+  // dblock failed: nothing listens where the URL points.
+  const ProcessResult unreachable = run_process(
+      run_sh("true", with_file), env(backend().dialect == Dialect::kPostgreSQL
+                                         ? "postgresql://u:p@127.0.0.1:1/db?connect_timeout=2"
+                                         : "mysql://u:p@127.0.0.1:1/db?connect_timeout=2"));
+  EXPECT_EQ(unreachable.exit_code, 69) << unreachable.err;
+  EXPECT_EQ(value("dblock_run_runs_total"), 5);
+  EXPECT_EQ(value("dblock_run_failures_total"), 3);
+  EXPECT_EQ(value("dblock_run_last_exit_code"), 69);
+  EXPECT_EQ(value("dblock_run_busy_total"), 1);
+  EXPECT_EQ(value("dblock_run_lost_total"), 1);
+}
+
 TEST_P(CliRunTest, ANegativeMinHoldIsRefused) {
   const ProcessResult r = run(run_sh("true", {"--min-hold", "-1s"}));
   EXPECT_EQ(r.exit_code, 64) << r.err;
