@@ -13,6 +13,7 @@
 
 #include "common.hpp"
 #include "dblock/lock_table.hpp"
+#include "locks_metrics.hpp"
 
 namespace dblock::cli {
 
@@ -22,6 +23,7 @@ struct LocksOptions {
   DatabaseOptions db;
   bool json = false;
   std::optional<std::string> key_prefix;
+  std::optional<std::string> prometheus;
 };
 
 nlohmann::json to_json(const LockRow& row, std::int64_t waiters) {
@@ -119,6 +121,11 @@ int list(const LocksOptions& opts) {
       opts.key_prefix ? list_locks(*conn, tables, *opts.key_prefix) : list_locks(*conn, tables);
   const auto waiters = queued_waiters(*conn, tables);
   const std::vector<PermitRow> permits = list_permits(*conn, tables, opts.key_prefix.value_or(""));
+  if (opts.prometheus) {
+    write_metrics_file(*opts.prometheus,
+                       lock_table_metrics(rows, permits, waiters, unix_seconds()));
+    return kExitOk;
+  }
   if (opts.json) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& row : rows) out.push_back(to_json(row, waiting(waiters, row.key)));
@@ -158,6 +165,11 @@ void add_locks_command(CLI::App& app, int* exit_code) {
                 "8601, or \"never\" for claims), expired, metadata (JSON or null), waiters (fair "
                 "waiters queued for the key), kind (\"lock\", or \"permit\" for a semaphore's "
                 "permit, which also has slot, from 0, and permits, the key's limit)");
+  sub->add_option("--prometheus", opts->prometheus,
+                  "Write gauges of the table instead of listing it (held and expired rows, the "
+                  "oldest expired row's age, fair waiters per key) to FILE for node_exporter's "
+                  "textfile collector")
+      ->type_name("FILE");
   sub->footer(
       "Lists unique-key locks and claims (dblock's locks table), then the permits of counting "
       "semaphores (Semaphore) held now, by key and slot. Session locks (SessionLock) are "

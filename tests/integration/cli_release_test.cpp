@@ -4,6 +4,7 @@
 // --key-prefix`, and `dblock --version`.
 #include <csignal>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 
@@ -123,6 +124,39 @@ TEST_P(CliReleaseTest, LocksKeyPrefixTakesThePrefixLiterally) {
 
 // Issue: `dblock release --force` on a semaphore key said "not held" while `dblock locks` listed
 // the permit: a stuck permit could not be freed from the command line.
+// `locks --prometheus FILE`: the table's gauges, a held lock, then the same lock expired and not
+// yet cleaned, with its age.
+TEST_P(CliReleaseTest, LocksPrometheusWritesTheTablesGauges) {
+  const std::string metrics = file("locks.prom");
+  const auto samples = [&] {
+    auto r = run(cli("locks", {"--prometheus", metrics}));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, "") << "the file instead of the listing";
+    std::map<std::string, double> out;
+    std::ifstream in(metrics);
+    for (std::string line; std::getline(in, line);) {
+      if (line.empty() || line[0] == '#') continue;
+      const auto space = line.rfind(' ');
+      out[line.substr(0, space)] = std::stod(line.substr(space + 1));
+    }
+    return out;
+  };
+  auto holder = start(run_sh("touch '" + file("started") + "'; sleep 30", {"--ttl", "1s"}));
+  ASSERT_TRUE(wait_for_file(file("started")));
+  auto held = samples();
+  EXPECT_EQ(held.at("dblock_locks_held{kind=\"lock\"}"), 1);
+  EXPECT_EQ(held.at("dblock_locks_expired{kind=\"lock\"}"), 0);
+  EXPECT_EQ(held.at("dblock_locks_oldest_expired_age_seconds{kind=\"lock\"}"), 0);
+  holder->signal(SIGKILL);  // its lease runs out unreleased
+  holder->wait();
+  std::this_thread::sleep_for(2s);
+  auto expired = samples();
+  EXPECT_EQ(expired.at("dblock_locks_held{kind=\"lock\"}"), 0);
+  EXPECT_EQ(expired.at("dblock_locks_expired{kind=\"lock\"}"), 1);
+  EXPECT_GT(expired.at("dblock_locks_oldest_expired_age_seconds{kind=\"lock\"}"), 0.5);
+  EXPECT_LT(expired.at("dblock_locks_oldest_expired_age_seconds{kind=\"lock\"}"), 30);
+}
+
 TEST_P(CliReleaseTest, AStuckPermitIsFreedByNamingIt) {
   auto pool = open_pool(backend().url(), {.max_size = 2});
   SemaphoreOptions options;
