@@ -312,6 +312,11 @@ TEST_P(ObserverTest, FailedRenewalsReportTheTimeLeftThenTheLossOnceBeforeOnLost)
     EXPECT_FALSE(f.error.empty());
     EXPECT_LT(f.time_left, milliseconds(1500));
   }
+  // on_lost follows the event on the same thread: wait for it, then for anything more.
+  const auto give_up = Clock::now() + std::chrono::seconds(5);
+  while (lost_events_at_on_lost.load() < 0 && Clock::now() < give_up) {
+    std::this_thread::sleep_for(milliseconds(5));
+  }
   std::this_thread::sleep_for(milliseconds(300));
   const auto lost = recorder_->of_kind("lost", key);
   ASSERT_EQ(lost.size(), 1u) << recorder_->all(key);

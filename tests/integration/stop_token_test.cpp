@@ -101,9 +101,13 @@ TEST_P(StopTokenTest, APermitsStopComesTheMarginBeforeItsTtl) {
 // renewal that finds it released by an operator, before on_lost is called.
 TEST_P(StopTokenTest, ARenewedLeaseIsStoppedOnlyOnceARenewalFindsItGone) {
   std::atomic<bool> stopped_at_on_lost{false};
+  std::atomic<bool> on_lost_called{false};
   std::stop_token token;  // set before the first renewal, a third of the TTL in
   LockOptions o = as("a", milliseconds(900));
-  o.on_lost = [&](const std::string&) { stopped_at_on_lost = token.stop_requested(); };
+  o.on_lost = [&](const std::string&) {
+    stopped_at_on_lost = token.stop_requested();
+    on_lost_called = true;
+  };
   auto lease = lock_->try_acquire("job", o);
   ASSERT_TRUE(lease);
   token = lease->stop_token();
@@ -118,6 +122,10 @@ TEST_P(StopTokenTest, ARenewedLeaseIsStoppedOnlyOnceARenewalFindsItGone) {
   EXPECT_TRUE(called);
   EXPECT_LT(ms_since(released), 900) << "the next renewal (a third of the TTL) found it gone";
   EXPECT_TRUE(lease->lost());
+  // The stop comes first, then on_lost, on the renewer's thread: wait for it (it reads `token`).
+  const auto give_up = Clock::now() + std::chrono::seconds(5);
+  while (!on_lost_called && Clock::now() < give_up) std::this_thread::sleep_for(milliseconds(5));
+  ASSERT_TRUE(on_lost_called) << "on_lost was not called";
   EXPECT_TRUE(stopped_at_on_lost) << "on_lost came before the stop";
 }
 
