@@ -1,13 +1,15 @@
 # SPDX-License-Identifier: Apache-2.0
 # How dblock's libraries are built: one library per component (dblock::core, dblock::cleaner,
-# dblock::postgresql, dblock::libpqxx, dblock::mysql, dblock::soci), each compiled once into an
+# dblock::postgresql, dblock::libpqxx, dblock::mysql, dblock::soci, dblock::prometheus), each
+# compiled once into an
 # object library and linked from those objects into
 #   dblock_<component>           the library users link (static, or shared with
 #                                BUILD_SHARED_LIBS=ON: versioned soname, hidden symbols)
 #   dblock_<component>_internal  a static archive of the same objects for dblock's own tests,
 #                                benchmark and CLI, which call internals a shared library does not
 #                                export (in a static build it is the library itself)
-# Also decides which drivers this build has (dblock_HAVE_LIBPQ, _LIBPQXX, _MYSQL, _SOCI).
+# Also decides which drivers this build has (dblock_HAVE_LIBPQ, _LIBPQXX, _MYSQL, _SOCI) and
+# whether it has the Prometheus metrics (dblock_HAVE_PROMETHEUS).
 
 # Shared libraries: the soname changes whenever the ABI may. While the major version is 0 every
 # minor release may break it, so the soname carries major.minor (libdblock_core.so.0.1); from
@@ -73,10 +75,13 @@ dblock_decide_driver(LIBPQ postgresql)
 dblock_decide_driver(LIBPQXX libpqxx)
 dblock_decide_driver(MYSQL mysql)
 dblock_decide_driver(SOCI soci)
+# Not a driver, but built on the same terms: when prometheus-cpp is found (AUTO), must be (ON),
+# or never (OFF).
+dblock_decide_driver(PROMETHEUS prometheus)
 
 # The components this build has, in dependency order.
 set(dblock_components core cleaner)
-foreach(pair LIBPQ:postgresql LIBPQXX:libpqxx MYSQL:mysql SOCI:soci)
+foreach(pair LIBPQ:postgresql LIBPQXX:libpqxx MYSQL:mysql SOCI:soci PROMETHEUS:prometheus)
   string(REPLACE ":" ";" pair "${pair}")
   list(GET pair 0 driver)
   list(GET pair 1 component)

@@ -6,12 +6,14 @@
 #   dblock_component_needs(<component> <out-components> <out-dependencies>)
 #       the dblock components and the outside dependencies one component builds on
 #   dblock_find_dependency(<dependency>)
-#       looks for one dependency (threads, json, libpq, libpqxx, mysql, soci) and wraps it in
+#       looks for one dependency (threads, json, libpq, libpqxx, mysql, soci, prometheus) and
+#       wraps it in
 #       the target dblock::dep::<dependency>; sets dblock_dep_<dependency>_FOUND, and
 #       dblock_dep_<dependency>_MISSING to what to install when it is not found
 #
 # Components: core (no driver), cleaner, postgresql (the libpq driver), libpqxx, mysql
-# (libmysqlclient / MariaDB Connector/C), soci.
+# (libmysqlclient / MariaDB Connector/C), soci, prometheus (metrics from dblock's events over
+# prometheus-cpp).
 include_guard(GLOBAL)
 
 function(dblock_component_needs component out_components out_deps)
@@ -33,6 +35,9 @@ function(dblock_component_needs component out_components out_deps)
   elseif(component STREQUAL "soci")
     set(components core)
     set(deps soci)
+  elseif(component STREQUAL "prometheus")
+    set(components core)
+    set(deps prometheus)
   else()
     message(FATAL_ERROR "dblock: unknown component '${component}'")
   endif()
@@ -157,6 +162,18 @@ function(dblock_find_dependency dep)
     target_link_libraries(dblock::dep::soci INTERFACE "${dblock_SOCI_POSTGRESQL}"
                           "${dblock_SOCI_MYSQL}" "${dblock_SOCI_CORE}" dblock::dep::libpq
                           dblock::dep::mysql ${CMAKE_DL_LIBS})
+
+  elseif(dep STREQUAL "prometheus")
+    # prometheus-cpp's core library (the registry, metrics and text serializer); its pull and
+    # push parts are not used. No version asked: Debian's package has no version file.
+    find_package(prometheus-cpp QUIET CONFIG)
+    if(NOT prometheus-cpp_FOUND OR NOT TARGET prometheus-cpp::core)
+      set(dblock_dep_${dep}_MISSING "prometheus-cpp 1.0 or later (Debian/Ubuntu: prometheus-cpp-dev)"
+          PARENT_SCOPE)
+      return()
+    endif()
+    add_library(dblock::dep::prometheus INTERFACE IMPORTED GLOBAL)
+    target_link_libraries(dblock::dep::prometheus INTERFACE prometheus-cpp::core)
 
   else()
     message(FATAL_ERROR "dblock: unknown dependency '${dep}'")

@@ -53,6 +53,8 @@ test_packages=(
   libboost-dev
   libgtest-dev
   libgmock-dev
+  # The prometheus component (dblock::PrometheusMetrics) and its test.
+  prometheus-cpp-dev
   mariadb-server
   mariadb-client
   faketime

@@ -43,6 +43,11 @@
 #if DBLOCK_HAVE_SOCI
 #include <soci/soci.h>
 #endif
+#if DBLOCK_HAVE_PROMETHEUS
+#include <prometheus/registry.h>
+
+#include "dblock/observer.hpp"
+#endif
 
 // --- The snippets' entry points (docs/snippets/*.cpp) -------------------------------------
 void unique_key_examples(dblock::ConnectionSource& pool);
@@ -80,6 +85,10 @@ std::unique_ptr<dblock::Connection> open_for_dblock(const char* host, unsigned p
 #endif
 #if DBLOCK_HAVE_SOCI
 bool lock_through_soci(soci::connection_pool& pool, std::size_t size);
+#endif
+#if DBLOCK_HAVE_PROMETHEUS
+void install_prometheus_metrics(prometheus::Registry& registry);
+std::string metrics_page(prometheus::Registry& registry);
 #endif
 
 // --- "Your code", as the snippets call it ---------------------------------------------------
@@ -257,6 +266,24 @@ TEST_P(BothDatabases, ReadmeExampleHoldsTheLockAndRunsTheSection) {
   EXPECT_NE(run.output.find("holding invoice:42, fencing token "), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("one instance at a time runs this"), std::string::npos) << run.output;
 }
+
+#if DBLOCK_HAVE_PROMETHEUS
+TEST_P(BothDatabases, PrometheusMetricsCountTheProcesssLocksWithTheWaitBucketsAskedFor) {
+  prometheus::Registry registry;
+  install_prometheus_metrics(registry);
+  {
+    dblock::UniqueKeyLock locks(*db().pool);
+    EXPECT_TRUE(locks.try_acquire("docs:prometheus"));
+  }
+  dblock::set_observer(nullptr);
+  const std::string page = metrics_page(registry);
+  EXPECT_NE(page.find("dblock_acquisitions_total{outcome=\"acquired\",strategy=\"unique_key\"} 1"),
+            std::string::npos)
+      << page;
+  EXPECT_NE(page.find("le=\"120\""), std::string::npos) << page;
+  EXPECT_NE(page.find("dblock_leases_held{strategy=\"unique_key\"} 0"), std::string::npos) << page;
+}
+#endif
 
 TEST_P(BothDatabases, UniqueKeyExamplesFenceAndRunEachSection) {
   seen::reports = 0;

@@ -6,6 +6,7 @@
 #      pkg-config can tell, has libpq but no MySQL client, SOCI, Boost or libpqxx: it must
 #      configure, link neither libmariadb nor SOCI nor libpqxx, and run;
 #   3. find_package(dblock COMPONENTS mysql) on that machine: must fail, saying what to install;
+#      so must find_package(dblock COMPONENTS prometheus) without prometheus-cpp, when installed;
 #   4. pkg-config: the PostgreSQL-only service again (dblock-postgresql + dblock-cleaner), and
 #      the flags of every module: no -std=, no library twice.
 # Run with -D BUILD_DIR= -D CONSUMER_DIR= -D WORK_DIR= -D BUILD_TYPE= -D CXX=.
@@ -88,6 +89,25 @@ if(flat MATCHES "install-deps")
   message(FATAL_ERROR "the installed package names a script of dblock's source tree:\n${err}")
 endif()
 message(STATUS "COMPONENTS mysql without a MySQL client fails: ${mysql_message}")
+
+# The prometheus component without prometheus-cpp: a clear failure too.
+if(EXISTS "${prefix}/include/dblock/prometheus.hpp")
+  execute_process(COMMAND "${CMAKE_COMMAND}" -E env ${only_libpq_env}
+                          "${CMAKE_COMMAND}" -S "${CONSUMER_DIR}/prometheus_missing"
+                          -B "${WORK_DIR}/prometheus_missing" ${consumer_args} ${only_libpq_args}
+                          -DCMAKE_DISABLE_FIND_PACKAGE_prometheus-cpp=ON
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  string(REGEX REPLACE "[ \t\r\n]+" " " flat "${out} ${err}")
+  if(rc EQUAL 0)
+    message(FATAL_ERROR "find_package(dblock COMPONENTS prometheus) succeeded without "
+                        "prometheus-cpp:\n${out}\n${err}")
+  endif()
+  if(NOT flat MATCHES "dblock component 'prometheus' is not available: it needs [^)]*prometheus-cpp-dev\\)")
+    message(FATAL_ERROR "find_package(dblock COMPONENTS prometheus) failed without naming what to "
+                        "install:\n${err}")
+  endif()
+  message(STATUS "COMPONENTS prometheus without prometheus-cpp fails: ${CMAKE_MATCH_0}")
+endif()
 
 # 4. pkg-config.
 set(ENV{PKG_CONFIG_LIBDIR} "${only_libpq}:${prefix_pc_path}")

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Uses dblock's public API the way a service would, to prove the installed package links: the
 // URL parser, the migrations built in, open_connection() with every driver installed, and
-// (when installed) the libpqxx driver's own header.
+// (when installed) the libpqxx driver's own header and the prometheus component's metrics.
 #include <dblock/cleaner.hpp>
 #include <dblock/error.hpp>
 #include <dblock/migrator.hpp>
@@ -13,6 +13,12 @@
 #include <vector>
 #ifdef CONSUMER_HAS_LIBPQXX
 #include <dblock/libpqxx.hpp>
+#endif
+#ifdef CONSUMER_HAS_PROMETHEUS
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+#include <dblock/prometheus.hpp>
 #endif
 
 int main() {
@@ -44,6 +50,21 @@ int main() {
     ++failed;
   } catch (const dblock::Error& e) {
     if (e.code() != dblock::ErrorCode::kConnectFailed) ++failed;
+  }
+#endif
+#ifdef CONSUMER_HAS_PROMETHEUS
+  {
+    prometheus::Registry registry;
+    dblock::PrometheusMetrics metrics(registry);
+    metrics.acquire_ended(
+        dblock::AcquireEnded{.strategy = "unique_key", .outcome = dblock::AcquireOutcome::kBusy});
+    const std::string text = prometheus::TextSerializer().Serialize(registry.Collect());
+    std::cout << "prometheus: " << text.size() << " bytes of metrics\n";
+    if (text.find("dblock_acquisitions_total{outcome=\"busy\",strategy=\"unique_key\"} 1") ==
+        std::string::npos) {
+      std::cout << text;
+      ++failed;
+    }
   }
 #endif
   return failed == 0 ? 0 : 1;
