@@ -1,8 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # How dblock's libraries are built: one library per component (dblock::core, dblock::cleaner,
 # dblock::postgresql, dblock::libpqxx, dblock::mysql, dblock::soci, dblock::prometheus), each
-# compiled once into an
-# object library and linked from those objects into
+# compiled once into an object library and linked from those objects into
 #   dblock_<component>           the library users link (static, or shared with
 #                                BUILD_SHARED_LIBS=ON: versioned soname, hidden symbols)
 #   dblock_<component>_internal  a static archive of the same objects for dblock's own tests,

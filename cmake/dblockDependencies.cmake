@@ -7,8 +7,7 @@
 #       the dblock components and the outside dependencies one component builds on
 #   dblock_find_dependency(<dependency>)
 #       looks for one dependency (threads, json, libpq, libpqxx, mysql, soci, prometheus) and
-#       wraps it in
-#       the target dblock::dep::<dependency>; sets dblock_dep_<dependency>_FOUND, and
+#       wraps it in the target dblock::dep::<dependency>; sets dblock_dep_<dependency>_FOUND, and
 #       dblock_dep_<dependency>_MISSING to what to install when it is not found
 #
 # Components: core (no driver), cleaner, postgresql (the libpq driver), libpqxx, mysql
