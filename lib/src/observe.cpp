@@ -2,14 +2,12 @@
 // The process-wide observer and observed acquisitions (observe.hpp, dblock/observer.hpp).
 #include "observe.hpp"
 
-#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <utility>
 
 #include "dblock/error.hpp"
 #include "enum_names.hpp"
-#include "lease_access.hpp"
 
 namespace dblock {
 
@@ -68,6 +66,8 @@ Observers observers_for(const LockOptions& options) {
 
 AcquireTally* current_tally() noexcept { return tls_tally; }
 
+AcquireTally* swap_tally(AcquireTally* tally) noexcept { return std::exchange(tls_tally, tally); }
+
 void report_pool_exhausted(std::size_t max_size, std::chrono::milliseconds waited) noexcept {
   const PoolExhausted event{max_size, waited};
   if (tls_tally != nullptr && tls_tally->observers != nullptr) {
@@ -81,56 +81,6 @@ void report_pool_exhausted(std::size_t max_size, std::chrono::milliseconds waite
     process.each([&](Observer& o) { o.pool_exhausted(event); });
   } catch (...) {
   }
-}
-
-std::optional<Lease> run_observed(std::string_view strategy, std::string_view key,
-                                  std::optional<std::chrono::milliseconds> timeout,
-                                  Observers observers,
-                                  const std::function<std::optional<Lease>()>& acquire) {
-  observers.each([&](Observer& o) { o.acquire_started({strategy, key, timeout}); });
-  AcquireTally tally;
-  tally.observers = &observers;
-  AcquireTally* const outer = tls_tally;  // an acquisition made inside another one (a lock set)
-  tls_tally = &tally;
-  const auto started = std::chrono::steady_clock::now();
-  AcquireEnded ended{strategy, key, timeout};
-  const auto finish = [&] {
-    tls_tally = outer;
-    ended.waited = std::chrono::steady_clock::now() - started;
-    ended.attempts = tally.attempts;
-    ended.statements = tally.statements;
-  };
-  std::optional<Lease> lease;
-  try {
-    lease = acquire();
-  } catch (const std::exception& e) {
-    finish();
-    ended.outcome = AcquireOutcome::kFailed;
-    ended.error = e.what();
-    observers.each([&](Observer& o) { o.acquire_ended(ended); });
-    throw;
-  } catch (...) {
-    finish();
-    ended.outcome = AcquireOutcome::kFailed;
-    ended.error = "an exception that is not a std::exception";
-    observers.each([&](Observer& o) { o.acquire_ended(ended); });
-    throw;
-  }
-  finish();
-  if (lease) {
-    ended.outcome = AcquireOutcome::kAcquired;
-    // A try that found the key free sent its statement without passing a waiting loop.
-    ended.attempts = std::max(ended.attempts, 1);
-    ended.lease = {strategy, key, lease->fencing_token(), lease->lease_id()};
-    observers.each([&](Observer& o) { o.acquire_ended(ended); });
-    LeaseAccess::core(*lease)->observe(std::move(observers), strategy);
-  } else {
-    const bool waited = timeout && timeout->count() > 0;
-    ended.outcome = waited ? AcquireOutcome::kTimedOut : AcquireOutcome::kBusy;
-    ended.attempts = std::max(ended.attempts, 1);
-    observers.each([&](Observer& o) { o.acquire_ended(ended); });
-  }
-  return lease;
 }
 
 }  // namespace detail

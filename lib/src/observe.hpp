@@ -1,20 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
-// Where the library makes events for observers (dblock/observer.hpp). A strategy's public acquire
-// runs through observed_acquire(), which, only while an observer is installed, times the call,
-// counts its tries (count_attempt(), from the waiting loops) and statements (count_statement(),
-// from the drivers), reports its start and end, and makes the returned lease report its renewals,
-// loss and release (LeaseCore::observe). Internal.
+// Where the library makes events for observers (dblock/observer.hpp): whom an acquisition and its
+// lease report to (Observers), and what the acquisition running on this thread counts (its tries,
+// from the waiting loops, and statements, from the drivers) and tells (a fair waiter's place, an
+// exhausted pool). The acquisition itself is observed by observed_acquire.hpp. Internal.
 //
-//   std::optional<Lease> UniqueKeyLock::try_acquire(std::string_view key, const LockOptions& o) {
-//     return detail::observed_acquire("unique_key", key, o, std::nullopt, [&] { ...; });
-//   }
+//   count_statement();  // in DriverConnection::execute: nothing unless an acquisition is observed
 //
 // Thread-safety: the counters are per thread; Observers is immutable once made.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string_view>
@@ -58,6 +54,9 @@ struct AcquireTally {
 };
 // The tally of the innermost observed acquisition on this thread, or nullptr.
 AcquireTally* current_tally() noexcept;
+// Makes `tally` this thread's (an observed acquisition begins, or, with the one returned, ends);
+// returns the one it replaces.
+AcquireTally* swap_tally(AcquireTally* tally) noexcept;
 // A try at the key, for the acquisition on this thread (if observed).
 inline void count_attempt() noexcept {
   if (AcquireTally* t = current_tally()) ++t->attempts;
@@ -78,24 +77,5 @@ void report_to_acquisition(F&& f) noexcept {
 // A pool had no connection to give: told to the acquisition running on this thread (whose
 // observers include the process-wide one), else to the process-wide observer.
 void report_pool_exhausted(std::size_t max_size, std::chrono::milliseconds waited) noexcept;
-
-// Runs an observed acquisition (see observed_acquire).
-std::optional<Lease> run_observed(std::string_view strategy, std::string_view key,
-                                  std::optional<std::chrono::milliseconds> timeout,
-                                  Observers observers,
-                                  const std::function<std::optional<Lease>()>& acquire);
-
-// Runs `acquire()` (which returns std::optional<Lease>): as it is when nothing observes; else
-// reported as an acquisition of `key` by `strategy` that may wait `timeout` (nullopt:
-// try_acquire), whose lease then reports to the same observers.
-template <class Acquire>
-std::optional<Lease> observed_acquire(std::string_view strategy, std::string_view key,
-                                      const LockOptions& options,
-                                      std::optional<std::chrono::milliseconds> timeout,
-                                      Acquire&& acquire) {
-  Observers observers = observers_for(options);
-  if (!observers) return acquire();
-  return run_observed(strategy, key, timeout, std::move(observers), acquire);
-}
 
 }  // namespace dblock::detail

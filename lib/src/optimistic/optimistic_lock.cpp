@@ -4,7 +4,7 @@
 #include "dblock/error.hpp"
 #include "isolation.hpp"
 #include "lease_core.hpp"
-#include "observe.hpp"
+#include "observed_acquire.hpp"
 #include "sql/by_server.hpp"
 #include "sql/server_sql.hpp"
 #include "sql/statement.hpp"

@@ -15,7 +15,7 @@
 #include "hold_registry.hpp"
 #include "isolation.hpp"
 #include "lease_core.hpp"
-#include "observe.hpp"
+#include "observed_acquire.hpp"
 #include "sql/server_sql.hpp"
 #include "sql/statement.hpp"
 #include "strategy_rules.hpp"

@@ -6,7 +6,7 @@
 
 #include "clock.hpp"
 #include "dblock/error.hpp"
-#include "observe.hpp"
+#include "observed_acquire.hpp"
 #include "retry_until.hpp"
 #include "semaphore/permits.hpp"
 #include "strategy_rules.hpp"

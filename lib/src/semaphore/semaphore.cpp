@@ -8,7 +8,7 @@
 #include "dblock/error.hpp"
 #include "lease_core.hpp"
 #include "metadata.hpp"
-#include "observe.hpp"
+#include "observed_acquire.hpp"
 #include "random.hpp"
 #include "retry_until.hpp"
 #include "semaphore/permits.hpp"

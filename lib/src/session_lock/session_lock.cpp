@@ -13,7 +13,7 @@
 #include "hold_registry.hpp"
 #include "lease_access.hpp"
 #include "lease_core.hpp"
-#include "observe.hpp"
+#include "observed_acquire.hpp"
 #include "retry_until.hpp"
 #include "sha256.hpp"
 #include "socket_probes.hpp"

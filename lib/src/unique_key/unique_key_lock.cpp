@@ -17,7 +17,7 @@
 #include "dblock/error.hpp"
 #include "lease_core.hpp"
 #include "metadata.hpp"
-#include "observe.hpp"
+#include "observed_acquire.hpp"
 #include "retry_until.hpp"
 #include "strategy_rules.hpp"
 #include "ttl_lease.hpp"
