@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -74,6 +75,17 @@ class CliFixture : public ::testing::TestWithParam<Backend> {
   }
 
   std::string file(const std::string& name) const { return (dir_ / name).string(); }
+  // The samples of a metrics file a `--prometheus FILE` option wrote: "name{labels}" -> value.
+  static std::map<std::string, double> metric_samples(const std::string& path) {
+    std::map<std::string, double> out;
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line);) {
+      if (line.empty() || line[0] == '#') continue;
+      const auto space = line.rfind(' ');
+      out[line.substr(0, space)] = std::stod(line.substr(space + 1));
+    }
+    return out;
+  }
   // Waits up to `timeout` for `path` to exist.
   static bool wait_for_file(const std::string& path,
                             std::chrono::milliseconds timeout = std::chrono::seconds(5)) {

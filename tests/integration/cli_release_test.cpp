@@ -132,14 +132,7 @@ TEST_P(CliReleaseTest, LocksPrometheusWritesTheTablesGauges) {
     auto r = run(cli("locks", {"--prometheus", metrics}));
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(r.out, "") << "the file instead of the listing";
-    std::map<std::string, double> out;
-    std::ifstream in(metrics);
-    for (std::string line; std::getline(in, line);) {
-      if (line.empty() || line[0] == '#') continue;
-      const auto space = line.rfind(' ');
-      out[line.substr(0, space)] = std::stod(line.substr(space + 1));
-    }
-    return out;
+    return metric_samples(metrics);
   };
   auto holder = start(run_sh("touch '" + file("started") + "'; sleep 30", {"--ttl", "1s"}));
   ASSERT_TRUE(wait_for_file(file("started")));

@@ -260,18 +260,9 @@ TEST_P(CliRunTest, EachWayARunEndsIsCountedInTheJobsMetricsFile) {
   const std::string metrics = file("job.prom");
   const std::vector<std::string> with_file = {"--prometheus", metrics, "--ttl", "2s"};
   const std::string labels = "{key=\"" + key_ + "\"}";
-  // The samples of the file: "name{labels}" -> value.
-  const auto samples = [&] {
-    std::map<std::string, double> out;
-    std::ifstream in(metrics);
-    for (std::string line; std::getline(in, line);) {
-      if (line.empty() || line[0] == '#') continue;
-      const auto space = line.rfind(' ');
-      out[line.substr(0, space)] = std::stod(line.substr(space + 1));
-    }
-    return out;
+  const auto value = [&](const std::string& name) {
+    return metric_samples(metrics).at(name + labels);
   };
-  const auto value = [&](const std::string& name) { return samples().at(name + labels); };
 
   EXPECT_EQ(run(run_sh("sleep 0.2", with_file)).exit_code, 0);
   EXPECT_EQ(value("dblock_run_runs_total"), 1);
