@@ -4,11 +4,13 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <optional>
 #include <random>
 #include <thread>
 
 #include "dblock/error.hpp"
 #include "galera.hpp"
+#include "galera_migration_lock.hpp"
 #include "migrations.hpp"
 #include "random.hpp"
 #include "sha256.hpp"
@@ -21,6 +23,9 @@ namespace dblock {
 namespace {
 
 constexpr int kMySQLLockTimeoutSeconds = 600;
+// A Galera cluster's migration lock left by a migrator that died holding it is taken over after
+// this long (a run takes seconds; see galera_migration_lock.hpp).
+constexpr std::chrono::seconds kGaleraLockStaleAfter(300);
 
 // A key for the run's lock that is the same for every process migrating the same tables.
 std::string lock_key(Dialect dialect, const std::string& qualified_table) {
@@ -32,6 +37,14 @@ std::string lock_key(Dialect dialect, const std::string& qualified_table) {
 
 const detail::MigratorSql& migrator_sql(const Connection& conn) {
   return detail::server_sql(conn.server()).migrator;
+}
+
+// The schema (when one is named) and the migrations table, if they are not there yet.
+void create_migrations_table(Connection& conn, const TableNames& names) {
+  const Dialect d = conn.dialect();
+  const auto& sql = migrator_sql(conn);
+  if (!names.schema().empty()) conn.execute(detail::render_sql(sql.create_schema, d, names));
+  conn.execute(detail::render_sql(sql.create_table, d, names));
 }
 
 }  // namespace
@@ -135,10 +148,7 @@ void Migrator::apply(const Migration& migration) {
 }
 
 std::vector<MigrationState> Migrator::up_locked() {
-  const Dialect d = conn_.dialect();
-  const auto& sql = migrator_sql(conn_);
-  if (!names_.schema().empty()) conn_.execute(detail::render_sql(sql.create_schema, d, names_));
-  conn_.execute(detail::render_sql(sql.create_table, d, names_));
+  create_migrations_table(conn_, names_);
   auto states = read_states(true);
   for (const auto& s : states) {
     if (s.status == MigrationState::Status::kModified) {
@@ -181,15 +191,13 @@ std::vector<MigrationState> Migrator::up() {
       throw;
     }
   }
-  // GET_LOCK is node-local on a Galera cluster, so migrators on two nodes can run at once. The
-  // migrations are idempotent (IF NOT EXISTS; MODIFY to the type a column already has), so a run
-  // that finds a migration recorded by the other one first (a duplicate key on the migrations
-  // table) or loses a certification (reported as a deadlock, on any of its statements, the lock
-  // and unlock included) starts again and goes on from what is applied by then. On a single
-  // server the lock keeps this from happening. Two migrators that collided tend to collide again
-  // in step, statement for statement, so each waits a random while (growing with the attempts)
-  // before it starts again: with five migrations, five attempts without a pause ran out once in
-  // 60 rounds of two nodes migrating at once (three CI runs).
+  // GET_LOCK is node-local on a Galera cluster, so up_serialised() also takes the cluster's
+  // migration lock there (galera_migration_lock.hpp). What is left to collide is what comes before
+  // it (creating the migrations table) and certification: a run that loses one (reported as a
+  // deadlock, on any of its statements) or finds a migration recorded by another run first (a
+  // duplicate key) starts again and goes on from what is applied by then; the migrations are
+  // idempotent (IF NOT EXISTS; MODIFY to the type a column already has). Runs that collided tend
+  // to collide again in step, so each waits a random while (growing with the attempts) first.
   constexpr int kAttempts = 10;
   for (int attempt = 1;; ++attempt) {
     try {
@@ -219,7 +227,16 @@ std::vector<MigrationState> Migrator::up_serialised(const std::string& key) {
                                                  "migrate up` and try again");
   }
   try {
+    // GET_LOCK is node-local on Galera: a row of the migrations table keeps migrators on the
+    // other nodes out too.
+    std::optional<detail::GaleraMigrationLock> cluster;
+    if (detail::galera_node(conn_)) {
+      create_migrations_table(conn_, names_);
+      cluster.emplace(conn_, names_, std::chrono::seconds(kMySQLLockTimeoutSeconds),
+                      kGaleraLockStaleAfter);
+    }
     auto applied = up_locked();
+    cluster.reset();
     conn_.execute(unlock.sql(), unlock.bind({{"lock", Value(key)}}));
     return applied;
   } catch (...) {

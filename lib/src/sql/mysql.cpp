@@ -33,10 +33,20 @@ constexpr MigratorSql kMigrator = {
     .select =
         "SELECT version, name, checksum,"
         " DATE_FORMAT(applied_at, '%Y-%m-%dT%H:%i:%s.%fZ') AS applied_at"
-        " FROM {{table:schema_migrations}} ORDER BY version",
+        " FROM {{table:schema_migrations}} WHERE version > 0 ORDER BY version",
     .insert =
         "INSERT INTO {{table:schema_migrations}} (version, name, checksum, applied_at)"
         " VALUES ({{param:version}}, {{param:name}}, {{param:checksum}}, UTC_TIMESTAMP(6))",
+    // Certification makes the insert exclusive across a Galera cluster's nodes: of two at once,
+    // one fails with a duplicate key or a deadlock. The holder's row names it for operators.
+    .cluster_lock =
+        "INSERT INTO {{table:schema_migrations}} (version, name, checksum, applied_at)"
+        " VALUES (0, {{param:name}}, {{param:holder}}, UTC_TIMESTAMP(6))",
+    .cluster_unlock =
+        "DELETE FROM {{table:schema_migrations}} WHERE version = 0 AND checksum = {{param:holder}}",
+    .cluster_lock_stale =
+        "DELETE FROM {{table:schema_migrations}}"
+        " WHERE version = 0 AND applied_at < UTC_TIMESTAMP(6) - INTERVAL {{param:age_s}} SECOND",
 };
 
 constexpr SessionSql kSession = {

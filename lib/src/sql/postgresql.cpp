@@ -43,6 +43,10 @@ constexpr MigratorSql kMigrator = {
     .insert =
         "INSERT INTO {{table:schema_migrations}} (version, name, checksum, applied_at)"
         " VALUES ({{param:version}}, {{param:name}}, {{param:checksum}}, clock_timestamp())",
+    // The advisory lock above is cluster-wide wherever PostgreSQL accepts DDL.
+    .cluster_lock = "",
+    .cluster_unlock = "",
+    .cluster_lock_stale = "",
 };
 
 constexpr SessionSql kSession = {

@@ -43,6 +43,11 @@ struct MigratorSql {
   std::string_view create_table;
   std::string_view select;  // columns: version, name, checksum, applied_at
   std::string_view insert;
+  // A Galera cluster's migration lock (galera_migration_lock.hpp): a row of the migrations table
+  // with version 0, which select leaves out. Empty where the lock above serves every server.
+  std::string_view cluster_lock;        // params: holder (32 hex digits), name
+  std::string_view cluster_unlock;      // params: holder
+  std::string_view cluster_lock_stale;  // params: age_s; deletes a holder's row that old
 };
 
 // What a session is set to (isolation.hpp, galera.hpp): each answers in the last column of the
