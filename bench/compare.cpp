@@ -10,6 +10,7 @@ namespace {
 void add(LoadResult& total, const LoadResult& round) {
   total.ops += round.ops;
   total.seconds += round.seconds;
+  total.cpu_seconds += round.cpu_seconds;
   total.latency.merge(round.latency);
 }
 
@@ -62,6 +63,7 @@ nlohmann::json load_figures(LoadResult& r) {
   j["ops_per_s"] = r.per_second();
   j["ops"] = r.ops;
   j["seconds"] = r.seconds;
+  j["cpu_us_per_op"] = r.cpu_us_per_op();
   return j;
 }
 

@@ -38,7 +38,7 @@ Comparison compare(const Settings& settings, int connections,
                    const std::function<Operation(int)>& make_raw,
                    const std::function<Operation(int)>& make_dblock);
 
-// {"p50_ms", "p99_ms", "mean_ms", "samples", "ops_per_s", "ops", "seconds"}
+// {"p50_ms", "p99_ms", "mean_ms", "samples", "ops_per_s", "ops", "seconds", "cpu_us_per_op"}
 nlohmann::json load_figures(LoadResult& r);
 
 // The ratio as a headline with the design's target (>= 0.95 of the raw baseline).

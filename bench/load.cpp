@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <ctime>
 #include <exception>
 #include <mutex>
 #include <numeric>
@@ -38,6 +39,16 @@ nlohmann::json Latencies::summary_ms() {
           {"mean_ms", mean() / 1000},
           {"samples", samples_.size()}};
 }
+
+namespace {
+
+double process_cpu_seconds() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
+}  // namespace
 
 double ms_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
@@ -87,11 +98,13 @@ LoadResult run_load(int threads, std::chrono::milliseconds duration,
     phase.store(kWarmup);
     std::this_thread::sleep_for(warmup);
     phase.store(kMeasure);
+    const double cpu_start = process_cpu_seconds();
     auto start = Clock::now();
     result.started = start;
     std::this_thread::sleep_for(duration);
     phase.store(kStop);
     result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    result.cpu_seconds = process_cpu_seconds() - cpu_start;
   }
   for (auto& t : pool) t.join();
   if (error) std::rethrow_exception(error);

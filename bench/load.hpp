@@ -38,7 +38,13 @@ struct LoadResult {
   Latencies latency;
   std::vector<std::uint64_t> ops_per_thread;
   std::chrono::steady_clock::time_point started;  // the measured window's start
+  // CPU time this process (all its threads) used in the measured window: the client's side of
+  // the work, the database servers being other processes.
+  double cpu_seconds = 0;
   double per_second() const { return seconds > 0 ? static_cast<double>(ops) / seconds : 0; }
+  double cpu_us_per_op() const {
+    return ops > 0 ? cpu_seconds * 1e6 / static_cast<double>(ops) : 0;
+  }
 };
 
 // One thread's operation: called over and over; returns false when the operation did not count
