@@ -70,6 +70,8 @@ std::vector<std::string_view> table_needs(DoctorRole role, Dialect dialect, std:
       return {"SELECT", "DELETE"};
     case DoctorRole::kMigrator:
       if (postgresql) return {"OWNER"};
+      // DELETE: on a Galera cluster the run's lock is a row of the migrations table.
+      if (migrations) return {"SELECT", "INSERT", "DELETE", "CREATE", "ALTER"};
       return {"SELECT", "INSERT", "CREATE", "ALTER"};
   }
   return {};
