@@ -4,6 +4,7 @@
 
 #include "dblock/error.hpp"
 #include "enum_names.hpp"
+#include "galera.hpp"
 #include "sql/statement.hpp"
 
 namespace dblock::detail {
@@ -52,9 +53,10 @@ std::string join(const std::vector<std::string_view>& items, std::string_view se
 }
 
 // What `role` needs on dblock's table `base` (one the cleaner empties, or schema_migrations),
-// in the order a GRANT lists them. "OWNER": the table's owner (PostgreSQL's CREATE INDEX and
-// ALTER TABLE need it).
-std::vector<std::string_view> table_needs(DoctorRole role, Dialect dialect, std::string_view base) {
+// in the order a GRANT lists them, on a Galera node or not. "OWNER": the table's owner
+// (PostgreSQL's CREATE INDEX and ALTER TABLE need it).
+std::vector<std::string_view> table_needs(DoctorRole role, Dialect dialect, bool galera,
+                                          std::string_view base) {
   const bool postgresql = dialect == Dialect::kPostgreSQL;
   const bool migrations = base == "schema_migrations";
   switch (role) {
@@ -71,7 +73,7 @@ std::vector<std::string_view> table_needs(DoctorRole role, Dialect dialect, std:
     case DoctorRole::kMigrator:
       if (postgresql) return {"OWNER"};
       // DELETE: on a Galera cluster the run's lock is a row of the migrations table.
-      if (migrations) return {"SELECT", "INSERT", "DELETE", "CREATE", "ALTER"};
+      if (migrations && galera) return {"SELECT", "INSERT", "DELETE", "CREATE", "ALTER"};
       return {"SELECT", "INSERT", "CREATE", "ALTER"};
   }
   return {};
@@ -91,7 +93,8 @@ Privileges::Privileges(Connection& conn, const TableNames& tables)
     : conn_(conn),
       tables_(tables),
       dialect_(conn.dialect()),
-      sql_(server_sql(conn.server()).doctor) {
+      sql_(server_sql(conn.server()).doctor),
+      galera_(galera_node(conn)) {
   for (const CleanedTable& cleaned : server_sql(conn.server()).cleaner.tables) {
     tables_checked_.push_back(cleaned.base);
   }
@@ -166,7 +169,7 @@ std::vector<Privileges::Missing> Privileges::missing_for(DoctorRole role) {
   }
   for (const std::string_view base : tables_checked_) {
     std::vector<std::string_view> lacking;
-    for (const std::string_view privilege : table_needs(role, dialect_, base)) {
+    for (const std::string_view privilege : table_needs(role, dialect_, galera_, base)) {
       if (!has(base, privilege)) lacking.push_back(privilege);
     }
     if (lacking.empty()) continue;

@@ -57,6 +57,7 @@ class Privileges {
   const TableNames& tables_;
   Dialect dialect_;
   const DoctorSql& sql_;
+  bool galera_;  // a Galera node: the migrator's lock is a row (galera_migration_lock.hpp)
   std::vector<std::string_view> tables_checked_;  // the cleaner's tables, then schema_migrations
   std::string schema_;                            // the schema (database) holding the tables
   std::string grantee_;

@@ -20,7 +20,8 @@
 
 -- dblock_migrator: creates and alters dblock's tables and records the migrations applied.
 -- Another database than the connection's default (--schema) needs CREATE on that database too.
--- DELETE on the migrations table: on a Galera cluster a run's lock is a row there.
+-- DELETE on the migrations table: on a Galera cluster a run's lock is a row there (a single
+-- server does without it).
 GRANT SELECT, INSERT, DELETE, CREATE, ALTER ON dblock_schema_migrations TO dblock_migrator;
 GRANT SELECT, INSERT, CREATE, ALTER ON dblock_locks TO dblock_migrator;
 GRANT SELECT, INSERT, CREATE, ALTER ON dblock_row_locks TO dblock_migrator;
