@@ -230,6 +230,8 @@ class GaleraMigrator : public HaTest {
   static void hold_lock_row(const std::string& url, const TableNames& tables,
                             std::chrono::seconds age) {
     auto conn = open_connection(DatabaseUrl::parse(url));
+    // After what the cluster certified, the delete of the last holder's row included.
+    conn->execute("SET SESSION wsrep_sync_wait = 7");
     conn->execute("INSERT INTO " + tables.qualified(Dialect::kMySQL, "schema_migrations") +
                   " (version, name, checksum, applied_at) VALUES (0, 'migration lock of a test', "
                   "REPEAT('a', 32), UTC_TIMESTAMP(6) - INTERVAL " +
