@@ -39,7 +39,8 @@ GaleraMigrationLock::GaleraMigrationLock(Connection& conn, const TableNames& nam
       if (e.code() != ErrorCode::kUniqueViolation && e.code() != ErrorCode::kDeadlock) throw;
     }
     const Result removed = conn_.execute(
-        stale.sql(), stale.bind({{"age_s", Value(static_cast<std::int64_t>(stale_after.count()))}}));
+        stale.sql(),
+        stale.bind({{"age_s", Value(static_cast<std::int64_t>(stale_after.count()))}}));
     if (removed.affected_rows() > 0) continue;  // its holder died holding it
     if (std::chrono::steady_clock::now() >= deadline) {
       throw Error(ErrorCode::kLockWaitTimeout,

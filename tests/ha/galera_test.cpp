@@ -6,9 +6,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <barrier>
 #include <chrono>
 #include <memory>
-#include <barrier>
 #include <optional>
 #include <string>
 #include <thread>
