@@ -16,9 +16,11 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "backends.hpp"
+#include "dblock/cleaner.hpp"
 #include "dblock/error.hpp"
 #include "dblock/lock_table.hpp"
 #include "dblock/open.hpp"
@@ -391,6 +393,120 @@ TEST_P(ObserverTest, ALossFoundByTheReleaseIsReportedBeforeTheRelease) {
   EXPECT_EQ(lost[0].reason, LossReason::kTakenOver);
   EXPECT_TRUE(recorder_->of_kind("released", key).at(0).lost);
   EXPECT_EQ(other->release(), ReleaseOutcome::kReleased);
+}
+
+// Each lease of `expected` (key, reason) reported exactly one loss, with that reason, by
+// `strategy`, and, once released, one end that says it was lost.
+void expect_losses(const Recorder& recorder, const std::string& strategy,
+                   const std::vector<std::pair<std::string, LossReason>>& expected) {
+  for (const auto& [key, reason] : expected) {
+    const auto lost = recorder.of_kind("lost", key);
+    ASSERT_EQ(lost.size(), 1u) << key << ": " << recorder.all(key);
+    EXPECT_EQ(lost[0].reason, reason) << key << ": " << to_string(lost[0].reason);
+    EXPECT_EQ(lost[0].strategy, strategy) << key;
+    const auto released = recorder.of_kind("released", key);
+    ASSERT_EQ(released.size(), 1u) << key << ": " << recorder.all(key);
+    EXPECT_EQ(released[0].released, ReleaseOutcome::kNotHeld) << key;
+    EXPECT_TRUE(released[0].lost) << key;
+  }
+}
+
+// A permit is the row of its slot: taken over when a later permit holds that slot, removed when
+// an operator freed it or the cleaner deleted it, expired when the row is still its own.
+TEST_P(ObserverTest, APermitFoundGoneSaysWhetherItsSlotWasTakenOverOrItWasRemoved) {
+  Semaphore permits(*pool_, 1, SemaphoreOptions{.tables = tables_});
+  const std::string removed = unique_name("removed");
+  const std::string taken = unique_name("taken");
+  const std::string expired = unique_name("expired");
+  const std::string cleaned = unique_name("cleaned");
+  auto a = permits.try_acquire(removed, observed("a", std::chrono::seconds(30), false));
+  auto b = permits.try_acquire(taken, observed("a", milliseconds(200), false));
+  auto c = permits.try_acquire(expired, observed("a", milliseconds(200), false));
+  auto d = permits.try_acquire(cleaned, observed("a", milliseconds(200), false));
+  ASSERT_TRUE(a && b && c && d);
+  // Removed: an operator's forced release, found by a renewal.
+  release_permit_by_operator(removed);
+  EXPECT_FALSE(a->renew());
+  std::this_thread::sleep_for(milliseconds(400));
+  // Taken over: its slot (the key's only one) ran out and another owner took it.
+  auto other = permits.try_acquire(taken, as("b"));
+  ASSERT_TRUE(other);
+  EXPECT_FALSE(b->renew());
+  // Expired: its row is still its own, past its TTL.
+  EXPECT_FALSE(c->renew());
+  // Removed: the cleaner deleted it once it had expired, found by the release.
+  CleanOptions no_grace;
+  no_grace.grace = milliseconds(0);
+  clean(*pool_->acquire(), tables_, no_grace);
+  ASSERT_EQ(rows_of_key("semaphore_permits", cleaned), 0);
+  EXPECT_EQ(d->release(), ReleaseOutcome::kNotHeld);
+  for (auto* lease : {&a, &b, &c}) EXPECT_EQ((*lease)->release(), ReleaseOutcome::kNotHeld);
+  expect_losses(*recorder_, "semaphore",
+                {{removed, LossReason::kRemoved},
+                 {taken, LossReason::kTakenOver},
+                 {expired, LossReason::kExpired},
+                 {cleaned, LossReason::kRemoved}});
+  EXPECT_EQ(other->release(), ReleaseOutcome::kReleased);
+}
+
+// A reader-writer lease is taken over by a later holder of its slot, or by the holders it kept
+// out once it ran out: a writer by readers let in, a reader by a writer let in.
+TEST_P(ObserverTest, AReaderWriterLeaseFoundGoneSaysWhoTookItOverOrThatItWasRemoved) {
+  ReadWriteLock rw(*pool_, ReadWriteLockOptions{.tables = tables_, .max_readers = 1});
+  struct Case {
+    Lock& lock;
+    std::string key;
+    std::optional<Lease> lease;
+  };
+  std::vector<Case> writers, readers;
+  for (const char* name : {"removed", "by_writer", "by_reader", "expired"}) {
+    writers.push_back({rw.writer(), unique_name(std::string("w_") + name), std::nullopt});
+    readers.push_back({rw.reader(), unique_name(std::string("r_") + name), std::nullopt});
+  }
+  for (auto* cases : {&writers, &readers}) {
+    for (std::size_t i = 0; i < cases->size(); ++i) {
+      Case& c = (*cases)[i];
+      const auto ttl = i == 0 ? milliseconds(std::chrono::seconds(30)) : milliseconds(200);
+      c.lease = c.lock.try_acquire(c.key, observed("a", ttl, false));
+      ASSERT_TRUE(c.lease) << c.key;
+    }
+  }
+  // Removed: an operator's forced release, found by a renewal.
+  for (auto* cases : {&writers, &readers}) {
+    release_permit_by_operator((*cases)[0].key);
+    EXPECT_FALSE((*cases)[0].lease->renew());
+  }
+  std::this_thread::sleep_for(milliseconds(400));
+  // Taken over by a writer let in (into slot 0), found by a renewal, and by a reader let in (into
+  // slot 1, the only reader slot), found by the release: for a writer, a later writer of its
+  // slot and readers it kept out; for a reader, a writer it kept out and a later reader of its
+  // slot.
+  std::vector<Lease> others;
+  for (auto* cases : {&writers, &readers}) {
+    for (std::size_t i = 1; i <= 2; ++i) {
+      Lock& by = i == 1 ? rw.writer() : rw.reader();
+      auto other = by.try_acquire((*cases)[i].key, as("b"));
+      ASSERT_TRUE(other) << (*cases)[i].key;
+      others.push_back(std::move(*other));
+    }
+    EXPECT_FALSE((*cases)[1].lease->renew());
+    // Expired: nobody came.
+    EXPECT_FALSE((*cases)[3].lease->renew());
+  }
+  for (auto* cases : {&writers, &readers}) {
+    for (Case& c : *cases) EXPECT_EQ(c.lease->release(), ReleaseOutcome::kNotHeld) << c.key;
+  }
+  expect_losses(*recorder_, "writer",
+                {{writers[0].key, LossReason::kRemoved},
+                 {writers[1].key, LossReason::kTakenOver},
+                 {writers[2].key, LossReason::kTakenOver},
+                 {writers[3].key, LossReason::kExpired}});
+  expect_losses(*recorder_, "reader",
+                {{readers[0].key, LossReason::kRemoved},
+                 {readers[1].key, LossReason::kTakenOver},
+                 {readers[2].key, LossReason::kTakenOver},
+                 {readers[3].key, LossReason::kExpired}});
+  for (Lease& other : others) EXPECT_EQ(other.release(), ReleaseOutcome::kReleased);
 }
 
 TEST_P(ObserverTest, ASessionLockWhoseSessionIsKilledReportsItsSessionEnded) {
