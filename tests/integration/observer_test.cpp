@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <thread>
 #include <utility>
@@ -21,6 +22,7 @@
 
 #include "backends.hpp"
 #include "dblock/cleaner.hpp"
+#include "dblock/election.hpp"
 #include "dblock/error.hpp"
 #include "dblock/lock_table.hpp"
 #include "dblock/open.hpp"
@@ -652,6 +654,111 @@ TEST_P(ObserverTest, AnExhaustedPoolIsReportedToTheAcquisitionAndTheProcess) {
   ASSERT_EQ(ended.size(), 1u);
   EXPECT_EQ(ended[0].outcome, AcquireOutcome::kFailed);
   EXPECT_NE(ended[0].error.find("no free connection"), std::string::npos) << ended[0].error;
+}
+
+// An election's campaign is a unique-key lock's acquisitions and each term's lease: a candidate
+// with an observer reports them to it (and to the process-wide one), its own only.
+TEST_P(ObserverTest, AnElectionsCandidateReportsItsCampaignToItsObserver) {
+  const std::string name = unique_name("election");
+  auto global = std::make_shared<Recorder>();
+  set_observer(global);
+  auto second_seen = std::make_shared<Recorder>();
+  ElectionOptions first_options{.ttl = milliseconds(900),
+                                .rejoin_after = std::chrono::hours(1),
+                                .observer = recorder_,
+                                .tables = tables_};
+  ElectionOptions second_options = first_options;
+  second_options.observer = second_seen;
+  Election first(*pool_, name, first_options);
+  Election second(*pool_, name, second_options);
+
+  // The first leads until the second has waited out a whole acquire and the first has renewed;
+  // then its work returns (it resigns) and the second takes over.
+  std::atomic<std::int64_t> first_term{0}, second_term{0};
+  std::atomic<bool> resign{false};
+  std::stop_source stop_first, stop_second;
+  std::thread a([&] {
+    first.campaign(
+        [&](const Term& term) {
+          first_term = term.number();
+          while (!resign && !term.stop_token().stop_requested()) {
+            std::this_thread::sleep_for(milliseconds(5));
+          }
+        },
+        stop_first.get_token());
+  });
+  const auto give_up = Clock::now() + std::chrono::seconds(20);
+  while (first_term == 0 && Clock::now() < give_up) std::this_thread::sleep_for(milliseconds(5));
+  std::thread b([&] {
+    second.campaign(
+        [&](const Term& term) {
+          second_term = term.number();
+          while (!term.stop_token().stop_requested()) std::this_thread::sleep_for(milliseconds(5));
+        },
+        stop_second.get_token());
+  });
+  const bool waited = second_seen->wait_for("ended", name);
+  const bool renewed = recorder_->wait_for("renewed", name);
+  resign = true;
+  while (second_term == 0 && Clock::now() < give_up) std::this_thread::sleep_for(milliseconds(5));
+  stop_first.request_stop();
+  stop_second.request_stop();
+  a.join();
+  b.join();
+  set_observer(nullptr);
+  ASSERT_NE(first_term.load(), 0) << "the first candidate was never elected";
+  ASSERT_NE(second_term.load(), 0) << "the second candidate never took over";
+  ASSERT_TRUE(waited && renewed) << recorder_->all(name) << "/ " << second_seen->all(name);
+
+  // The first: elected at once, renewed, then its term's lease released; nothing of the second's.
+  const auto kinds = recorder_->kinds(name);
+  ASSERT_GE(kinds.size(), 4u) << recorder_->all(name);
+  EXPECT_EQ(kinds[0], "started");
+  EXPECT_EQ(kinds[1], "ended");
+  EXPECT_EQ(kinds.back(), "released");
+  for (std::size_t i = 2; i + 1 < kinds.size(); ++i) EXPECT_EQ(kinds[i], "renewed") << i;
+  const Seen elected = recorder_->of_kind("ended", name).at(0);
+  EXPECT_EQ(elected.outcome, AcquireOutcome::kAcquired);
+  EXPECT_EQ(elected.strategy, "unique_key");
+  EXPECT_EQ(elected.token, first_term.load()) << "the term is the lease's fencing token";
+  ASSERT_TRUE(elected.timeout);
+  for (const Seen& r : recorder_->of_kind("renewed", name)) {
+    EXPECT_EQ(r.token, first_term.load());
+    EXPECT_TRUE(r.flag) << "renewed by the renewer";
+  }
+  const Seen ended = recorder_->of_kind("released", name).at(0);
+  EXPECT_EQ(ended.token, first_term.load());
+  EXPECT_EQ(ended.released, ReleaseOutcome::kReleased);
+  EXPECT_FALSE(ended.flag) << "given back by the campaign, not dropped";
+  EXPECT_FALSE(ended.lost);
+  EXPECT_TRUE(recorder_->of_kind("lost", name).empty()) << recorder_->all(name);
+
+  // The second: acquisitions that waited out their whole slice while the first led, then its own
+  // term's, and that term's release once stopped.
+  const auto tries = second_seen->of_kind("ended", name);
+  ASSERT_GE(tries.size(), 2u) << second_seen->all(name);
+  for (std::size_t i = 0; i + 1 < tries.size(); ++i) {
+    EXPECT_EQ(tries[i].outcome, AcquireOutcome::kTimedOut) << i;
+    ASSERT_TRUE(tries[i].timeout);
+    EXPECT_EQ(*tries[i].timeout, milliseconds(1000)) << "a candidate waits 1 s per acquire";
+    EXPECT_GE(tries[i].duration, *tries[i].timeout);
+    EXPECT_EQ(tries[i].token, 0);
+  }
+  EXPECT_EQ(tries.back().outcome, AcquireOutcome::kAcquired);
+  EXPECT_EQ(tries.back().token, second_term.load());
+  EXPECT_GT(second_term.load(), first_term.load());
+  const auto second_released = second_seen->of_kind("released", name);
+  ASSERT_EQ(second_released.size(), 1u) << second_seen->all(name);
+  EXPECT_EQ(second_released[0].token, second_term.load());
+  for (const Seen& s : second_seen->of_kind("renewed", name)) {
+    EXPECT_EQ(s.token, second_term.load());
+  }
+  EXPECT_EQ(recorder_->of_kind("ended", name).size(), 1u) << "the second's tries are its own";
+
+  // The process-wide observer saw both campaigns.
+  EXPECT_EQ(global->of_kind("ended", name).size(),
+            recorder_->of_kind("ended", name).size() + tries.size());
+  EXPECT_EQ(global->of_kind("released", name).size(), 2u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Pairs, ObserverTest, ::testing::ValuesIn(all_backends()), BackendName());
