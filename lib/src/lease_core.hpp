@@ -173,7 +173,7 @@ class LeaseCore {
   // to the dropped lease's Released event).
   void log_failed_release(const std::exception& e) noexcept;
   // Why a renewal or release found the lease not held, asked only when observed (it may read the
-  // database). Default: kNotHeld.
+  // database). Default: kGone.
   virtual LossReason why_not_held() noexcept { return LossReason::kGone; }
 
  private:

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "migrated_fixture.hpp"
 
+#include <utility>
+#include <vector>
+
 #include "dblock/lock_table.hpp"
 #include "dblock/migrator.hpp"
 #include "dblock/open.hpp"
@@ -56,6 +59,17 @@ void MigratedPoolTest::release_by_operator(const std::string& key) {
     }
   }
   FAIL() << "no row of '" << key << "' to release";
+}
+
+void MigratedPoolTest::release_permit_by_operator(const std::string& key) {
+  auto c = pool_->acquire();
+  std::vector<PermitRow> permits;
+  for (PermitRow& p : list_permits(*c, tables_, key)) {
+    if (p.lock.key == key) permits.push_back(std::move(p));
+  }
+  ASSERT_EQ(permits.size(), 1u) << "permits of '" << key << "' to release";
+  ASSERT_TRUE(release_permit_row(*c, tables_, permits[0]))
+      << "the permit of '" << key << "' changed";
 }
 
 }  // namespace dblock::testing

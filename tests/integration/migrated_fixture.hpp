@@ -76,6 +76,9 @@ class MigratedPoolTest : public ::testing::TestWithParam<Backend> {
   // Frees `key`'s lock row as an operator's `dblock release --force` does; fails the test when
   // there is none or it changed meanwhile.
   void release_by_operator(const std::string& key);
+  // Frees the one permit of `key` (a Semaphore's or a ReadWriteLock's) as an operator's `dblock
+  // release --force` does; fails the test unless there is exactly one, unchanged meanwhile.
+  void release_permit_by_operator(const std::string& key);
 
   TableNames tables_;
   std::unique_ptr<Pool> pool_;

@@ -14,11 +14,15 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "backends.hpp"
+#include "dblock/cleaner.hpp"
+#include "dblock/election.hpp"
 #include "dblock/error.hpp"
 #include "dblock/lock_table.hpp"
 #include "dblock/open.hpp"
@@ -393,6 +397,120 @@ TEST_P(ObserverTest, ALossFoundByTheReleaseIsReportedBeforeTheRelease) {
   EXPECT_EQ(other->release(), ReleaseOutcome::kReleased);
 }
 
+// Each lease of `expected` (key, reason) reported exactly one loss, with that reason, by
+// `strategy`, and, once released, one end that says it was lost.
+void expect_losses(const Recorder& recorder, const std::string& strategy,
+                   const std::vector<std::pair<std::string, LossReason>>& expected) {
+  for (const auto& [key, reason] : expected) {
+    const auto lost = recorder.of_kind("lost", key);
+    ASSERT_EQ(lost.size(), 1u) << key << ": " << recorder.all(key);
+    EXPECT_EQ(lost[0].reason, reason) << key << ": " << to_string(lost[0].reason);
+    EXPECT_EQ(lost[0].strategy, strategy) << key;
+    const auto released = recorder.of_kind("released", key);
+    ASSERT_EQ(released.size(), 1u) << key << ": " << recorder.all(key);
+    EXPECT_EQ(released[0].released, ReleaseOutcome::kNotHeld) << key;
+    EXPECT_TRUE(released[0].lost) << key;
+  }
+}
+
+// A permit is the row of its slot: taken over when a later permit holds that slot, removed when
+// an operator freed it or the cleaner deleted it, expired when the row is still its own.
+TEST_P(ObserverTest, APermitFoundGoneSaysWhetherItsSlotWasTakenOverOrItWasRemoved) {
+  Semaphore permits(*pool_, 1, SemaphoreOptions{.tables = tables_});
+  const std::string removed = unique_name("removed");
+  const std::string taken = unique_name("taken");
+  const std::string expired = unique_name("expired");
+  const std::string cleaned = unique_name("cleaned");
+  auto a = permits.try_acquire(removed, observed("a", std::chrono::seconds(30), false));
+  auto b = permits.try_acquire(taken, observed("a", milliseconds(200), false));
+  auto c = permits.try_acquire(expired, observed("a", milliseconds(200), false));
+  auto d = permits.try_acquire(cleaned, observed("a", milliseconds(200), false));
+  ASSERT_TRUE(a && b && c && d);
+  // Removed: an operator's forced release, found by a renewal.
+  release_permit_by_operator(removed);
+  EXPECT_FALSE(a->renew());
+  std::this_thread::sleep_for(milliseconds(400));
+  // Taken over: its slot (the key's only one) ran out and another owner took it.
+  auto other = permits.try_acquire(taken, as("b"));
+  ASSERT_TRUE(other);
+  EXPECT_FALSE(b->renew());
+  // Expired: its row is still its own, past its TTL.
+  EXPECT_FALSE(c->renew());
+  // Removed: the cleaner deleted it once it had expired, found by the release.
+  CleanOptions no_grace;
+  no_grace.grace = milliseconds(0);
+  clean(*pool_->acquire(), tables_, no_grace);
+  ASSERT_EQ(rows_of_key("semaphore_permits", cleaned), 0);
+  EXPECT_EQ(d->release(), ReleaseOutcome::kNotHeld);
+  for (auto* lease : {&a, &b, &c}) EXPECT_EQ((*lease)->release(), ReleaseOutcome::kNotHeld);
+  expect_losses(*recorder_, "semaphore",
+                {{removed, LossReason::kRemoved},
+                 {taken, LossReason::kTakenOver},
+                 {expired, LossReason::kExpired},
+                 {cleaned, LossReason::kRemoved}});
+  EXPECT_EQ(other->release(), ReleaseOutcome::kReleased);
+}
+
+// A reader-writer lease is taken over by a later holder of its slot, or by the holders it kept
+// out once it ran out: a writer by readers let in, a reader by a writer let in.
+TEST_P(ObserverTest, AReaderWriterLeaseFoundGoneSaysWhoTookItOverOrThatItWasRemoved) {
+  ReadWriteLock rw(*pool_, ReadWriteLockOptions{.tables = tables_, .max_readers = 1});
+  struct Case {
+    Lock& lock;
+    std::string key;
+    std::optional<Lease> lease;
+  };
+  std::vector<Case> writers, readers;
+  for (const char* name : {"removed", "by_writer", "by_reader", "expired"}) {
+    writers.push_back({rw.writer(), unique_name(std::string("w_") + name), std::nullopt});
+    readers.push_back({rw.reader(), unique_name(std::string("r_") + name), std::nullopt});
+  }
+  for (auto* cases : {&writers, &readers}) {
+    for (std::size_t i = 0; i < cases->size(); ++i) {
+      Case& c = (*cases)[i];
+      const auto ttl = i == 0 ? milliseconds(std::chrono::seconds(30)) : milliseconds(200);
+      c.lease = c.lock.try_acquire(c.key, observed("a", ttl, false));
+      ASSERT_TRUE(c.lease) << c.key;
+    }
+  }
+  // Removed: an operator's forced release, found by a renewal.
+  for (auto* cases : {&writers, &readers}) {
+    release_permit_by_operator((*cases)[0].key);
+    EXPECT_FALSE((*cases)[0].lease->renew());
+  }
+  std::this_thread::sleep_for(milliseconds(400));
+  // Taken over by a writer let in (into slot 0), found by a renewal, and by a reader let in (into
+  // slot 1, the only reader slot), found by the release: for a writer, a later writer of its
+  // slot and readers it kept out; for a reader, a writer it kept out and a later reader of its
+  // slot.
+  std::vector<Lease> others;
+  for (auto* cases : {&writers, &readers}) {
+    for (std::size_t i = 1; i <= 2; ++i) {
+      Lock& by = i == 1 ? rw.writer() : rw.reader();
+      auto other = by.try_acquire((*cases)[i].key, as("b"));
+      ASSERT_TRUE(other) << (*cases)[i].key;
+      others.push_back(std::move(*other));
+    }
+    EXPECT_FALSE((*cases)[1].lease->renew());
+    // Expired: nobody came.
+    EXPECT_FALSE((*cases)[3].lease->renew());
+  }
+  for (auto* cases : {&writers, &readers}) {
+    for (Case& c : *cases) EXPECT_EQ(c.lease->release(), ReleaseOutcome::kNotHeld) << c.key;
+  }
+  expect_losses(*recorder_, "writer",
+                {{writers[0].key, LossReason::kRemoved},
+                 {writers[1].key, LossReason::kTakenOver},
+                 {writers[2].key, LossReason::kTakenOver},
+                 {writers[3].key, LossReason::kExpired}});
+  expect_losses(*recorder_, "reader",
+                {{readers[0].key, LossReason::kRemoved},
+                 {readers[1].key, LossReason::kTakenOver},
+                 {readers[2].key, LossReason::kTakenOver},
+                 {readers[3].key, LossReason::kExpired}});
+  for (Lease& other : others) EXPECT_EQ(other.release(), ReleaseOutcome::kReleased);
+}
+
 TEST_P(ObserverTest, ASessionLockWhoseSessionIsKilledReportsItsSessionEnded) {
   auto own = open_pool(backend().url(), {.max_size = 1});
   SessionLock sessions(*own, SessionLockOptions{.tables = tables_});
@@ -536,6 +654,111 @@ TEST_P(ObserverTest, AnExhaustedPoolIsReportedToTheAcquisitionAndTheProcess) {
   ASSERT_EQ(ended.size(), 1u);
   EXPECT_EQ(ended[0].outcome, AcquireOutcome::kFailed);
   EXPECT_NE(ended[0].error.find("no free connection"), std::string::npos) << ended[0].error;
+}
+
+// An election's campaign is a unique-key lock's acquisitions and each term's lease: a candidate
+// with an observer reports them to it (and to the process-wide one), its own only.
+TEST_P(ObserverTest, AnElectionsCandidateReportsItsCampaignToItsObserver) {
+  const std::string name = unique_name("election");
+  auto global = std::make_shared<Recorder>();
+  set_observer(global);
+  auto second_seen = std::make_shared<Recorder>();
+  ElectionOptions first_options{.ttl = milliseconds(900),
+                                .rejoin_after = std::chrono::hours(1),
+                                .observer = recorder_,
+                                .tables = tables_};
+  ElectionOptions second_options = first_options;
+  second_options.observer = second_seen;
+  Election first(*pool_, name, first_options);
+  Election second(*pool_, name, second_options);
+
+  // The first leads until the second has waited out a whole acquire and the first has renewed;
+  // then its work returns (it resigns) and the second takes over.
+  std::atomic<std::int64_t> first_term{0}, second_term{0};
+  std::atomic<bool> resign{false};
+  std::stop_source stop_first, stop_second;
+  std::thread a([&] {
+    first.campaign(
+        [&](const Term& term) {
+          first_term = term.number();
+          while (!resign && !term.stop_token().stop_requested()) {
+            std::this_thread::sleep_for(milliseconds(5));
+          }
+        },
+        stop_first.get_token());
+  });
+  const auto give_up = Clock::now() + std::chrono::seconds(20);
+  while (first_term == 0 && Clock::now() < give_up) std::this_thread::sleep_for(milliseconds(5));
+  std::thread b([&] {
+    second.campaign(
+        [&](const Term& term) {
+          second_term = term.number();
+          while (!term.stop_token().stop_requested()) std::this_thread::sleep_for(milliseconds(5));
+        },
+        stop_second.get_token());
+  });
+  const bool waited = second_seen->wait_for("ended", name);
+  const bool renewed = recorder_->wait_for("renewed", name);
+  resign = true;
+  while (second_term == 0 && Clock::now() < give_up) std::this_thread::sleep_for(milliseconds(5));
+  stop_first.request_stop();
+  stop_second.request_stop();
+  a.join();
+  b.join();
+  set_observer(nullptr);
+  ASSERT_NE(first_term.load(), 0) << "the first candidate was never elected";
+  ASSERT_NE(second_term.load(), 0) << "the second candidate never took over";
+  ASSERT_TRUE(waited && renewed) << recorder_->all(name) << "/ " << second_seen->all(name);
+
+  // The first: elected at once, renewed, then its term's lease released; nothing of the second's.
+  const auto kinds = recorder_->kinds(name);
+  ASSERT_GE(kinds.size(), 4u) << recorder_->all(name);
+  EXPECT_EQ(kinds[0], "started");
+  EXPECT_EQ(kinds[1], "ended");
+  EXPECT_EQ(kinds.back(), "released");
+  for (std::size_t i = 2; i + 1 < kinds.size(); ++i) EXPECT_EQ(kinds[i], "renewed") << i;
+  const Seen elected = recorder_->of_kind("ended", name).at(0);
+  EXPECT_EQ(elected.outcome, AcquireOutcome::kAcquired);
+  EXPECT_EQ(elected.strategy, "unique_key");
+  EXPECT_EQ(elected.token, first_term.load()) << "the term is the lease's fencing token";
+  ASSERT_TRUE(elected.timeout);
+  for (const Seen& r : recorder_->of_kind("renewed", name)) {
+    EXPECT_EQ(r.token, first_term.load());
+    EXPECT_TRUE(r.flag) << "renewed by the renewer";
+  }
+  const Seen ended = recorder_->of_kind("released", name).at(0);
+  EXPECT_EQ(ended.token, first_term.load());
+  EXPECT_EQ(ended.released, ReleaseOutcome::kReleased);
+  EXPECT_FALSE(ended.flag) << "given back by the campaign, not dropped";
+  EXPECT_FALSE(ended.lost);
+  EXPECT_TRUE(recorder_->of_kind("lost", name).empty()) << recorder_->all(name);
+
+  // The second: acquisitions that waited out their whole slice while the first led, then its own
+  // term's, and that term's release once stopped.
+  const auto tries = second_seen->of_kind("ended", name);
+  ASSERT_GE(tries.size(), 2u) << second_seen->all(name);
+  for (std::size_t i = 0; i + 1 < tries.size(); ++i) {
+    EXPECT_EQ(tries[i].outcome, AcquireOutcome::kTimedOut) << i;
+    ASSERT_TRUE(tries[i].timeout);
+    EXPECT_EQ(*tries[i].timeout, milliseconds(1000)) << "a candidate waits 1 s per acquire";
+    EXPECT_GE(tries[i].duration, *tries[i].timeout);
+    EXPECT_EQ(tries[i].token, 0);
+  }
+  EXPECT_EQ(tries.back().outcome, AcquireOutcome::kAcquired);
+  EXPECT_EQ(tries.back().token, second_term.load());
+  EXPECT_GT(second_term.load(), first_term.load());
+  const auto second_released = second_seen->of_kind("released", name);
+  ASSERT_EQ(second_released.size(), 1u) << second_seen->all(name);
+  EXPECT_EQ(second_released[0].token, second_term.load());
+  for (const Seen& s : second_seen->of_kind("renewed", name)) {
+    EXPECT_EQ(s.token, second_term.load());
+  }
+  EXPECT_EQ(recorder_->of_kind("ended", name).size(), 1u) << "the second's tries are its own";
+
+  // The process-wide observer saw both campaigns.
+  EXPECT_EQ(global->of_kind("ended", name).size(),
+            recorder_->of_kind("ended", name).size() + tries.size());
+  EXPECT_EQ(global->of_kind("released", name).size(), 2u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Pairs, ObserverTest, ::testing::ValuesIn(all_backends()), BackendName());

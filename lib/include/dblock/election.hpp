@@ -96,6 +96,12 @@ struct ElectionOptions {
   /// Called on the campaigning thread when a term of this candidate's ends, with its number and
   /// why; before the candidate campaigns again.
   std::function<void(std::int64_t term, TermEnd why)> on_revoked{};
+  /// Events of this candidate's campaign (dblock/observer.hpp), in addition to the process-wide
+  /// observer: its acquisitions of the name's unique-key lease (strategy "unique_key", the
+  /// election's name as the key; while another candidate leads, one that ends timed_out about
+  /// every second), and each term's lease: its renewals, its loss, its release when the term
+  /// ends. nullptr (default): none of its own. See docs/locks/election.md.
+  std::shared_ptr<Observer> observer{};
   /// The lock table (and its prefix) the election's row lives in.
   TableNames tables{};
   /// On PostgreSQL, candidates are woken by a notification when a leader resigns, and take over

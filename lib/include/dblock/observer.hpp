@@ -57,10 +57,12 @@ enum class AcquireOutcome {
 enum class LossReason {
   kExpired,       ///< its TTL ran out without a successful renewal (renewals failed, or were not
                   ///< wanted by renew_if, or the process was paused)
-  kTakenOver,     ///< a renewal or release found the key held by a later holder
+  kTakenOver,     ///< a renewal or release found the key held by a later holder (a permit: its
+                  ///< slot, or the holders a reader-writer lease kept out; see monitoring.md)
   kRemoved,       ///< a renewal or release found the hold gone and no later holder: an
                   ///< operator's `dblock release --force`, or the cleaner
-  kGone,          ///< a renewal or release found the hold gone; the strategy does not tell why
+  kGone,          ///< a renewal or release found the hold gone, and the read that tells why
+                  ///< failed (or the strategy does not tell)
   kSessionEnded,  ///< the session or transaction that held it ended (connection lost, server
                   ///< ended it)
 };

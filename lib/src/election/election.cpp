@@ -125,6 +125,7 @@ class ElectionCore {
     lease_options.stop_margin = options.stop_margin;
     lease_options.renew_if = options.renew_if;
     lease_options.metadata = value_metadata(options.value);
+    lease_options.observer = options.observer;  // the process-wide one is added by the lock
   }
 
   // Candidates waiting for the name poll at options.poll where no notification wakes them.

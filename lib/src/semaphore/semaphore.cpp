@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "dblock/error.hpp"
@@ -31,6 +32,7 @@ static_assert(Semaphore::kMaxPermits <= kSlots);
 struct Statements {
   detail::Statement acquire, slots, acquire_slot, define, set_limit, release, renew, fence;
   detail::Statement fence_exclusive, live_in_shared, live_in_exclusive;  // reader-writer locks
+  detail::Statement loss;  // why a permit was found gone
 };
 
 // What one attempt at a permit found.
@@ -62,7 +64,8 @@ struct detail::SemaphoreCore {
                             detail::Statement(sql.fence, d, t),
                             detail::Statement(sql.fence_exclusive, d, t),
                             detail::Statement(sql.live_in_shared, d, t),
-                            detail::Statement(sql.live_in_exclusive, d, t)};
+                            detail::Statement(sql.live_in_exclusive, d, t),
+                            detail::Statement(sql.loss, d, t)};
         }) {}
 
   // Runs `fn(conn, statements)` with run_pooled's retries (ttl_lease.hpp): nullopt when it kept
@@ -223,6 +226,40 @@ class Permit final : public detail::LeaseCore {
       throw detail::kept_contending("renewal of a permit of '" + info().key + "'",
                                     "the permit ends by its TTL unless a renewal gets through");
     return *matched == 1;
+  }
+
+  // One read of the permit's slot and of the slots whose holders its hold excluded, asked only
+  // when observed: a live later permit there took it over (its slot, or, for a reader-writer
+  // lock, the key: a writer is taken over by readers let in, a reader by a writer); its own row
+  // still there, not released, means it expired on the server; neither: an operator's forced
+  // release or the cleaner removed it (docs/operations/monitoring.md).
+  LossReason why_not_held() noexcept override {
+    try {
+      const auto& i = info();
+      const std::int64_t slot = i.fencing_token % kSlots;
+      // The slots beside its own: none for a semaphore's permit (an empty range).
+      std::int64_t first = 1, last = 0;
+      if (impl_->slots.read_write && slot == 0) {
+        last = Semaphore::kMaxPermits;  // a writer: every reader slot, as its drain counts them
+      } else if (impl_->slots.read_write) {
+        first = last = 0;  // a reader: the writer's slot
+      }
+      const detail::Arg a[] = {{"key", Value(i.key)},
+                               {"slot", Value(slot)},
+                               {"token", Value(i.fencing_token)},
+                               {"lease_id", Value(i.lease_id)},
+                               {"first", Value(first)},
+                               {"last", Value(last)}};
+      const auto seen = impl_->run([&](Connection& conn, const Statements& st) {
+        const Result r = conn.execute(st.loss.sql(), st.loss.bind(a));
+        return std::pair{r.int64_at(0, "taken"), r.int64_at(0, "mine")};
+      });
+      if (!seen) return LossReason::kGone;  // contended throughout: the cause stays unknown
+      if (seen->first > 0) return LossReason::kTakenOver;
+      return seen->second > 0 ? LossReason::kExpired : LossReason::kRemoved;
+    } catch (...) {
+      return LossReason::kGone;  // the read failed: the loss stands, its cause unknown
+    }
   }
 
  private:

@@ -375,6 +375,14 @@ constexpr SemaphoreSql kSemaphore = {
         "SELECT COUNT(IF(expires_at > UTC_TIMESTAMP(6), 1, NULL)) AS n"
         " FROM {{table:semaphore_permits}} WHERE lock_key = {{param:key}}"
         " AND slot BETWEEN {{param:first}} AND {{param:last}} FOR UPDATE",
+    // A plain (consistent) read in autocommit: the loss it explains has happened.
+    .loss =
+        "SELECT COUNT(IF(expires_at > UTC_TIMESTAMP(6) AND lease_id NOT LIKE 'r-%'"
+        "   AND fencing_token <> {{param:token}}, 1, NULL)) AS taken,"
+        " COUNT(IF(slot = {{param:slot}} AND fencing_token = {{param:token}}"
+        "   AND lease_id = {{param:lease_id}}, 1, NULL)) AS mine"
+        " FROM {{table:semaphore_permits}} WHERE lock_key = {{param:key}}"
+        " AND (slot = {{param:slot}} OR slot BETWEEN {{param:first}} AND {{param:last}})",
 };
 
 #undef DBLOCK_PERMIT_OWNER

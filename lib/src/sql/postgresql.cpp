@@ -449,6 +449,16 @@ constexpr SemaphoreSql kSemaphore = {
         " (SELECT expires_at FROM {{table:semaphore_permits}} WHERE lock_key = {{param:key}}"
         " AND slot BETWEEN {{param:first}}::integer AND {{param:last}}::integer"
         " FOR NO KEY UPDATE) r",
+    // A plain read: the loss it explains has happened; a fenced transaction is not waited for.
+    .loss =
+        "SELECT count(*) FILTER (WHERE expires_at > statement_timestamp()"
+        "   AND lease_id NOT LIKE 'r-%' AND fencing_token <> {{param:token}}::bigint) AS taken,"
+        " count(*) FILTER (WHERE slot = {{param:slot}}::integer"
+        "   AND fencing_token = {{param:token}}::bigint AND lease_id = {{param:lease_id}})"
+        "   AS mine"
+        " FROM {{table:semaphore_permits}} WHERE lock_key = {{param:key}}"
+        " AND (slot = {{param:slot}}::integer"
+        "   OR slot BETWEEN {{param:first}}::integer AND {{param:last}}::integer)",
 };
 
 // The tables the cleaner empties, and whose privileges `dblock doctor` checks: a table of a

@@ -166,6 +166,13 @@ struct SemaphoreSql {
   std::string_view fence_exclusive;
   std::string_view live_in_shared;
   std::string_view live_in_exclusive;
+  // Why a permit was found gone (LeaseCore::why_not_held), read by the primary key, only on the
+  // loss path: key, slot, token, lease_id, and first and last, the slots whose holders the
+  // permit's hold excluded besides its own (a writer's: the reader slots; a reader's: slot 0;
+  // first > last: none). One row: column "taken", the live permits (unexpired, not released: a
+  // lease id not starting with 'r-') in its own slot under another token or in first to last;
+  // "mine", 1 when its own row (slot, token, lease id) is still there, not released.
+  std::string_view loss;
 };
 
 // The cleaner. Each statement is one autocommit statement.
