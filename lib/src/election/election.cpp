@@ -249,12 +249,11 @@ void Election::campaign(const std::function<void(const Term&)>& lead, std::stop_
 
 std::optional<Leader> leader_of(Connection& conn, std::string_view name, const TableNames& tables) {
   validate_lock_key(name);
-  for (const LockRow& row : list_locks(conn, tables, std::string(name))) {
-    if (row.key != name || row.expired || row.hold_count == 0) continue;
-    return Leader{Owner{row.owner_host, row.owner_process, row.owner_thread},
-                  value_of(row.metadata), row.fencing_token, row.acquired_at, row.expires_at};
-  }
-  return std::nullopt;
+  // The name's row alone, by its key (not a scan of every key the name begins).
+  const std::optional<LockRow> row = find_lock(conn, tables, name);
+  if (!row || row->expired || row->hold_count == 0) return std::nullopt;
+  return Leader{Owner{row->owner_host, row->owner_process, row->owner_thread},
+                value_of(row->metadata), row->fencing_token, row->acquired_at, row->expires_at};
 }
 
 std::optional<Leader> Election::leader() {
