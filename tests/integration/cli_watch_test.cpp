@@ -5,6 +5,8 @@
 // line and refresh, an interval apart; a database that goes away shows its error in the view,
 // and the next intervals try again on one new connection each, without exiting or leaking one.
 #include <csignal>
+#include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -46,6 +48,23 @@ int sockets_of(pid_t pid) {
     if (!ec && target.string().rfind("socket:", 0) == 0) ++n;
   }
   return n;
+}
+
+// Seconds since the Unix epoch of a time as the view writes it ("2026-11-27T12:00:00.123456Z").
+double utc_seconds(const std::string& time) {
+  std::tm tm{};
+  double seconds = 0;
+  EXPECT_EQ(std::sscanf(time.c_str(), "%4d-%2d-%2dT%2d:%2d:%lfZ", &tm.tm_year, &tm.tm_mon,
+                        &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &seconds),
+            6)
+      << time;
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  return static_cast<double>(::timegm(&tm)) + seconds;
+}
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 class CliWatchTest : public CliFixture {
@@ -195,6 +214,14 @@ TEST_P(CliWatchTest, JsonPrintsOneObjectPerLineAndRefreshAnIntervalApart) {
   // About ten in a second at 100 ms: no fewer than three, and no spinning.
   EXPECT_GE(docs.size(), 3u) << r.out;
   EXPECT_LE(docs.size(), 15u) << r.out;
+  // The time is UTC whatever the session's time zone (the test's servers share this host's
+  // clock), and the lease's time left on that clock is within its TTL.
+  ASSERT_FALSE(docs.empty());
+  const double first = utc_seconds(docs.front().at("time"));
+  EXPECT_NEAR(first, now_seconds(), 60) << docs.front();
+  const double left = utc_seconds(docs.front().at("locks").at(0).at("expires_at")) - first;
+  EXPECT_GT(left, 25) << docs.front();
+  EXPECT_LE(left, 30) << docs.front();
   std::string previous;
   for (const auto& doc : docs) {
     EXPECT_TRUE(doc.at("error").is_null()) << doc;
