@@ -12,8 +12,11 @@
 #include <vector>
 
 #include "common.hpp"
+#include "dblock/error.hpp"
 #include "dblock/lock_table.hpp"
 #include "locks_metrics.hpp"
+#include "locks_view.hpp"
+#include "locks_watch.hpp"
 
 namespace dblock::cli {
 
@@ -24,28 +27,9 @@ struct LocksOptions {
   bool json = false;
   std::optional<std::string> key_prefix;
   std::optional<std::string> prometheus;
+  bool watch = false;
+  std::string interval = "1s";
 };
-
-nlohmann::json to_json(const LockRow& row, std::int64_t waiters) {
-  nlohmann::json metadata = nullptr;
-  if (!row.metadata.empty()) {
-    metadata = nlohmann::json::parse(row.metadata, nullptr, /*allow_exceptions=*/false);
-    if (metadata.is_discarded()) metadata = row.metadata;  // not JSON after all: keep the text
-  }
-  return {{"key", row.key},
-          {"lease_id", row.lease_id},
-          {"owner_host", row.owner_host},
-          {"owner_process", row.owner_process},
-          {"owner_thread", row.owner_thread},
-          {"hold_count", row.hold_count},
-          {"fencing_token", row.fencing_token},
-          {"acquired_at", row.acquired_at},
-          {"expires_at", row.expires_at},
-          {"expired", row.expired},
-          {"metadata", std::move(metadata)},
-          {"waiters", waiters},
-          {"kind", "lock"}};
-}
 
 std::int64_t waiting(const std::map<std::string, std::int64_t>& waiters, const std::string& key) {
   auto it = waiters.find(key);
@@ -59,34 +43,6 @@ std::string to_seconds(std::string time) {
   return time.substr(0, 19);
 }
 
-// Prints `lines` (the first is the header) as columns two spaces apart.
-template <std::size_t kColumns>
-void print_columns(const std::vector<std::array<std::string, kColumns>>& lines) {
-  std::array<std::size_t, kColumns> width{};
-  for (const auto& line : lines) {
-    for (std::size_t c = 0; c < kColumns; ++c) width[c] = std::max(width[c], line[c].size());
-  }
-  for (const auto& line : lines) {
-    std::string out;
-    for (std::size_t c = 0; c < kColumns; ++c) {
-      out += line[c];
-      if (c + 1 < kColumns) out += std::string(width[c] - line[c].size() + 2, ' ');
-    }
-    std::printf("%s\n", out.c_str());
-  }
-}
-
-std::string owner_of(const LockRow& r) {
-  return r.owner_host + "/" + r.owner_process + "/" + r.owner_thread;
-}
-
-// "finished": released before its min_hold ran out, so taken by no one until it expires.
-std::string state_of(const LockRow& r) {
-  if (r.expired) return "expired";
-  if (r.expires_at == "never") return "claimed";
-  return r.hold_count == 0 ? "finished" : "held";
-}
-
 void print_locks(const std::vector<LockRow>& rows,
                  const std::map<std::string, std::int64_t>& waiters) {
   std::vector<std::array<std::string, 8>> lines{
@@ -98,7 +54,7 @@ void print_locks(const std::vector<LockRow>& rows,
                      to_seconds(r.expires_at), std::move(state),
                      std::to_string(waiting(waiters, r.key))});
   }
-  print_columns(lines);
+  std::fputs(format_columns(lines).c_str(), stdout);
 }
 
 // Semaphore permits: PERMIT is the slot (from 1) of the key's limit, "2/3".
@@ -111,10 +67,26 @@ void print_permits(const std::vector<PermitRow>& rows) {
                      owner_of(r), std::to_string(r.fencing_token), to_seconds(r.acquired_at),
                      to_seconds(r.expires_at), state_of(r)});
   }
-  print_columns(lines);
+  std::fputs(format_columns(lines).c_str(), stdout);
+}
+
+int watch(const LocksOptions& opts) {
+  if (opts.prometheus) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "--watch and --prometheus do not go together: --prometheus writes the gauges "
+                "once, for a collector; run `dblock locks --prometheus FILE` from cron or a "
+                "systemd timer, and --watch on its own");
+  }
+  WatchSettings settings;
+  settings.db = opts.db;
+  settings.key_prefix = opts.key_prefix;
+  settings.interval = watch_interval(opts.interval);
+  settings.json = opts.json;
+  return watch_locks(settings);
 }
 
 int list(const LocksOptions& opts) {
+  if (opts.watch) return watch(opts);
   auto conn = opts.db.connect();
   const TableNames tables = opts.db.table_names();
   std::vector<LockRow> rows =
@@ -128,14 +100,8 @@ int list(const LocksOptions& opts) {
   }
   if (opts.json) {
     nlohmann::json out = nlohmann::json::array();
-    for (const auto& row : rows) out.push_back(to_json(row, waiting(waiters, row.key)));
-    for (const auto& p : permits) {
-      nlohmann::json permit = to_json(p.lock, 0);
-      permit["kind"] = "permit";
-      permit["slot"] = p.slot;
-      permit["permits"] = p.permits;
-      out.push_back(std::move(permit));
-    }
+    for (const auto& row : rows) out.push_back(lock_json(row, waiting(waiters, row.key)));
+    for (const auto& p : permits) out.push_back(permit_json(p));
     // Replace invalid UTF-8 (from a foreign writer) rather than fail the listing.
     std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else if (rows.empty() && permits.empty()) {
@@ -164,12 +130,27 @@ void add_locks_command(CLI::App& app, int* exit_code) {
                 "owner_thread, hold_count, fencing_token, acquired_at, expires_at (UTC, ISO "
                 "8601, or \"never\" for claims), expired, metadata (JSON or null), waiters (fair "
                 "waiters queued for the key), kind (\"lock\", or \"permit\" for a semaphore's "
-                "permit, which also has slot, from 0, and permits, the key's limit)");
+                "permit, which also has slot, from 0, and permits, the key's limit); with "
+                "--watch, one object per refresh and line: time, clock, url, interval_ms, "
+                "key_prefix, locks (those objects), waiter_queues, error");
   sub->add_option("--prometheus", opts->prometheus,
                   "Write gauges of the table instead of listing it (held and expired rows, the "
                   "oldest expired row's age, fair waiters per key) to FILE for node_exporter's "
                   "textfile collector")
       ->type_name("FILE");
+  CLI::Option* watch_flag = sub->add_flag(
+      "--watch", opts->watch,
+      "Redraw the view every --interval until SIGINT, SIGTERM or SIGHUP (then exit 0): every "
+      "lock and permit by key with its holder, token, how long held, time left before expiry by "
+      "the database clock and state, and the fair waiters' queues with their heads. Drawn in "
+      "place on a terminal; elsewhere one frame after another, a blank line apart; with --json "
+      "one JSON object per line per refresh. A refresh that fails shows its error, and the next "
+      "tries again");
+  sub->add_option("--interval", opts->interval,
+                  "Time between refreshes with --watch, 100ms to 1h (500ms, 2s, 1m)")
+      ->capture_default_str()
+      ->type_name("DURATION")
+      ->needs(watch_flag);
   sub->footer(
       "Lists unique-key locks and claims (dblock's locks table), then the permits of counting "
       "semaphores (Semaphore) held now, by key and slot. Session locks (SessionLock) are "

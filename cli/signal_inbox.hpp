@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// What wakes `dblock run`'s main thread: signals, read from a file descriptor instead of
-// handlers, and a pipe other threads write a byte to.
+// What wakes the main thread of `dblock run`, `lead` and `locks --watch`: signals, read from a
+// file descriptor instead of handlers, and a pipe other threads write a byte to.
 //
 // The forwarded signals and SIGCHLD are blocked in every thread. On Linux they are read from a
 // signalfd. Elsewhere (and in a build with -DDBLOCK_PORTABLE_FALLBACKS, which compiles this on

@@ -56,6 +56,27 @@ std::map<std::string, std::int64_t> queued_waiters(Connection& conn, const Table
   return out;
 }
 
+std::vector<WaiterQueue> list_waiter_queues(Connection& conn, const TableNames& tables,
+                                            std::string_view key_prefix) {
+  const detail::Statement list(detail::server_sql(conn.server()).operators.waiter_queues,
+                               conn.dialect(), tables);
+  const Result r =
+      conn.execute(list.sql(), list.bind({{"prefix", Value(std::string(key_prefix))}}));
+  std::vector<WaiterQueue> out;
+  out.reserve(r.size());
+  for (std::size_t i = 0; i < r.size(); ++i) {
+    auto text = [&](std::string_view col) { return r.at(i, col).value_or(""); };
+    out.push_back(WaiterQueue{text("key"), r.int64_at(i, "n"), text("head_host"),
+                              text("head_process"), text("head_thread"), text("head_since")});
+  }
+  return out;
+}
+
+std::string database_now(Connection& conn) {
+  const Result r = conn.execute(detail::server_sql(conn.server()).operators.now);
+  return r.at(0, "now").value_or("");
+}
+
 std::vector<PermitRow> list_permits(Connection& conn, const TableNames& tables) {
   return list_permits(conn, tables, "");
 }

@@ -4,7 +4,8 @@
 // them, a dead waiter drops out by its TTL (and the cleaner deletes it), a registration sent
 // twice keeps one place, a waiter out of time leaves (and so does one whose joining reply was
 // lost), re-entry needs no turn, and on PostgreSQL a release wakes the queue's head in
-// whichever lock object it waits. `dblock locks` (queued_waiters) counts the waiters.
+// whichever lock object it waits. `dblock locks` (queued_waiters) counts the waiters, and
+// list_waiter_queues names each queue's head.
 #include <algorithm>
 #include <atomic>
 #include <mutex>
@@ -116,6 +117,17 @@ TEST_P(FairWaitTest, WaitersGetTheKeyInTheOrderTheyCame) {
     // What `dblock locks` shows.
     auto c = pool_->acquire();
     EXPECT_EQ(queued_waiters(*c, tables_), (std::map<std::string, std::int64_t>{{"k", kWaiters}}));
+    // `dblock locks --watch`: the queue's head is the waiter that came first, waiting since
+    // before now on the database clock; a prefix that is not the key's leaves the queue out.
+    const std::vector<WaiterQueue> queues = list_waiter_queues(*c, tables_);
+    ASSERT_EQ(queues.size(), 1u);
+    EXPECT_EQ(queues[0].key, "k");
+    EXPECT_EQ(queues[0].waiters, kWaiters);
+    EXPECT_EQ(queues[0].head_thread, "name:waiter0");
+    EXPECT_EQ(queues[0].head_since.size(), database_now(*c).size()) << queues[0].head_since;
+    EXPECT_LT(queues[0].head_since, database_now(*c));
+    EXPECT_TRUE(list_waiter_queues(*c, tables_, "j").empty());
+    EXPECT_EQ(list_waiter_queues(*c, tables_, "k").size(), 1u);
   }
   held->release();
   for (auto& t : waiters) t.join();

@@ -168,9 +168,9 @@ TEST(Statement, TheLockStatementsBindFromTheirCallersArguments) {
          {sql.unique_key.acquire, sql.unique_key.renew, sql.unique_key.claim,
           sql.unique_key.fair_check, sql.unique_key.enqueue, sql.unique_key.leave,
           sql.versions.read, sql.versions.create, sql.versions.cas, sql.operators.list_prefix,
-          sql.operators.row, sql.operators.release, sql.operators.release_permit,
-          sql.row_lock.exists, sql.row_lock.create, sql.row_lock.set_timeout, sql.row_lock.try_lock,
-          sql.row_lock.stamp}) {
+          sql.operators.waiter_queues, sql.operators.row, sql.operators.release,
+          sql.operators.release_permit, sql.row_lock.exists, sql.row_lock.create,
+          sql.row_lock.set_timeout, sql.row_lock.try_lock, sql.row_lock.stamp}) {
       if (templ.empty()) continue;  // a step this dialect does not have
       for (bool fair : {false, true}) {
         Statement s(templ, d, TableNames(), false, fair);

@@ -54,6 +54,27 @@ DBLOCK_EXPORT std::optional<LockRow> find_lock(Connection& conn, const TableName
 DBLOCK_EXPORT std::map<std::string, std::int64_t> queued_waiters(
     Connection& conn, const TableNames& tables = TableNames());
 
+/// The live fair waiters queued for one key, and the head of its queue: the waiter a release
+/// hands the key to next.
+struct WaiterQueue {
+  std::string key;
+  std::int64_t waiters = 0;
+  std::string head_host;
+  std::string head_process;
+  std::string head_thread;
+  std::string head_since;  ///< when the head joined the queue: UTC, ISO 8601 with microseconds
+};
+
+/// The keys with live fair waiters whose key starts with `key_prefix` ("" for every key; byte
+/// for byte, as list_locks compares), ordered by key. Needs the lock_waiters table (migration 5).
+DBLOCK_EXPORT std::vector<WaiterQueue> list_waiter_queues(Connection& conn,
+                                                          const TableNames& tables,
+                                                          std::string_view key_prefix = "");
+
+/// The database clock now, UTC, ISO 8601 with microseconds: the clock LockRow::expired and every
+/// expiry are read against, so the time left before an expiry is expires_at minus this.
+DBLOCK_EXPORT std::string database_now(Connection& conn);
+
 /// A permit of a counting semaphore (semaphore.hpp), held or expired and not yet cleaned.
 /// hold_count is always 1 (permits are not reentrant).
 struct PermitRow {

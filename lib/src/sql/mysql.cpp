@@ -599,6 +599,19 @@ constexpr OperatorSql kOperators = {
     .waiters =
         "SELECT lock_key AS `key`, COUNT(*) AS n FROM {{table:lock_waiters}}"
         " WHERE expires_at > UTC_TIMESTAMP(6) GROUP BY lock_key",
+    // seq is the primary key: the join finds the head alone, by the (lock_key, seq) index.
+    .waiter_queues =
+        "SELECT q.lock_key AS `key`, q.n, w.owner_host AS head_host,"
+        " w.owner_process AS head_process, w.owner_thread AS head_thread,"
+        " DATE_FORMAT(w.registered_at, '%Y-%m-%dT%H:%i:%s.%fZ') AS head_since"
+        " FROM (SELECT lock_key, COUNT(*) AS n, MIN(seq) AS head_seq"
+        "  FROM {{table:lock_waiters}} WHERE expires_at > UTC_TIMESTAMP(6)"
+        "  AND LEFT(lock_key, LENGTH(CAST({{param:prefix}} AS BINARY)))"
+        "   = CAST({{param:prefix}} AS BINARY)"
+        "  GROUP BY lock_key) q"
+        " JOIN {{table:lock_waiters}} w ON w.lock_key = q.lock_key AND w.seq = q.head_seq"
+        " ORDER BY q.lock_key",
+    .now = "SELECT DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ') AS now",
     .permits =
         "SELECT p.lock_key AS `key`, p.slot, s.permits, p.lease_id, p.owner_host, p.owner_process,"
         " p.owner_thread, CASE WHEN p.lease_id LIKE 'r-%' THEN 0 ELSE 1 END AS hold_count,"

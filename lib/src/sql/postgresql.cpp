@@ -708,6 +708,21 @@ constexpr OperatorSql kOperators = {
     .waiters =
         "SELECT lock_key AS key, count(*) AS n FROM {{table:lock_waiters}}"
         " WHERE expires_at > clock_timestamp() GROUP BY lock_key",
+    // seq is an identity column: the join finds the head alone, by the (lock_key, seq) index.
+    .waiter_queues =
+        "SELECT q.lock_key AS key, q.n, w.owner_host AS head_host,"
+        " w.owner_process AS head_process, w.owner_thread AS head_thread,"
+        " to_char(w.registered_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
+        " AS head_since"
+        " FROM (SELECT lock_key, count(*) AS n, min(seq) AS head_seq"
+        "  FROM {{table:lock_waiters}} WHERE expires_at > statement_timestamp()"
+        "  AND left(lock_key, length({{param:prefix}})) = {{param:prefix}}"
+        "  GROUP BY lock_key) q"
+        " JOIN {{table:lock_waiters}} w ON w.lock_key = q.lock_key AND w.seq = q.head_seq"
+        " ORDER BY q.lock_key",
+    .now =
+        "SELECT to_char(clock_timestamp() AT TIME ZONE 'UTC',"
+        " 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') AS now",
     .permits =
         "SELECT p.lock_key AS key, p.slot, s.permits, p.lease_id, p.owner_host, p.owner_process,"
         " p.owner_thread, CASE WHEN p.lease_id LIKE 'r-%' THEN 0 ELSE 1 END AS hold_count,"

@@ -253,6 +253,14 @@ struct OperatorSql {
   std::string_view release;      // frees a row still carrying the lease and token read
   // Columns "key" and "n": the live fair waiters queued per key (keys with none left out).
   std::string_view waiters;
+  // A Statement: prefix ("" for all). waiters for the keys that start with the prefix, ordered
+  // by key, plus the head of each key's queue (its live waiter with the lowest seq, the one a
+  // release hands the key to): columns "head_host", "head_process", "head_thread" and
+  // "head_since" (when it joined, UTC ISO 8601 as list's times).
+  std::string_view waiter_queues;
+  // Column "now": the database clock that list's "expired" is read against, UTC ISO 8601 as
+  // list's times.
+  std::string_view now;
   // A Statement: prefix ("" for all). Columns as list, plus "slot" and "permits" (the key's
   // limit): the semaphore permits held or expired and not yet cleaned whose key starts with the
   // prefix, ordered by key and slot.
