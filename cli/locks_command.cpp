@@ -49,7 +49,8 @@ void print_locks(const std::vector<LockRow>& rows,
       {"KEY", "OWNER", "HOLDS", "TOKEN", "ACQUIRED (UTC)", "EXPIRES (UTC)", "STATE", "WAITERS"}};
   for (const auto& r : rows) {
     std::string state = state_of(r);
-    lines.push_back({r.key, owner_of(r), std::to_string(r.hold_count),
+    // Keys and names are shown escaped: a control character in one cannot drive the terminal.
+    lines.push_back({printable(r.key), printable(owner_of(r)), std::to_string(r.hold_count),
                      std::to_string(r.fencing_token), to_seconds(r.acquired_at),
                      to_seconds(r.expires_at), std::move(state),
                      std::to_string(waiting(waiters, r.key))});
@@ -63,9 +64,9 @@ void print_permits(const std::vector<PermitRow>& rows) {
       {"SEMAPHORE", "PERMIT", "OWNER", "TOKEN", "ACQUIRED (UTC)", "EXPIRES (UTC)", "STATE"}};
   for (const auto& p : rows) {
     const LockRow& r = p.lock;
-    lines.push_back({r.key, std::to_string(p.slot + 1) + "/" + std::to_string(p.permits),
-                     owner_of(r), std::to_string(r.fencing_token), to_seconds(r.acquired_at),
-                     to_seconds(r.expires_at), state_of(r)});
+    lines.push_back({printable(r.key), std::to_string(p.slot + 1) + "/" + std::to_string(p.permits),
+                     printable(owner_of(r)), std::to_string(r.fencing_token),
+                     to_seconds(r.acquired_at), to_seconds(r.expires_at), state_of(r)});
   }
   std::fputs(format_columns(lines).c_str(), stdout);
 }

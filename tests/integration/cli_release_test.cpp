@@ -2,6 +2,7 @@
 // `dblock release` as an operator uses it (refuses a live lease without --force, checks the
 // owner, says who held the lock and its token, keeps tokens rising), `dblock locks
 // --key-prefix`, and `dblock --version`.
+#include <algorithm>
 #include <csignal>
 #include <fstream>
 #include <map>
@@ -120,6 +121,26 @@ TEST_P(CliReleaseTest, LocksKeyPrefixTakesThePrefixLiterally) {
   EXPECT_EQ(table.out.find(keys[0]), std::string::npos) << table.out;
   std::ofstream(file("stop")).close();
   for (auto& h : holders) EXPECT_EQ(h->wait().exit_code, 0);
+}
+
+// A key is any UTF-8 without NUL, control characters included: the table shows them escaped, so
+// a key cannot clear the operator's screen or break the table's lines (the JSON keeps the key).
+TEST_P(CliReleaseTest, LocksTableShowsControlCharactersEscaped) {
+  const std::string key = key_ + "\x1b[2J\nnext";
+  const std::string started = file("started");
+  auto holder = start(cli("run", {"--key", key, "--", "sh", "-c",
+                                  "touch '" + started + "'; while [ ! -e '" + file("stop") +
+                                      "' ]; do sleep 0.05; done"}));
+  ASSERT_TRUE(wait_for_file(started));
+  auto table = run(cli("locks", {"--key-prefix", key_}));
+  EXPECT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find(key_ + "\\x1b[2J\\nnext"), std::string::npos) << table.out;
+  EXPECT_EQ(table.out.find('\x1b'), std::string::npos) << "a raw escape reached the terminal";
+  EXPECT_EQ(std::count(table.out.begin(), table.out.end(), '\n'), 2) << table.out;  // header, row
+  auto json = run(cli("locks", {"--json", "--key-prefix", key_}));
+  EXPECT_EQ(nlohmann::json::parse(json.out).at(0)["key"], key);
+  std::ofstream(file("stop")).close();
+  EXPECT_EQ(holder->wait().exit_code, 0);
 }
 
 // Issue: `dblock release --force` on a semaphore key said "not held" while `dblock locks` listed
