@@ -74,9 +74,15 @@ int main() {
 #ifdef CONSUMER_HAS_OPENTELEMETRY
   {
     dblock::OpenTelemetryObserver observer;
-    observer.acquire_started(dblock::AcquireStarted{.strategy = "unique_key", .key = "k"});
-    observer.acquire_ended(dblock::AcquireEnded{
-        .strategy = "unique_key", .key = "k", .outcome = dblock::AcquireOutcome::kBusy});
+    dblock::AcquireStarted started;
+    started.strategy = "unique_key";
+    started.key = "k";
+    observer.acquire_started(started);
+    dblock::AcquireEnded ended;
+    ended.strategy = "unique_key";
+    ended.key = "k";
+    ended.outcome = dblock::AcquireOutcome::kBusy;
+    observer.acquire_ended(ended);
     std::cout << "opentelemetry: an acquisition observed\n";
   }
 #endif

@@ -4,6 +4,10 @@
 // span's name, attributes, status, times and parent, and each metric's points, against the
 // events given. (OpenTelemetryTest drives real locks on every database x driver pair.)
 #include <gtest/gtest.h>
+#include <opentelemetry/metrics/noop.h>
+#include <opentelemetry/metrics/provider.h>
+#include <opentelemetry/trace/noop.h>
+#include <opentelemetry/trace/provider.h>
 #include <opentelemetry/trace/scope.h>
 
 #include <chrono>
@@ -238,6 +242,34 @@ TEST(OpenTelemetryOptionsTest, WithoutSpansOrKeysNoneIsMadeAndTheMetricsStay) {
   ASSERT_EQ(spans.size(), 1u);
   EXPECT_EQ(text_of(spans[0]->GetAttributes(), "dblock.lock.key"), "");
   EXPECT_EQ(text_of(spans[0]->GetAttributes(), "dblock.acquire.outcome"), "busy");
+}
+
+TEST(OpenTelemetryGlobalsTest, WithoutProvidersItTakesTheGlobalOnesAsTheyAreThen) {
+  namespace trace = opentelemetry::trace;
+  namespace metrics = opentelemetry::metrics;
+  OtelCapture otel;
+  // The test sets the globals to the capture's providers (owned by the capture), then back.
+  trace::Provider::SetTracerProvider(
+      std::shared_ptr<trace::TracerProvider>(&otel.tracers(), [](trace::TracerProvider*) {}));
+  metrics::Provider::SetMeterProvider(
+      std::shared_ptr<metrics::MeterProvider>(&otel.meters(), [](metrics::MeterProvider*) {}));
+  {
+    OpenTelemetryObserver observer;
+    observer.acquire_started({"row", "k", std::nullopt});
+    AcquireEnded e;
+    e.strategy = "row";
+    e.key = "k";
+    e.outcome = AcquireOutcome::kBusy;
+    observer.acquire_ended(e);
+  }
+  trace::Provider::SetTracerProvider(
+      std::shared_ptr<trace::TracerProvider>(std::make_shared<trace::NoopTracerProvider>()));
+  metrics::Provider::SetMeterProvider(
+      std::shared_ptr<metrics::MeterProvider>(std::make_shared<metrics::NoopMeterProvider>()));
+  EXPECT_EQ(otel.spans("dblock.acquire").size(), 1u);
+  EXPECT_EQ(otel.metrics().value("dblock.acquisitions", {{"dblock.lock.strategy", "row"},
+                                                         {"dblock.acquire.outcome", "busy"}}),
+            1);
 }
 
 }  // namespace
