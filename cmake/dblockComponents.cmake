@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # How dblock's libraries are built: one library per component (dblock::core, dblock::cleaner,
-# dblock::postgresql, dblock::libpqxx, dblock::mysql, dblock::soci, dblock::prometheus), each
+# dblock::postgresql, dblock::libpqxx, dblock::mysql, dblock::soci, dblock::prometheus,
+# dblock::opentelemetry), each
 # compiled once into an object library and linked from those objects into
 #   dblock_<component>           the library users link (static, or shared with
 #                                BUILD_SHARED_LIBS=ON: versioned soname, hidden symbols)
@@ -8,7 +9,8 @@
 #                                benchmark and CLI, which call internals a shared library does not
 #                                export (in a static build it is the library itself)
 # Also decides which drivers this build has (dblock_HAVE_LIBPQ, _LIBPQXX, _MYSQL, _SOCI) and
-# whether it has the Prometheus metrics (dblock_HAVE_PROMETHEUS).
+# whether it has the Prometheus metrics (dblock_HAVE_PROMETHEUS) and the OpenTelemetry spans
+# and metrics (dblock_HAVE_OPENTELEMETRY).
 
 # Shared libraries: the soname changes whenever the ABI may. While the major version is 0 every
 # minor release may break it, so the soname carries major.minor (libdblock_core.so.0.1); from
@@ -77,10 +79,13 @@ dblock_decide_driver(SOCI soci)
 # Not a driver, but built on the same terms: when prometheus-cpp is found (AUTO), must be (ON),
 # or never (OFF).
 dblock_decide_driver(PROMETHEUS prometheus)
+# The same for opentelemetry-cpp's API.
+dblock_decide_driver(OPENTELEMETRY opentelemetry)
 
 # The components this build has, in dependency order.
 set(dblock_components core cleaner)
-foreach(pair LIBPQ:postgresql LIBPQXX:libpqxx MYSQL:mysql SOCI:soci PROMETHEUS:prometheus)
+foreach(pair LIBPQ:postgresql LIBPQXX:libpqxx MYSQL:mysql SOCI:soci PROMETHEUS:prometheus
+             OPENTELEMETRY:opentelemetry)
   string(REPLACE ":" ";" pair "${pair}")
   list(GET pair 0 driver)
   list(GET pair 1 component)

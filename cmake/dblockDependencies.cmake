@@ -6,13 +6,15 @@
 #   dblock_component_needs(<component> <out-components> <out-dependencies>)
 #       the dblock components and the outside dependencies one component builds on
 #   dblock_find_dependency(<dependency>)
-#       looks for one dependency (threads, json, libpq, libpqxx, mysql, soci, prometheus) and
+#       looks for one dependency (threads, json, libpq, libpqxx, mysql, soci, prometheus,
+#       opentelemetry) and
 #       wraps it in the target dblock::dep::<dependency>; sets dblock_dep_<dependency>_FOUND, and
 #       dblock_dep_<dependency>_MISSING to what to install when it is not found
 #
 # Components: core (no driver), cleaner, postgresql (the libpq driver), libpqxx, mysql
 # (libmysqlclient / MariaDB Connector/C), soci, prometheus (metrics from dblock's events over
-# prometheus-cpp).
+# prometheus-cpp), opentelemetry (spans and metrics from dblock's events over opentelemetry-cpp's
+# API).
 include_guard(GLOBAL)
 
 function(dblock_component_needs component out_components out_deps)
@@ -37,6 +39,9 @@ function(dblock_component_needs component out_components out_deps)
   elseif(component STREQUAL "prometheus")
     set(components core)
     set(deps prometheus)
+  elseif(component STREQUAL "opentelemetry")
+    set(components core)
+    set(deps opentelemetry)
   else()
     message(FATAL_ERROR "dblock: unknown component '${component}'")
   endif()
@@ -56,6 +61,29 @@ macro(_dblock_need_pkg_config dep what)
     return()
   endif()
 endmacro()
+
+# dblock_pkg_config_target(<target> <prefix> <module>...): the pkg-config modules as an imported
+# target, leaving out the include directories that do not exist (Debian 13's opentelemetry-cpp
+# modules name /usr/lib/include: their prefix climbs two directories from a multiarch libdir);
+# sets <prefix>_FOUND. pkg-config must have been found.
+function(dblock_pkg_config_target target prefix)
+  pkg_check_modules(${prefix} QUIET ${ARGN})
+  set(${prefix}_FOUND "${${prefix}_FOUND}" PARENT_SCOPE)
+  if(NOT ${prefix}_FOUND)
+    return()
+  endif()
+  set(include_dirs "")
+  foreach(dir IN LISTS ${prefix}_INCLUDE_DIRS)
+    if(IS_DIRECTORY "${dir}")
+      list(APPEND include_dirs "${dir}")
+    endif()
+  endforeach()
+  add_library(${target} INTERFACE IMPORTED GLOBAL)
+  set_target_properties(${target} PROPERTIES
+    INTERFACE_INCLUDE_DIRECTORIES "${include_dirs}"
+    INTERFACE_COMPILE_OPTIONS "${${prefix}_CFLAGS_OTHER}"
+    INTERFACE_LINK_LIBRARIES "${${prefix}_LINK_LIBRARIES}")
+endfunction()
 
 function(dblock_find_dependency dep)
   if(TARGET dblock::dep::${dep})
@@ -173,6 +201,32 @@ function(dblock_find_dependency dep)
     endif()
     add_library(dblock::dep::prometheus INTERFACE IMPORTED GLOBAL)
     target_link_libraries(dblock::dep::prometheus INTERFACE prometheus-cpp::core)
+
+  elseif(dep STREQUAL "opentelemetry")
+    # opentelemetry-cpp's API, which is header-only (the service brings the SDK): its CMake
+    # package, else its pkg-config module. Debian 13's CMake package also looks for gRPC and
+    # Protobuf, whose development files its package does not pull; the pkg-config module needs
+    # only Abseil's (the API's headers include them there).
+    find_package(opentelemetry-cpp QUIET CONFIG)
+    if(opentelemetry-cpp_FOUND AND TARGET opentelemetry-cpp::api)
+      add_library(dblock::dep::opentelemetry INTERFACE IMPORTED GLOBAL)
+      target_link_libraries(dblock::dep::opentelemetry INTERFACE opentelemetry-cpp::api)
+    else()
+      string(CONCAT missing "opentelemetry-cpp 1.10 or later with the headers its API includes "
+             "(Debian 13 and later: opentelemetry-cpp-dev libabsl-dev)")
+      if(NOT PKG_CONFIG_FOUND)
+        find_package(PkgConfig QUIET)
+      endif()
+      if(PKG_CONFIG_FOUND)
+        # Its Cflags define what the library was built with (HAVE_ABSEIL, the ABI version): the
+        # API's types differ without them.
+        dblock_pkg_config_target(dblock::dep::opentelemetry dblock_OTEL "opentelemetry_api>=1.10")
+      endif()
+      if(NOT dblock_OTEL_FOUND)
+        set(dblock_dep_${dep}_MISSING "${missing}" PARENT_SCOPE)
+        return()
+      endif()
+    endif()
 
   else()
     message(FATAL_ERROR "dblock: unknown dependency '${dep}'")

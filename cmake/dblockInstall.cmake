@@ -36,9 +36,10 @@ get_property(dblock_keep_files GLOBAL PROPERTY DBLOCK_KEEP_FILES)
 install(FILES ${dblock_keep_files} DESTINATION "${CMAKE_INSTALL_DATADIR}/dblock/link" COMPONENT dev)
 install(EXPORT dblock-targets NAMESPACE dblock:: DESTINATION "${dblock_cmake_dir}" COMPONENT dev)
 
-# Public headers: the core ones always, each driver's own header (and the prometheus component's)
-# only when that component is built.
-set(dblock_driver_headers libpq.hpp libpqxx.hpp libmysqlclient.hpp soci.hpp prometheus.hpp)
+# Public headers: the core ones always, each driver's own header (and the prometheus and
+# opentelemetry components') only when that component is built.
+set(dblock_driver_headers libpq.hpp libpqxx.hpp libmysqlclient.hpp soci.hpp prometheus.hpp
+                          opentelemetry.hpp)
 file(GLOB dblock_all_headers RELATIVE "${PROJECT_SOURCE_DIR}/lib/include/dblock"
      "${PROJECT_SOURCE_DIR}/lib/include/dblock/*.hpp")
 set(dblock_headers_to_install "${PROJECT_BINARY_DIR}/include/dblock/version.hpp")
@@ -47,7 +48,8 @@ foreach(h IN LISTS dblock_all_headers)
     list(APPEND dblock_headers_to_install "${PROJECT_SOURCE_DIR}/lib/include/dblock/${h}")
   endif()
 endforeach()
-foreach(pair LIBPQ:libpq LIBPQXX:libpqxx MYSQL:libmysqlclient SOCI:soci PROMETHEUS:prometheus)
+foreach(pair LIBPQ:libpq LIBPQXX:libpqxx MYSQL:libmysqlclient SOCI:soci PROMETHEUS:prometheus
+             OPENTELEMETRY:opentelemetry)
   string(REPLACE ":" ";" pair "${pair}")
   list(GET pair 0 driver)
   list(GET pair 1 header)
@@ -160,6 +162,9 @@ endif()
 # The metrics: prometheus-cpp's core library, whose Registry its users make.
 set(dblock_pc_libs_prometheus "-ldblock_prometheus")
 set(dblock_pc_ext_prometheus "prometheus-cpp-core")
+# The spans and metrics: opentelemetry-cpp's API (header-only), whose providers its users make.
+set(dblock_pc_libs_opentelemetry "-ldblock_opentelemetry")
+set(dblock_pc_ext_opentelemetry "opentelemetry_api")
 set(dblock_pc_description_core "dblock: locks, the migrator and open_connection() (no driver)")
 set(dblock_pc_description_cleaner "dblock: the expired-lock cleaner")
 set(dblock_pc_description_postgresql "dblock: the PostgreSQL driver over libpq")
@@ -167,6 +172,7 @@ set(dblock_pc_description_libpqxx "dblock: the PostgreSQL driver over libpqxx")
 set(dblock_pc_description_mysql "dblock: the MySQL/MariaDB driver over libmysqlclient")
 set(dblock_pc_description_soci "dblock: the SOCI driver (PostgreSQL and MySQL backends)")
 set(dblock_pc_description_prometheus "dblock: Prometheus metrics of dblock's events")
+set(dblock_pc_description_opentelemetry "dblock: OpenTelemetry spans and metrics of dblock's events")
 foreach(component IN LISTS dblock_components)
   dblock_component_needs(${component} needs_components needs_deps)
   set(requires "")

@@ -44,8 +44,8 @@ set(CPACK_COMPONENT_DEV_DESCRIPTION
  dblock is a C++20 library of leases, row locks and optimistic locks kept in a
  PostgreSQL or MySQL/MariaDB database. This package has its headers, libraries,
  CMake package (find_package(dblock COMPONENTS ...)) and pkg-config files.")
-# What compiling against the core headers needs; each driver component's (and the prometheus
-# component's) own development package is suggested (find_package asks for it only when that
+# What compiling against the core headers needs; each driver component's (and the prometheus and
+# opentelemetry components') own development package is suggested (find_package asks for it only when that
 # component is requested).
 set(dblock_dev_depends "nlohmann-json3-dev (>= 3.2)")
 set(dblock_dev_suggests "")
@@ -63,6 +63,9 @@ if(dblock_HAVE_SOCI)
 endif()
 if(dblock_HAVE_PROMETHEUS)
   list(APPEND dblock_dev_suggests "prometheus-cpp-dev")
+endif()
+if(dblock_HAVE_OPENTELEMETRY)
+  list(APPEND dblock_dev_suggests "opentelemetry-cpp-dev" "libabsl-dev")
 endif()
 list(JOIN dblock_dev_suggests ", " dblock_dev_suggests)
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "${dblock_dev_depends}")

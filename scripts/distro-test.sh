@@ -107,6 +107,9 @@ packages=(
   postgresql postgresql-client mariadb-server mariadb-client
   faketime pgbouncer nftables iproute2 procps
 )
+# Debian 13 also packages opentelemetry-cpp (1.19): the opentelemetry component is built and its
+# tests run there. Its API headers include Abseil's, which opentelemetry-cpp-dev does not pull.
+packages_trixie=(opentelemetry-cpp-dev libabsl-dev)
 mirror=${DBLOCK_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 cache=${DBLOCK_ROOTFS_CACHE-/var/cache/dblock-rootfs}
 max_age_days=${DBLOCK_ROOTFS_MAX_AGE_DAYS:-7}
@@ -300,6 +303,7 @@ remove_run_cgroup() {
 # while it runs does not change the run.
 main() {
   parse_args "$@"
+  if [[ "$suite" == trixie ]]; then packages+=("${packages_trixie[@]}"); fi
   [[ "$max_age_days" =~ ^[1-9][0-9]*$ ]] ||
     die "DBLOCK_ROOTFS_MAX_AGE_DAYS must be a whole number of days, 1 or more (got '$max_age_days')"
   build_dir=$(realpath -m -- "${BUILD_DIR:-$repo_root/build-$suite}")

@@ -77,6 +77,13 @@ test_packages=(
   doxygen
 )
 
+# The opentelemetry component (dblock::OpenTelemetryObserver) and its tests, where the release
+# packages opentelemetry-cpp (Debian 13 and later; its API headers include Abseil's, which its
+# package does not pull). Debian 12 has none: the component is left out there.
+if apt-cache show opentelemetry-cpp-dev >/dev/null 2>&1; then
+  test_packages+=(opentelemetry-cpp-dev libabsl-dev)
+fi
+
 package_packages=(
   "${test_packages[@]}"
   # scripts/package-check.sh: CPack's dependency scan and a scratch Debian root filesystem.

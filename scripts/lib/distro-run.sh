@@ -127,6 +127,7 @@ short_suites=(
   UniqueKeyLockTest FairWaitTest LookAlikeOwnersTest CleanerTest RowLockTest OptimisticLockTest
   SessionLockTest SemaphoreTest ReadWriteLockTest LockSetTest MigratorTest SchemaFileTest
   TransactionEndTest DriverTest ListenTest NativeHandles CliDoctorTest CliReleaseTest
+  OpenTelemetryTest
 )
 short_skipped=(
   UniqueKeyLockTest.AutoRenew UniqueKeyLockTest.TheRenewerKeeps UniqueKeyLockTest.TimedAcquire
@@ -151,12 +152,11 @@ short_skipped_regex=$(IFS='|'; echo "${short_skipped[*]}")
 short_skipped_regex="[./](${short_skipped_regex//./\\.})"
 
 # What --build builds: the CLI links every driver, so every driver's code is compiled; with
-# --package, the shared libraries too (their objects are the CLI's). A component added to
-# lib/CMakeLists.txt goes here too: cpack fails on a library it installs that was not built.
+# --package, the libraries of every component the suite has too (dblock_libraries; cpack fails
+# on a library it installs that was not built).
 build_targets="dblock_cli dblock_unit_tests"
 if [[ "$DISTRO_PACKAGE" == 1 ]]; then
-  build_targets+=" dblock_core dblock_cleaner dblock_postgresql dblock_libpqxx dblock_mysql"
-  build_targets+=" dblock_soci"
+  build_targets+=" dblock_libraries"
 fi
 
 # `cpack -G DEB` in build directory $1 (--package): the packages in $1/packages, their Depends

@@ -6,7 +6,9 @@
 #      pkg-config can tell, has libpq but no MySQL client, SOCI, Boost or libpqxx: it must
 #      configure, link neither libmariadb nor SOCI nor libpqxx, and run;
 #   3. find_package(dblock COMPONENTS mysql) on that machine: must fail, saying what to install;
-#      so must find_package(dblock COMPONENTS prometheus) without prometheus-cpp, when installed;
+#      so must find_package(dblock COMPONENTS prometheus) without prometheus-cpp, when installed,
+#      and find_package(dblock COMPONENTS opentelemetry) without opentelemetry-cpp, installed or
+#      not (then naming what building it needs);
 #   4. pkg-config: the PostgreSQL-only service again (dblock-postgresql + dblock-cleaner), and
 #      the flags of every module: no -std=, no library twice.
 # Run with -D BUILD_DIR= -D CONSUMER_DIR= -D WORK_DIR= -D BUILD_TYPE= -D CXX=.
@@ -108,6 +110,30 @@ if(EXISTS "${prefix}/include/dblock/prometheus.hpp")
   endif()
   message(STATUS "COMPONENTS prometheus without prometheus-cpp fails: ${CMAKE_MATCH_0}")
 endif()
+
+# The opentelemetry component without opentelemetry-cpp: a clear failure, naming the package,
+# whether this installation has the component (the dependency is missing) or not (it was built
+# without it, as on Debian 12).
+execute_process(COMMAND "${CMAKE_COMMAND}" -E env ${only_libpq_env}
+                        "${CMAKE_COMMAND}" -S "${CONSUMER_DIR}/opentelemetry_missing"
+                        -B "${WORK_DIR}/opentelemetry_missing" ${consumer_args} ${only_libpq_args}
+                        -DCMAKE_DISABLE_FIND_PACKAGE_opentelemetry-cpp=ON
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+string(REGEX REPLACE "[ \t\r\n]+" " " flat "${out} ${err}")
+if(rc EQUAL 0)
+  message(FATAL_ERROR "find_package(dblock COMPONENTS opentelemetry) succeeded without "
+                      "opentelemetry-cpp:\n${out}\n${err}")
+endif()
+if(EXISTS "${prefix}/include/dblock/opentelemetry.hpp")
+  set(expected "dblock component 'opentelemetry' is not available: it needs [^)]*opentelemetry-cpp-dev libabsl-dev\\)")
+else()
+  set(expected "dblock component 'opentelemetry' is not available: this dblock installation has no 'opentelemetry' component [^)]*\\);[^:]*: install [^)]*opentelemetry-cpp-dev libabsl-dev\\)")
+endif()
+if(NOT flat MATCHES "${expected}")
+  message(FATAL_ERROR "find_package(dblock COMPONENTS opentelemetry) failed without naming what "
+                      "to install:\n${err}")
+endif()
+message(STATUS "COMPONENTS opentelemetry without opentelemetry-cpp fails: ${CMAKE_MATCH_0}")
 
 # 4. pkg-config.
 set(ENV{PKG_CONFIG_LIBDIR} "${only_libpq}:${prefix_pc_path}")

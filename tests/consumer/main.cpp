@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Uses dblock's public API the way a service would, to prove the installed package links: the
 // URL parser, the migrations built in, open_connection() with every driver installed, and
-// (when installed) the libpqxx driver's own header and the prometheus component's metrics.
+// (when installed) the libpqxx driver's own header, the prometheus component's metrics and the
+// opentelemetry component's observer (on the API's global providers, which do nothing here).
 #include <dblock/cleaner.hpp>
 #include <dblock/error.hpp>
 #include <dblock/migrator.hpp>
@@ -19,6 +20,9 @@
 #include <prometheus/text_serializer.h>
 
 #include <dblock/prometheus.hpp>
+#endif
+#ifdef CONSUMER_HAS_OPENTELEMETRY
+#include <dblock/opentelemetry.hpp>
 #endif
 
 int main() {
@@ -65,6 +69,21 @@ int main() {
       std::cout << text;
       ++failed;
     }
+  }
+#endif
+#ifdef CONSUMER_HAS_OPENTELEMETRY
+  {
+    dblock::OpenTelemetryObserver observer;
+    dblock::AcquireStarted started;
+    started.strategy = "unique_key";
+    started.key = "k";
+    observer.acquire_started(started);
+    dblock::AcquireEnded ended;
+    ended.strategy = "unique_key";
+    ended.key = "k";
+    ended.outcome = dblock::AcquireOutcome::kBusy;
+    observer.acquire_ended(ended);
+    std::cout << "opentelemetry: an acquisition observed\n";
   }
 #endif
   return failed == 0 ? 0 : 1;
