@@ -9,7 +9,9 @@
 /// Concurrency: up() is safe to run from many processes at once. On PostgreSQL the whole run is
 /// one transaction serialised by a transaction-scoped advisory lock; on MySQL/MariaDB a named
 /// GET_LOCK serialises runs (MySQL DDL is not transactional, so each migration is written to be
-/// safe to re-run). Two migrators started together both succeed; each migration is applied once.
+/// safe to re-run), and on a Galera node, where GET_LOCK locks that node only, a row of the
+/// migrations table (version 0) serialises them across the cluster. Two migrators started
+/// together both succeed; each migration is applied once.
 ///
 /// Thread-safety: a Migrator uses the connection it was given; use it from one thread.
 #pragma once
@@ -73,7 +75,7 @@ class DBLOCK_EXPORT Migrator {
   bool migrations_table_exists();
   void apply(const Migration& migration);
   std::vector<MigrationState> up_locked();
-  // MySQL: up_locked() under the named lock `key` (GET_LOCK).
+  // MySQL: up_locked() under the named lock `key` (GET_LOCK), and on Galera the cluster's.
   std::vector<MigrationState> up_serialised(const std::string& key);
 
   Connection& conn_;
