@@ -86,12 +86,15 @@ std::stop_token LeaseSet::stop_token() {
     throw Error(ErrorCode::kInvalidArgument,
                 "this lease set is empty (released or moved from); acquire the keys again");
   }
-  if (!stop_) {
-    std::vector<std::stop_token> tokens;
-    tokens.reserve(leases_.size());
-    for (const Lease& lease : leases_) tokens.push_back(lease.stop_token());
-    stop_ = std::make_unique<detail::AnyStop>(tokens);
+  // Each lease's token looks at its clock as it is asked for (Lease::stop_token), so the set's
+  // asks on every call: work that wakes from a pause past a deadline sees the stop at once.
+  std::vector<std::stop_token> tokens;
+  for (const Lease& lease : leases_) {
+    if (!lease.valid()) continue;  // given back on its own through lease(key)
+    std::stop_token token = lease.stop_token();
+    if (!stop_) tokens.push_back(std::move(token));
   }
+  if (!stop_) stop_ = std::make_unique<detail::AnyStop>(tokens);
   return stop_->token();
 }
 

@@ -191,6 +191,50 @@ TEST_P(StopTokenTest, ASetsTokenStopsWhenAnyOfItsLeasesIs) {
   EXPECT_TRUE(stopped);
 }
 
+// Asked for before each step, a lease's and a set's token read as stopped from the stop deadline
+// on, however late the renewer's watchdog runs: the token looks at the lease's clock as it is
+// asked for (a process woken from a pause past the deadline asks before the watchdog has run).
+// The deadline is at most TTL - margin after the acquire returned; a look at or after that
+// moment that finds the token not stopped is work done past the deadline. The watchdog is made
+// late here by a slow stop callback of a lease whose deadline comes first.
+TEST_P(StopTokenTest, ATokenAskedForAtEachStepIsStoppedFromTheDeadlineOnForALeaseAndASet) {
+  const milliseconds ttl(1200), margin(500);
+  auto first = lock_->try_acquire("first", with_margin("a", ttl, margin, false));
+  ASSERT_TRUE(first);
+  std::stop_callback slow(first->stop_token(),
+                          [] { std::this_thread::sleep_for(milliseconds(400)); });
+  std::this_thread::sleep_for(milliseconds(50));
+  const std::vector<std::string> keys{"from", "to"};
+  auto set = try_acquire_all(*lock_, keys, with_margin("a", ttl, margin, false));
+  const auto set_acquired = Clock::now();
+  ASSERT_TRUE(set);
+  auto lease = lock_->try_acquire("single", with_margin("a", ttl, margin, false));
+  const auto lease_acquired = Clock::now();
+  ASSERT_TRUE(lease);
+  // Busy: each look takes microseconds, so a watchdog that stops the lease even a little late
+  // would show up as looks past the deadline.
+  long long set_late = 0, lease_late = 0, set_looks = 0;
+  bool set_stopped = false, lease_stopped = false;
+  const auto give_up = Clock::now() + kPatience;
+  while (!(set_stopped && lease_stopped) && Clock::now() < give_up) {
+    const auto now = Clock::now();
+    if (!set_stopped) {
+      ++set_looks;
+      set_stopped = set->stop_token().stop_requested();
+      if (!set_stopped && now - set_acquired >= ttl - margin) ++set_late;
+    }
+    if (!lease_stopped) {
+      lease_stopped = lease->stop_token().stop_requested();
+      if (!lease_stopped && now - lease_acquired >= ttl - margin) ++lease_late;
+    }
+  }
+  ASSERT_TRUE(set_stopped && lease_stopped) << "not stopped within " << kPatience.count() << " ms";
+  EXPECT_EQ(set_late, 0) << "the set's token read as running past its deadline (" << set_looks
+                         << " looks)";
+  EXPECT_EQ(lease_late, 0) << "the lease's token read as running past its deadline";
+  EXPECT_FALSE(lock_->try_acquire("to", as("b"))) << "the set's keys were free at the stop";
+}
+
 // A session lock's lease has no TTL: its stop follows its session, seen ended by the watchdog.
 TEST_P(StopTokenTest, ASessionLeaseIsStoppedSoonAfterItsSessionIsKilled) {
   auto own = open_pool(backend().url(), {.max_size = 1});

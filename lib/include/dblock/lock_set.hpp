@@ -64,7 +64,9 @@ class DBLOCK_EXPORT LeaseSet {
   /// been tried. Empties the set.
   ReleaseOutcome release();
   /// A token whose stop is requested as soon as any lease's is (Lease::stop_token): work under
-  /// the set stops when any key is about to run out or was lost. Throws Error(kInvalidArgument)
+  /// the set stops when any key is about to run out or was lost. Each call also looks at every
+  /// lease's clock, as Lease::stop_token does: work that asks before each step sees the stop at
+  /// once when its process wakes from a pause past a deadline. Throws Error(kInvalidArgument)
   /// for an empty set.
   std::stop_token stop_token();
 
