@@ -105,10 +105,12 @@ struct RunOptions {
 };
 
 // Waits up to `wait` for the lock. With a wait, the acquire runs on a second thread so that a
-// signal can end the wait at once: dblock then exits 128+N at once, without unwinding (that
-// thread still uses the pool); a lease it may just have taken expires by its TTL.
+// signal can end the wait at once: dblock then records the run as not run and exits 128+N at
+// once, without unwinding (that thread still uses the pool); a lease it may just have taken
+// expires by its TTL.
 std::optional<Lease> acquire(UniqueKeyLock& lock, const RunOptions& opts, milliseconds wait,
-                             const LockOptions& options, SignalInbox& inbox, Wakeup& wakeup) {
+                             const LockOptions& options, SignalInbox& inbox, Wakeup& wakeup,
+                             RunMetrics& metrics) {
   if (wait == milliseconds(0)) return lock.try_acquire(opts.key, options);
   std::promise<std::optional<Lease>> promise;
   std::future<std::optional<Lease>> result = promise.get_future();
@@ -125,7 +127,7 @@ std::optional<Lease> acquire(UniqueKeyLock& lock, const RunOptions& opts, millis
     if (auto sig = inbox.next_stop_signal()) {
       std::cerr << "dblock: stopped by " << signal_name(*sig) << " while waiting for lock "
                 << opts.key << "; not running " << opts.cmd.command[0] << '\n';
-      ::_exit(128 + *sig);
+      ::_exit(metrics.record(RunEnd::kNotRun, 128 + *sig));
     }
     wakeup.drain();
     if (result.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
@@ -174,7 +176,7 @@ int run(const RunOptions& opts, RunMetrics& metrics) {
   lock_options.tables = opts.db.table_names();
   UniqueKeyLock lock(*pool, lock_options);
   Clock::time_point sent = Clock::now();
-  std::optional<Lease> lease = acquire(lock, opts, wait, options, inbox, wakeup);
+  std::optional<Lease> lease = acquire(lock, opts, wait, options, inbox, wakeup, metrics);
   if (!lease) {
     if (opts.quiet_busy) return metrics.record(RunEnd::kBusy, kExitTempFail);
     std::cerr << "dblock: lock " << opts.key << " is held by someone else"

@@ -285,6 +285,18 @@ TEST_P(CliRunTest, EachWayARunEndsIsCountedInTheJobsMetricsFile) {
   EXPECT_EQ(value("dblock_run_busy_total"), 1);
   EXPECT_EQ(value("dblock_run_failures_total"), 1) << "busy is no failure";
   EXPECT_EQ(value("dblock_run_last_duration_seconds"), 0);
+  // Stopped by a signal while it waits (--wait): not run, and recorded with the signal's code.
+  std::vector<std::string> waiting_args = with_file;
+  waiting_args.insert(waiting_args.end(), {"--wait", "30s"});
+  auto waiting = start(run_sh("touch '" + file("ran") + "'", waiting_args));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // connected, waiting
+  waiting->signal(SIGTERM);
+  EXPECT_EQ(waiting->wait().exit_code, 128 + SIGTERM);
+  EXPECT_FALSE(std::filesystem::exists(file("ran")));
+  EXPECT_EQ(value("dblock_run_runs_total"), 4) << "a run stopped while waiting was not recorded";
+  EXPECT_EQ(value("dblock_run_failures_total"), 2);
+  EXPECT_EQ(value("dblock_run_last_exit_code"), 128 + SIGTERM);
+  EXPECT_EQ(value("dblock_run_busy_total"), 1);
   holder->signal(SIGTERM);
   EXPECT_EQ(holder->wait().exit_code, 128 + SIGTERM);
 
@@ -295,7 +307,7 @@ TEST_P(CliRunTest, EachWayARunEndsIsCountedInTheJobsMetricsFile) {
   EXPECT_EQ(run(cli("release", {"--key", key_, "--force"})).exit_code, 0);
   EXPECT_EQ(losing->wait().exit_code, 75);
   EXPECT_EQ(value("dblock_run_lost_total"), 1);
-  EXPECT_EQ(value("dblock_run_failures_total"), 2);
+  EXPECT_EQ(value("dblock_run_failures_total"), 3);
   EXPECT_EQ(value("dblock_run_last_exit_code"), 75);
 
   // dblock failed: nothing listens where the URL points.
@@ -304,8 +316,8 @@ TEST_P(CliRunTest, EachWayARunEndsIsCountedInTheJobsMetricsFile) {
                                          ? "postgresql://u:p@127.0.0.1:1/db?connect_timeout=2"
                                          : "mysql://u:p@127.0.0.1:1/db?connect_timeout=2"));
   EXPECT_EQ(unreachable.exit_code, 69) << unreachable.err;
-  EXPECT_EQ(value("dblock_run_runs_total"), 5);
-  EXPECT_EQ(value("dblock_run_failures_total"), 3);
+  EXPECT_EQ(value("dblock_run_runs_total"), 6);
+  EXPECT_EQ(value("dblock_run_failures_total"), 4);
   EXPECT_EQ(value("dblock_run_last_exit_code"), 69);
   EXPECT_EQ(value("dblock_run_busy_total"), 1);
   EXPECT_EQ(value("dblock_run_lost_total"), 1);
