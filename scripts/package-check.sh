@@ -190,6 +190,10 @@ check_package "$dev_deb" '^ Package: libdblock-dev$' "^ Version: $version\$" \
   'usr/lib/.*libdblock_core\.a' 'usr/lib/.*libdblock_postgresql\.a' \
   'usr/lib/.*cmake/dblock/dblockConfig\.cmake' 'usr/lib/.*pkgconfig/dblock-postgresql\.pc' \
   usr/share/doc/libdblock-dev/LICENSE
+# ... and none of the observer adapters' (the program does not use them).
+if dpkg-deb -f "$cli_deb" Depends | grep -qE 'prometheus|opentelemetry|libabsl|libprotobuf|libgrpc'; then
+  die "the dblock package depends on an observer adapter's libraries: $(dpkg-deb -f "$cli_deb" Depends)"
+fi
 if dpkg-deb -c "$cli_deb" | grep -q 'usr/include/'; then
   die "the dblock package holds headers"
 fi
