@@ -67,7 +67,8 @@ function(dblock_decide_driver name component)
     elseif(want STREQUAL "ON")
       list(JOIN missing "; " missing_text)
       message(FATAL_ERROR "DBLOCK_WITH_${name}=ON, but the ${component} component needs: "
-                          "${missing_text} (scripts/install-deps.sh installs them on Debian)")
+                          "${missing_text} (scripts/install-deps.sh installs them on the Debian "
+                          "releases that package them)")
     endif()
   endif()
   set(dblock_HAVE_${name} ${have} PARENT_SCOPE)
