@@ -25,6 +25,12 @@ std::string_view to_string(LossReason reason) noexcept {
   return kNames.of(reason, "unknown");
 }
 
+std::string_view to_string(TermEnd why) noexcept {
+  constexpr auto kNames =
+      detail::enum_names<TermEnd::kStopped>({"returned", "threw", "lost", "stopped"});
+  return kNames.of(why, "unknown");
+}
+
 namespace {
 
 struct Installed {

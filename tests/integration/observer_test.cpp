@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <stop_token>
 #include <string>
 #include <thread>
@@ -58,7 +59,9 @@ struct Seen {
   bool flag = false;  // background (renewals) or dropped (released)
   LossReason reason = LossReason::kGone;
   ReleaseOutcome released = ReleaseOutcome::kReleased;
-  bool lost = false;  // released: lost before or by the release
+  bool lost = false;                 // released: lost before or by the release
+  std::string candidate;             // term_began, term_ended
+  TermEnd why = TermEnd::kReturned;  // term_ended
 };
 
 class Recorder final : public Observer {
@@ -112,6 +115,9 @@ class Recorder final : public Observer {
     add(std::move(s));
   }
 
+  void term_began(const TermEvent& e) override { add(term("term_began", e)); }
+  void term_ended(const TermEvent& e) override { add(term("term_ended", e)); }
+
   void waiter_queued(const WaiterEvent& e) override { add(waiter("queued", e)); }
   void waiter_left(const WaiterEvent& e) override { add(waiter("left", e)); }
   void pool_exhausted(const PoolExhausted& e) override {
@@ -163,6 +169,16 @@ class Recorder final : public Observer {
     s.key = std::string(lease.key);
     s.token = lease.fencing_token;
     s.lease_id = std::string(lease.lease_id);
+    return s;
+  }
+  static Seen term(const char* kind, const TermEvent& e) {
+    Seen s;
+    s.kind = kind;
+    s.key = std::string(e.election);
+    s.candidate = std::string(e.candidate);
+    s.token = e.term;
+    s.duration = e.lasted;
+    s.why = e.why;
     return s;
   }
   static Seen waiter(const char* kind, const WaiterEvent& e) {
@@ -710,13 +726,24 @@ TEST_P(ObserverTest, AnElectionsCandidateReportsItsCampaignToItsObserver) {
   ASSERT_NE(second_term.load(), 0) << "the second candidate never took over";
   ASSERT_TRUE(waited && renewed) << recorder_->all(name) << "/ " << second_seen->all(name);
 
-  // The first: elected at once, renewed, then its term's lease released; nothing of the second's.
+  // The first: elected at once, its term begun, renewed, then its term's lease released and the
+  // term ended (its work returned); nothing of the second's.
   const auto kinds = recorder_->kinds(name);
-  ASSERT_GE(kinds.size(), 4u) << recorder_->all(name);
+  ASSERT_GE(kinds.size(), 6u) << recorder_->all(name);
   EXPECT_EQ(kinds[0], "started");
   EXPECT_EQ(kinds[1], "ended");
-  EXPECT_EQ(kinds.back(), "released");
-  for (std::size_t i = 2; i + 1 < kinds.size(); ++i) EXPECT_EQ(kinds[i], "renewed") << i;
+  EXPECT_EQ(kinds[2], "term_began");
+  EXPECT_EQ(kinds[kinds.size() - 2], "released");
+  EXPECT_EQ(kinds.back(), "term_ended");
+  for (std::size_t i = 3; i + 2 < kinds.size(); ++i) EXPECT_EQ(kinds[i], "renewed") << i;
+  const Seen began = recorder_->of_kind("term_began", name).at(0);
+  const Seen resigned = recorder_->of_kind("term_ended", name).at(0);
+  EXPECT_EQ(began.token, first_term.load());
+  EXPECT_EQ(resigned.token, first_term.load());
+  EXPECT_EQ(began.candidate,
+            first.candidate().thread.substr(first.candidate().thread.find(':') + 1));
+  EXPECT_EQ(resigned.why, TermEnd::kReturned);
+  EXPECT_GT(resigned.duration, std::chrono::nanoseconds(0));
   const Seen elected = recorder_->of_kind("ended", name).at(0);
   EXPECT_EQ(elected.outcome, AcquireOutcome::kAcquired);
   EXPECT_EQ(elected.strategy, "unique_key");
@@ -750,6 +777,10 @@ TEST_P(ObserverTest, AnElectionsCandidateReportsItsCampaignToItsObserver) {
   const auto second_released = second_seen->of_kind("released", name);
   ASSERT_EQ(second_released.size(), 1u) << second_seen->all(name);
   EXPECT_EQ(second_released[0].token, second_term.load());
+  const auto second_ended = second_seen->of_kind("term_ended", name);
+  ASSERT_EQ(second_ended.size(), 1u) << second_seen->all(name);
+  EXPECT_EQ(second_ended[0].token, second_term.load());
+  EXPECT_EQ(second_ended[0].why, TermEnd::kStopped);
   for (const Seen& s : second_seen->of_kind("renewed", name)) {
     EXPECT_EQ(s.token, second_term.load());
   }
@@ -759,6 +790,81 @@ TEST_P(ObserverTest, AnElectionsCandidateReportsItsCampaignToItsObserver) {
   EXPECT_EQ(global->of_kind("ended", name).size(),
             recorder_->of_kind("ended", name).size() + tries.size());
   EXPECT_EQ(global->of_kind("released", name).size(), 2u);
+  EXPECT_EQ(global->of_kind("term_began", name).size(), 2u);
+  EXPECT_EQ(global->of_kind("term_ended", name).size(), 2u);
+}
+
+// Each way a term ends is told once, after the term's lease was released and before on_revoked,
+// with the term's number and why: the work threw, the lease was taken away (an operator's
+// release, found by the next renewal), the campaign was stopped.
+TEST_P(ObserverTest, EachWayATermEndsIsReportedOnceWithWhy) {
+  const std::string name = unique_name("terms");
+  std::mutex mu;
+  std::vector<std::pair<std::int64_t, TermEnd>> revoked;
+  std::vector<std::size_t> events_at_revoke;  // term_ended events seen when on_revoked ran
+  ElectionOptions options{.candidate = "only",
+                          .ttl = milliseconds(900),
+                          .rejoin_after = milliseconds(50),
+                          .observer = recorder_,
+                          .tables = tables_};
+  options.on_error = [](const std::exception&) {};
+  options.on_revoked = [&](std::int64_t term, TermEnd why) {
+    std::lock_guard lock(mu);
+    revoked.emplace_back(term, why);
+    events_at_revoke.push_back(recorder_->of_kind("term_ended", name).size());
+  };
+  Election election(*pool_, name, options);
+  std::atomic<int> terms{0};
+  std::stop_source stop;
+  std::thread campaign([&] {
+    election.campaign(
+        [&](const Term& term) {
+          const int n = ++terms;
+          if (n == 1) throw std::runtime_error("the work failed");
+          if (n == 2) {
+            release_by_operator(name);  // the next renewal finds the lease gone
+            while (!term.stop_token().stop_requested()) {
+              std::this_thread::sleep_for(milliseconds(5));
+            }
+            return;
+          }
+          stop.request_stop();  // the third: the campaign is stopped while it leads
+          while (!term.stop_token().stop_requested()) std::this_thread::sleep_for(milliseconds(5));
+        },
+        stop.get_token());
+  });
+  campaign.join();
+  ASSERT_EQ(terms.load(), 3);
+
+  const auto began = recorder_->of_kind("term_began", name);
+  const auto ended = recorder_->of_kind("term_ended", name);
+  ASSERT_EQ(began.size(), 3u) << recorder_->all(name);
+  ASSERT_EQ(ended.size(), 3u) << recorder_->all(name);
+  const std::vector<TermEnd> why{TermEnd::kThrew, TermEnd::kLost, TermEnd::kStopped};
+  std::lock_guard lock(mu);
+  ASSERT_EQ(revoked.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(began[i].token, ended[i].token) << i;
+    EXPECT_EQ(ended[i].token, revoked[i].first) << i;
+    EXPECT_EQ(ended[i].why, why[i]) << i << ": " << to_string(ended[i].why);
+    EXPECT_EQ(revoked[i].second, why[i]) << i;
+    EXPECT_EQ(ended[i].candidate, "only");
+    EXPECT_GT(ended[i].duration, std::chrono::nanoseconds(0));
+    EXPECT_EQ(events_at_revoke[i], i + 1) << "term_ended comes before on_revoked";
+    if (i > 0) {
+      EXPECT_GT(began[i].token, began[i - 1].token);
+    }
+  }
+  // The lease of each term was released before its term_ended.
+  const auto kinds = recorder_->kinds(name);
+  std::size_t terms_ended = 0, released = 0;
+  for (const std::string& k : kinds) {
+    if (k == "released") ++released;
+    if (k == "term_ended") {
+      EXPECT_EQ(released, ++terms_ended) << recorder_->all(name);
+    }
+  }
+  EXPECT_EQ(to_string(TermEnd::kLost), "lost");
 }
 
 INSTANTIATE_TEST_SUITE_P(Pairs, ObserverTest, ::testing::ValuesIn(all_backends()), BackendName());

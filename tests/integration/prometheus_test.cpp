@@ -10,6 +10,7 @@
 #include <prometheus/text_serializer.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <exception>
@@ -19,12 +20,14 @@
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <stop_token>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "backends.hpp"
+#include "dblock/election.hpp"
 #include "dblock/error.hpp"
 #include "dblock/unique_key_lock.hpp"
 #include "migrated_fixture.hpp"
@@ -276,6 +279,45 @@ TEST_P(PrometheusTest, TheBucketsAreTheOnesAskedFor) {
   EXPECT_EQ(scrape("dblock_acquire_wait_seconds_bucket", with("le", "0.5", acquired)), 1);
   EXPECT_EQ(scrape("dblock_acquire_wait_seconds_bucket", with("le", "2", acquired)), 1);
   EXPECT_FALSE(scrape.find("dblock_acquire_wait_seconds_bucket", with("le", "0.1", acquired)));
+}
+
+// An election's gauge reads 1 while this process leads and 0 once the term ended, and its terms
+// are counted by why they ended: a term whose work returned, then one stopped with the campaign.
+TEST_P(PrometheusTest, AnElectionsLeaderGaugeAndTermsFollowItsTerms) {
+  const std::string name = unique_name("elect");
+  Election election(*pool_, name,
+                    ElectionOptions{.ttl = milliseconds(900),
+                                    .rejoin_after = milliseconds(0),
+                                    .observer = metrics_,
+                                    .tables = tables_});
+  const Labels of_election{{"election", name}};
+  const auto ended = [&](const char* why) { return Labels{{"election", name}, {"ended", why}}; };
+  std::optional<double> leading_while_led;
+  std::atomic<int> terms{0};
+  std::stop_source stop;
+  std::thread campaign([&] {
+    election.campaign(
+        [&](const Term& term) {
+          if (++terms == 1) return;  // the first term resigns at once
+          leading_while_led = Scrape(registry_).find("dblock_election_leader", of_election);
+          stop.request_stop();
+          while (!term.stop_token().stop_requested()) std::this_thread::sleep_for(milliseconds(5));
+        },
+        stop.get_token());
+  });
+  campaign.join();
+  ASSERT_EQ(terms.load(), 2);
+  EXPECT_EQ(leading_while_led, std::optional<double>(1)) << "the gauge while the second term led";
+  const Scrape scrape(registry_);
+  EXPECT_EQ(scrape("dblock_election_leader", of_election), 0);
+  EXPECT_EQ(scrape("dblock_election_terms_total", ended("returned")), 1);
+  EXPECT_EQ(scrape("dblock_election_terms_total", ended("stopped")), 1);
+  EXPECT_EQ(scrape("dblock_election_terms_total", ended("threw")), 0);
+  EXPECT_EQ(scrape("dblock_election_terms_total", ended("lost")), 0);
+  // The terms' leases are leases like any other.
+  EXPECT_EQ(
+      scrape("dblock_acquisitions_total", {{"strategy", "unique_key"}, {"outcome", "acquired"}}),
+      2);
 }
 
 TEST(PrometheusMetricsTest, BucketsThatAreEmptyOrNotIncreasingAreRefusedSayingWhatToGive) {

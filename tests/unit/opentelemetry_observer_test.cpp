@@ -219,6 +219,27 @@ TEST_F(OpenTelemetryObserverTest, ADroppedLostLeaseIsNotAnUnprotectedSection) {
   EXPECT_EQ(m.value("dblock.leases.held", kUniqueKey), 0);
 }
 
+TEST_F(OpenTelemetryObserverTest, AnElectionsTermsMoveItsLeaderCountAndAreCountedByWhyTheyEnded) {
+  const OtelAttributes jobs{{"dblock.election.name", "jobs"}};
+  const auto ended = [&](const char* why) {
+    return OtelAttributes{{"dblock.election.name", "jobs"}, {"dblock.term.ended", why}};
+  };
+  observer_.term_began({"jobs", "a", 7, nanoseconds(0), TermEnd::kReturned});
+  EXPECT_EQ(otel_.metrics().value("dblock.election.leader", jobs), 1);
+  observer_.term_ended({"jobs", "a", 7, milliseconds(900), TermEnd::kLost});
+  observer_.term_began({"jobs", "a", 9, nanoseconds(0), TermEnd::kReturned});
+  observer_.term_ended({"jobs", "a", 9, milliseconds(100), TermEnd::kLost});
+  observer_.term_began({"jobs", "a", 12, nanoseconds(0), TermEnd::kReturned});
+  observer_.term_ended({"jobs", "a", 12, milliseconds(100), TermEnd::kStopped});
+  const OtelMetrics m = otel_.metrics();
+  SCOPED_TRACE(m.text());
+  EXPECT_EQ(m.value("dblock.election.leader", jobs), 0);
+  EXPECT_EQ(m.value("dblock.election.terms", ended("lost")), 2);
+  EXPECT_EQ(m.value("dblock.election.terms", ended("stopped")), 1);
+  EXPECT_FALSE(m.has("dblock.election.terms", ended("threw")));
+  EXPECT_EQ(m.units.at("dblock.election.terms"), "{term}");
+}
+
 TEST(OpenTelemetryOptionsTest, WithoutSpansOrKeysNoneIsMadeAndTheMetricsStay) {
   OtelCapture otel;
   OpenTelemetryObserver observer(otel.tracers(), otel.meters(),

@@ -42,6 +42,7 @@
 #include "dblock/connection_source.hpp"
 #include "dblock/export.hpp"
 #include "dblock/lock.hpp"
+#include "dblock/observer.hpp"
 #include "dblock/owner.hpp"
 #include "dblock/table_names.hpp"
 
@@ -58,14 +59,6 @@ struct Leader {
   std::int64_t term = 0;   ///< its term: the fencing token of its lease
   std::string elected_at;  ///< UTC, ISO 8601 with microseconds
   std::string expires_at;  ///< when its lease runs out unless renewed (UTC, ISO 8601)
-};
-
-/// Why a term ended (ElectionOptions::on_revoked).
-enum class TermEnd {
-  kReturned,  ///< the leader's work returned
-  kThrew,     ///< the leader's work threw (reported to on_error)
-  kLost,      ///< the lease was lost or about to run out (its stop token was requested)
-  kStopped,   ///< campaign()'s own stop token was requested
 };
 
 struct ElectionOptions {

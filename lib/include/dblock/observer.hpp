@@ -24,7 +24,9 @@
 /// renewal or release that found it gone); released on the thread that released or dropped the
 /// lease; waiter_queued and waiter_left on the waiting thread; pool_exhausted on the thread that
 /// asked for a connection (told to the process-wide observer, and to an acquisition's own when
-/// one was running on that thread). Calls come from several threads at once: an observer must be
+/// one was running on that thread); term_began (before the leader's work starts) and term_ended
+/// (after the term's lease was released, before ElectionOptions::on_revoked) on the thread that
+/// runs Election::campaign. Calls come from several threads at once: an observer must be
 /// thread-safe, must not block for long (a renewal waits for it), must not throw (what it throws is
 /// dropped) and must not call back into the lease or lock it observes. The views in an event (key,
 /// strategy, error) are valid during the call only.
@@ -67,11 +69,21 @@ enum class LossReason {
                   ///< ended it)
 };
 
+/// Why an election's term ended (Observer::term_ended, ElectionOptions::on_revoked).
+enum class TermEnd {
+  kReturned,  ///< the leader's work returned
+  kThrew,     ///< the leader's work threw (reported to on_error)
+  kLost,      ///< the lease was lost or about to run out (its stop token was requested)
+  kStopped,   ///< campaign()'s own stop token was requested
+};
+
 /// The lowercase names used in metrics and logs: "acquired", "busy", "timed_out", "failed";
 /// "unknown" for any other value.
 DBLOCK_EXPORT std::string_view to_string(AcquireOutcome outcome) noexcept;
 /// "expired", "taken_over", "removed", "gone", "session_ended"; "unknown" for any other value.
 DBLOCK_EXPORT std::string_view to_string(LossReason reason) noexcept;
+/// "returned", "threw", "lost", "stopped"; "unknown" for any other value.
+DBLOCK_EXPORT std::string_view to_string(TermEnd why) noexcept;
 
 /// The lease an event is about.
 struct LeaseEvent {
@@ -170,6 +182,20 @@ struct PoolExhausted {
   std::chrono::milliseconds waited{0};
 };
 
+/// A candidate of an election (dblock/election.hpp) began a term (it was elected) or ended one.
+/// The term's lease reports as any lease does (strategy "unique_key", the election's name as
+/// the key); these say what only the election knows: that the lease is a term, and why it ended.
+struct TermEvent {
+  std::string_view election;  ///< the election's name
+  std::string_view
+      candidate;          ///< this candidate's name (ElectionOptions::candidate, or its random one)
+  std::int64_t term = 0;  ///< the term number: its lease's fencing token
+  /// term_ended: from the election to the release of the term's lease.
+  std::chrono::nanoseconds lasted{0};
+  /// term_ended: why it ended.
+  TermEnd why = TermEnd::kReturned;
+};
+
 /// Receives events. Every call has a default that does nothing: override the ones you need.
 class DBLOCK_EXPORT Observer {
  public:
@@ -183,6 +209,8 @@ class DBLOCK_EXPORT Observer {
   virtual void waiter_queued(const WaiterEvent& /*event*/) {}
   virtual void waiter_left(const WaiterEvent& /*event*/) {}
   virtual void pool_exhausted(const PoolExhausted& /*event*/) {}
+  virtual void term_began(const TermEvent& /*event*/) {}
+  virtual void term_ended(const TermEvent& /*event*/) {}
 };
 
 /// Installs the process-wide observer, replacing any; nullptr removes it. Leases acquired before

@@ -69,11 +69,14 @@ struct OpenTelemetryOptions {
 ///   dblock.renewal.failures          counter        {failure}      strategy
 ///   dblock.leases.lost               counter        {lease}        strategy, reason
 ///   dblock.sections.unprotected      counter        {section}      strategy
+///   dblock.election.leader           updowncounter  {term}         election (1 while leading)
+///   dblock.election.terms            counter        {term}         election, ended
 /// @endverbatim
 ///
-/// The metrics' attributes are dblock.lock.strategy, dblock.acquire.outcome and
-/// dblock.lease.loss_reason, each a small fixed set of values (never a key). Spans start as
-/// children of the span active on the thread that acquires. Install it process-wide with
+/// The metrics' attributes are dblock.lock.strategy, dblock.acquire.outcome,
+/// dblock.lease.loss_reason and dblock.term.ended, each a small fixed set of values (never a
+/// key), and an election's metrics dblock.election.name (a service runs a few elections). Spans
+/// start as children of the span active on the thread that acquires. Install it process-wide with
 /// set_observer() or per acquisition with LockOptions::observer.
 class DBLOCK_EXPORT OpenTelemetryObserver final : public Observer {
  public:
@@ -97,6 +100,8 @@ class DBLOCK_EXPORT OpenTelemetryObserver final : public Observer {
   void renewal_failed(const RenewalFailed& event) override;
   void lost(const LeaseLost& event) override;
   void released(const Released& event) override;
+  void term_began(const TermEvent& event) override;
+  void term_ended(const TermEvent& event) override;
 
  private:
   struct Impl;

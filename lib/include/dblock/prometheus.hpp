@@ -62,9 +62,12 @@ struct PrometheusOptions {
 ///   dblock_renewal_failures_total{strategy}            counter
 ///   dblock_leases_lost_total{strategy,reason}          counter
 ///   dblock_unprotected_sections_total{strategy}        counter
+///   dblock_election_leader{election}                   gauge (1 while this process leads)
+///   dblock_election_terms_total{election,ended}        counter
 /// @endverbatim
 ///
-/// A strategy's series appear with its first event, all at zero but the ones that event moves.
+/// A strategy's series appear with its first event, all at zero but the ones that event moves;
+/// an election's with its first term.
 /// Install it process-wide with set_observer() or per acquisition with LockOptions::observer.
 class DBLOCK_EXPORT PrometheusMetrics final : public Observer {
  public:
@@ -83,6 +86,8 @@ class DBLOCK_EXPORT PrometheusMetrics final : public Observer {
   void renewal_failed(const RenewalFailed& event) override;
   void lost(const LeaseLost& event) override;
   void released(const Released& event) override;
+  void term_began(const TermEvent& event) override;
+  void term_ended(const TermEvent& event) override;
 
  private:
   struct Impl;

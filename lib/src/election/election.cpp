@@ -16,6 +16,7 @@
 #include "dblock/error.hpp"
 #include "dblock/lock_table.hpp"
 #include "dblock/unique_key_lock.hpp"
+#include "observe.hpp"
 #include "random.hpp"
 
 namespace dblock {
@@ -117,8 +118,8 @@ class ElectionCore {
       : source(source_),
         name(std::move(name_)),
         options(std::move(options_)),
-        owner(Owner::named(options.candidate.empty() ? "candidate-" + random_hex(12)
-                                                     : options.candidate)),
+        candidate(options.candidate.empty() ? "candidate-" + random_hex(12) : options.candidate),
+        owner(Owner::named(candidate)),
         lock(source, lock_options(source, options)) {
     lease_options.owner = owner;
     lease_options.ttl = options.ttl;
@@ -153,6 +154,7 @@ class ElectionCore {
   ConnectionSource& source;
   const std::string name;
   const ElectionOptions options;
+  const std::string candidate;  // its name, as the owner column shows it
   const Owner owner;
   UniqueKeyLock lock;
   LockOptions lease_options;
@@ -214,6 +216,12 @@ void Election::campaign(const std::function<void(const Term&)>& lead, std::stop_
     if (!lease) continue;
     const std::int64_t number = lease->fencing_token();
     const std::stop_token lease_stop = lease->stop_token();
+    // The observers the term's lease reports to (none installed: nothing is made).
+    const detail::Observers observers = detail::observers_for(core_->lease_options);
+    const auto elected_at = std::chrono::steady_clock::now();
+    TermEvent event{core_->name, core_->candidate, number, std::chrono::nanoseconds(0),
+                    TermEnd::kReturned};
+    observers.each([&](Observer& each) { each.term_began(event); });
     TermEnd why = TermEnd::kReturned;
     if (!stop.stop_requested()) {
       Term term(*lease, stop);
@@ -235,6 +243,11 @@ void Election::campaign(const std::function<void(const Term&)>& lead, std::stop_
       lease->release();
     } catch (const Error& e) {
       core_->report(e);  // the lease then ends at its TTL
+    }
+    if (observers) {
+      event.lasted = std::chrono::steady_clock::now() - elected_at;
+      event.why = why;
+      observers.each([&](Observer& each) { each.term_ended(event); });
     }
     if (o.on_revoked) {
       try {

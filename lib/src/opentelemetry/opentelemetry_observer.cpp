@@ -47,6 +47,8 @@ constexpr std::string_view kOutcome = "dblock.acquire.outcome";
 constexpr std::string_view kReason = "dblock.lease.loss_reason";
 constexpr std::string_view kToken = "dblock.lease.fencing_token";
 constexpr std::string_view kLeaseId = "dblock.lease.id";
+constexpr std::string_view kElection = "dblock.election.name";
+constexpr std::string_view kTermEnd = "dblock.term.ended";
 
 }  // namespace
 
@@ -89,6 +91,14 @@ struct OpenTelemetryObserver::Impl {
         "Leases released by their caller after they were lost: critical sections that ran on "
         "without their lock",
         "{section}");
+    leading = meter->CreateInt64UpDownCounter(
+        "dblock.election.leader", "Terms of the election this process leads now: 1 while it leads",
+        "{term}");
+    terms = meter->CreateUInt64Counter(
+        "dblock.election.terms",
+        "Terms of the election this process led that ended, by why (returned, threw, lost, "
+        "stopped)",
+        "{term}");
   }
 
   // Sets the attributes every span of a lease has.
@@ -125,6 +135,8 @@ struct OpenTelemetryObserver::Impl {
   otel::nostd::unique_ptr<otel::metrics::Counter<std::uint64_t>> renewal_failures;
   otel::nostd::unique_ptr<otel::metrics::Counter<std::uint64_t>> lost;
   otel::nostd::unique_ptr<otel::metrics::Counter<std::uint64_t>> unprotected;
+  otel::nostd::unique_ptr<otel::metrics::UpDownCounter<std::int64_t>> leading;
+  otel::nostd::unique_ptr<otel::metrics::Counter<std::uint64_t>> terms;
 
   std::mutex mu;
   // The held sections followed, by lease id (a list: a caller's claim id can name two leases).
@@ -279,6 +291,27 @@ void OpenTelemetryObserver::released(const Released& event) {
                       "unprotected");
     }
     span->End();
+  } catch (...) {
+  }
+}
+
+void OpenTelemetryObserver::term_began(const TermEvent& event) {
+  try {
+    if (!impl_->meter) return;
+    const std::array<Attribute, 1> election{Attribute{view(kElection), view(event.election)}};
+    impl_->leading->Add(1, election);
+  } catch (...) {
+  }
+}
+
+void OpenTelemetryObserver::term_ended(const TermEvent& event) {
+  try {
+    if (!impl_->meter) return;
+    const std::array<Attribute, 1> election{Attribute{view(kElection), view(event.election)}};
+    impl_->leading->Add(-1, election);
+    const std::array<Attribute, 2> both{Attribute{view(kElection), view(event.election)},
+                                        Attribute{view(kTermEnd), view(to_string(event.why))}};
+    impl_->terms->Add(1, both);
   } catch (...) {
   }
 }

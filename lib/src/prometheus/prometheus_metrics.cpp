@@ -35,6 +35,8 @@ constexpr std::array<AcquireOutcome, 4> kOutcomes{AcquireOutcome::kAcquired, Acq
 constexpr std::array<LossReason, 5> kReasons{LossReason::kExpired, LossReason::kTakenOver,
                                              LossReason::kRemoved, LossReason::kGone,
                                              LossReason::kSessionEnded};
+constexpr std::array<TermEnd, 4> kTermEnds{TermEnd::kReturned, TermEnd::kThrew, TermEnd::kLost,
+                                           TermEnd::kStopped};
 // The names LeaseEvent::strategy takes (dblock/observer.hpp).
 constexpr std::array<std::string_view, 7> kStrategies{
     "unique_key", "semaphore", "reader", "writer", "row", "optimistic", "session"};
@@ -123,7 +125,26 @@ struct PrometheusMetrics::Impl {
                         .Name("dblock_unprotected_sections_total")
                         .Help("Leases released by their caller after they were lost: critical "
                               "sections that ran on without their lock")
-                        .Register(registry)) {}
+                        .Register(registry)),
+        leading(prometheus::BuildGauge()
+                    .Name("dblock_election_leader")
+                    .Help("Terms of the election this process leads now: 1 while it leads")
+                    .Register(registry)),
+        terms(prometheus::BuildCounter()
+                  .Name("dblock_election_terms_total")
+                  .Help("Terms of the election this process led that ended, by why (returned, "
+                        "threw, lost, stopped)")
+                  .Register(registry)) {}
+
+  // The election's series: made on its first event, every `ended` at zero (Family::Add
+  // returns the series already there).
+  prometheus::Gauge& leader_of(std::string_view election) {
+    const std::string name(election);
+    for (const TermEnd why : kTermEnds) {
+      terms.Add({{"election", name}, {"ended", std::string(to_string(why))}});
+    }
+    return leading.Add({{"election", name}});
+  }
 
   // The series of `strategy`, made on first use.
   Series& of(std::string_view strategy) {
@@ -179,6 +200,8 @@ struct PrometheusMetrics::Impl {
   prometheus::Family<prometheus::Counter>& renewal_failures;
   prometheus::Family<prometheus::Counter>& lost;
   prometheus::Family<prometheus::Counter>& unprotected;
+  prometheus::Family<prometheus::Gauge>& leading;
+  prometheus::Family<prometheus::Counter>& terms;
 
   std::array<std::atomic<Series*>, kStrategies.size()> known{};
   std::mutex mu;
@@ -230,6 +253,18 @@ void PrometheusMetrics::released(const Released& event) {
   s.held->Decrement();
   s.hold->Observe(seconds(event.held_for));
   if (event.lost && !event.dropped) s.unprotected->Increment();
+}
+
+void PrometheusMetrics::term_began(const TermEvent& event) {
+  impl_->leader_of(event.election).Increment();
+}
+
+void PrometheusMetrics::term_ended(const TermEvent& event) {
+  impl_->leader_of(event.election).Decrement();
+  impl_->terms
+      .Add(
+          {{"election", std::string(event.election)}, {"ended", std::string(to_string(event.why))}})
+      .Increment();
 }
 
 }  // namespace dblock
