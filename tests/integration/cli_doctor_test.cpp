@@ -16,9 +16,9 @@
 namespace dblock::testing {
 namespace {
 
-const std::vector<std::string> kChecks = {"server",     "writable",   "replication",
-                                          "isolation",  "time_zone",  "clock",
-                                          "migrations", "privileges", "cleaner"};
+const std::vector<std::string> kChecks = {"server",     "writable", "replication", "isolation",
+                                          "time_zone",  "clock",    "migrations",  "history",
+                                          "privileges", "cleaner"};
 
 // The output's line for `check`, or "" when there is none.
 std::string line_of(const std::string& out, const std::string& check) {
@@ -91,7 +91,7 @@ TEST_P(CliDoctorTest, AMigratedSingleServerPassesEveryCheck) {
         << r.out;
   }
   EXPECT_NE(line_of(r.out, "replication").find("a single server"), std::string::npos) << r.out;
-  EXPECT_NE(line_of(r.out, "migrations").find("all 8 migrations applied"), std::string::npos)
+  EXPECT_NE(line_of(r.out, "migrations").find("all 9 migrations applied"), std::string::npos)
       << r.out;
 
   const ProcessResult json = run(cli("doctor", {"--json"}));
@@ -111,7 +111,7 @@ TEST_P(CliDoctorTest, MissingMigrationsAreAFailureThatSaysWhatToRun) {
   const ProcessResult r = run(argv);
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   const std::string line = line_of(r.out, "migrations");
-  EXPECT_EQ(line.rfind("failure migrations: 8 migration(s) not applied", 0), 0u) << r.out;
+  EXPECT_EQ(line.rfind("failure migrations: 9 migration(s) not applied", 0), 0u) << r.out;
   EXPECT_NE(line.find("to fix: run `dblock migrate up`"), std::string::npos) << line;
   EXPECT_EQ(line_of(r.out, "privileges").rfind("warning privileges: not checked", 0), 0u) << r.out;
   EXPECT_EQ(line_of(r.out, "cleaner").rfind("warning cleaner: not checked", 0), 0u) << r.out;
@@ -127,7 +127,7 @@ TEST_P(CliDoctorTest, AUserWithoutWritePrivilegesIsAFailureNamingThem) {
   const std::string& user = login.user;
   for (const auto& account : login.accounts) {
     for (const char* base : {"locks", "row_locks", "versions", "lock_waiters", "semaphores",
-                             "semaphore_permits", "schema_migrations"}) {
+                             "semaphore_permits", "history", "schema_migrations"}) {
       admin->execute("GRANT SELECT ON " + names.qualified(d, base) + " TO " + account);
     }
   }
