@@ -250,6 +250,33 @@ TEST_P(HistoryTest, AReleaseHandedToAWaiterIsReleased) {
   ASSERT_EQ(h.size(), 2u);
   EXPECT_EQ(h[0].fencing_token, b_token);
   EXPECT_EQ(h[0].ended_how, HoldEnd::kReleased);
+  // It was a hand-over: an acquire after a release would have kept the release id as the row's
+  // previous lease id, a hand-over leaves it as a's acquire left it (none).
+  const Result previous = pool_->acquire()->execute(
+      "SELECT previous_lease_id AS p FROM " + tables_.qualified(backend().dialect, "locks") +
+          " WHERE lock_key = " + backend().param(1),
+      {Value("k")});
+  ASSERT_EQ(previous.size(), 1u);
+  EXPECT_FALSE(previous.at(0, "p")) << "not handed over: " << *previous.at(0, "p");
+}
+
+// Two operators enabling at once: both succeed (the second waits for the first's transaction),
+// and the triggers exist once.
+TEST_P(HistoryTest, TwoEnablesAtOnceBothSucceed) {
+  disable_history(*pool_->acquire(), tables_);
+  auto enable = [this] {
+    auto c = backend().connect();
+    enable_history(*c, tables_);
+  };
+  auto first = std::async(std::launch::async, enable);
+  auto second = std::async(std::launch::async, enable);
+  EXPECT_NO_THROW(first.get());
+  EXPECT_NO_THROW(second.get());
+  EXPECT_TRUE(history_enabled(*pool_->acquire(), tables_));
+  auto a = lock_->try_acquire("k", as("a"));
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->release(), ReleaseOutcome::kReleased);
+  EXPECT_EQ(history("k").size(), 1u);
 }
 
 TEST_P(HistoryTest, WithHistoryOffNothingIsRecorded) {
