@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "cli_fixture.hpp"
+#include "dblock/history.hpp"
 #include "dblock/url.hpp"
 
 namespace dblock::testing {
@@ -103,6 +104,26 @@ TEST_P(CliDoctorTest, AMigratedSingleServerPassesEveryCheck) {
     EXPECT_EQ(findings[i]["status"], "ok") << findings[i].dump();
     EXPECT_FALSE(findings[i]["message"].get<std::string>().empty());
   }
+}
+
+// The history of holds: off, on, and on without its table, when every statement that ends a
+// hold would fail in its trigger (PostgreSQL; MySQL and MariaDB do not record it).
+TEST_P(CliDoctorTest, TheHistoryIsReportedAndItsMissingTableIsAFailure) {
+  EXPECT_EQ(line_of(run(cli("doctor", {})).out, "history").rfind("ok history: off", 0), 0u);
+  if (backend().dialect != Dialect::kPostgreSQL) return;
+  const TableNames names(prefix_);
+  auto conn = backend().connect();
+  enable_history(*conn, names);
+  const ProcessResult on = run(cli("doctor", {}));
+  EXPECT_EQ(on.exit_code, 0) << on.out << on.err;
+  EXPECT_EQ(line_of(on.out, "history").rfind("ok history: on", 0), 0u) << on.out;
+  conn->execute("DROP TABLE " + names.qualified(backend().dialect, "history"));
+  const ProcessResult missing = run(cli("doctor", {}));
+  EXPECT_EQ(missing.exit_code, 1) << missing.out << missing.err;
+  const std::string line = line_of(missing.out, "history");
+  EXPECT_EQ(line.rfind("failure history: the history's triggers are on but table", 0), 0u)
+      << missing.out;
+  EXPECT_NE(line.find("dblock history disable"), std::string::npos) << line;
 }
 
 TEST_P(CliDoctorTest, MissingMigrationsAreAFailureThatSaysWhatToRun) {
