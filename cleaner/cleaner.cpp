@@ -60,10 +60,11 @@ auto retrying_contention(Fn&& batch) {
 // SERIALIZABLE two cleaners (or a cleaner and the lock statements) abort each other's batches
 // with serialization failures although SKIP LOCKED keeps them apart.
 std::uint64_t delete_batch(Connection& conn, const detail::Statement& statement,
-                           std::chrono::milliseconds grace, std::uint64_t limit,
-                           bool read_committed) {
-  const std::vector<Value> params = statement.bind(
-      {{"grace_ms", Value(grace.count())}, {"limit", Value(static_cast<long long>(limit))}});
+                           const CleanOptions& options, std::uint64_t limit, bool read_committed) {
+  const std::vector<Value> params =
+      statement.bind({{"grace_ms", Value(options.grace.count())},
+                      {"retention_ms", Value(options.history_retention.count())},
+                      {"limit", Value(static_cast<long long>(limit))}});
   return retrying_contention([&]() -> std::uint64_t {
     if (!read_committed) return conn.execute(statement.sql(), params).affected_rows();
     detail::begin_at(conn, detail::Isolation::kReadCommitted);
@@ -119,13 +120,17 @@ void validate(const CleanOptions& options) {
   if (options.batch_size == 0) {
     throw Error(ErrorCode::kInvalidArgument, "cleaner batch size must be at least 1");
   }
-  if (options.grace.count() < 0 || options.max_time.count() < 0 || options.pause.count() < 0) {
+  if (options.grace.count() < 0 || options.max_time.count() < 0 || options.pause.count() < 0 ||
+      options.history_retention.count() < 0) {
     throw Error(ErrorCode::kInvalidArgument,
-                "cleaner grace, max time and pause must not be negative");
+                "cleaner grace, history retention, max time and pause must not be negative");
   }
-  // Keep the grace representable in µs on MySQL and as a signed 64-bit parameter.
+  // Keep the grace and retention representable in µs on MySQL and as signed 64-bit parameters.
   if (options.grace > std::chrono::hours(24 * 365 * 100)) {
     throw Error(ErrorCode::kInvalidArgument, "cleaner grace must be at most 100 years");
+  }
+  if (options.history_retention > std::chrono::hours(24 * 365 * 100)) {
+    throw Error(ErrorCode::kInvalidArgument, "cleaner history retention must be at most 100 years");
   }
 }
 
@@ -160,6 +165,7 @@ CleanResult clean(Connection& conn, const TableNames& tables, const CleanOptions
           conn.execute(count_statement.sql(),
                        count_statement.bind(
                            {{"grace_ms", Value(options.grace.count())},
+                            {"retention_ms", Value(options.history_retention.count())},
                             {"limit", Value(static_cast<long long>(budget - result.deleted))}}));
       count = static_cast<std::uint64_t>(r.int64_at(0, "n"));
       result.deleted += count;
@@ -184,7 +190,7 @@ CleanResult clean(Connection& conn, const TableNames& tables, const CleanOptions
       if (lock_statement) {
         batch = delete_locked_batch(conn, *lock_statement, delete_statement, options.grace, limit);
       } else {
-        batch.deleted = delete_batch(conn, delete_statement, options.grace, limit, read_committed);
+        batch.deleted = delete_batch(conn, delete_statement, options, limit, read_committed);
         batch.drained = batch.deleted < limit;
       }
       ++result.batches;

@@ -34,6 +34,10 @@ object per run; a failure prints one line on stderr and exits non-zero (see the 
 the database clock, which is safe as long as the server clock never steps back by more than the
 grace. Do not set it below the largest clock step you expect.
 
+The history of holds (`dblock history`, when enabled) keeps each ended hold for
+--history-retention (default 30d) after it ended, by the database clock; older rows are deleted
+in the same batches.
+
 --loop runs every --interval until SIGTERM or SIGINT, then exits 0; a failed run is reported on
 stderr and the loop goes on. --prometheus FILE writes metrics (textfile collector format)
 atomically after every run; counters continue from the previous FILE.)";
@@ -58,6 +62,7 @@ struct CleanCliOptions {
   DatabaseOptions db;
   std::uint64_t batch = 1000;
   std::string grace = "5m";
+  std::string history_retention = "30d";
   std::uint64_t max_rows = 0;
   std::string max_time = "0";
   std::string pause = "0";
@@ -243,6 +248,8 @@ int clean_command(const CleanCliOptions& opts) {
     if (opts.batch == 0) throw Error(ErrorCode::kInvalidArgument, "--batch must be at least 1");
     options.batch_size = opts.batch;
     options.grace = parse_duration_option(opts.grace, "--grace");
+    options.history_retention =
+        parse_duration_option(opts.history_retention, "--history-retention");
     options.max_rows = opts.max_rows;
     options.max_time = parse_duration_option(opts.max_time, "--max-time");
     options.pause = parse_duration_option(opts.pause, "--pause");
@@ -279,6 +286,9 @@ void add_clean_command(CLI::App& app, int* exit_code) {
   sub->add_option("--batch", opts->batch, "Rows per DELETE statement")->capture_default_str();
   sub->add_option("--grace", opts->grace,
                   "Keep rows this long past expiry (500ms, 30s, 5m, 1h; see below)")
+      ->capture_default_str();
+  sub->add_option("--history-retention", opts->history_retention,
+                  "Keep the history of holds this long after each ended (see `dblock history`)")
       ->capture_default_str();
   sub->add_option("--max-rows", opts->max_rows, "Delete at most this many rows per run (0: all)")
       ->capture_default_str();

@@ -60,7 +60,8 @@ void add_doctor_command(CLI::App& app, int* exit_code) {
       "doctor",
       "Check which of dblock's guarantees hold on this database: server and version, a writable "
       "primary, replication (synchronous standbys, Galera), isolation, time zone, clock, "
-      "migrations, privileges. One line per check (ok, warning or failure, and what to change); "
+      "migrations, the history of holds, privileges. One line per check (ok, warning or failure, "
+      "and what to change); "
       "exit 1 when a guarantee does not hold. A privilege the user lacks is a failure naming the "
       "GRANT that gives it");
   opts->db.add_to(*sub);

@@ -8,6 +8,7 @@
 #include "clean_command.hpp"
 #include "common.hpp"
 #include "doctor_command.hpp"
+#include "history_command.hpp"
 #include "lead_command.hpp"
 #include "leader_command.hpp"
 #include "locks_command.hpp"
@@ -34,6 +35,7 @@ int main(int argc, char** argv) {
   dblock::cli::add_release_command(app, &exit_code);
   dblock::cli::add_clean_command(app, &exit_code);
   dblock::cli::add_doctor_command(app, &exit_code);
+  dblock::cli::add_history_command(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -99,3 +99,21 @@ CREATE OR REPLACE ALGORITHM=MERGE SQL SECURITY INVOKER VIEW dblock_live_permits 
     SELECT lock_key, slot, fencing_token, owner_host, owner_process, owner_thread, expires_at
     FROM dblock_semaphore_permits
     WHERE expires_at > UTC_TIMESTAMP(6);
+
+-- The history of holds (opt-in): one row per ended tenure of a unique-key lock. This file creates
+-- the table only; the triggers that fill it are created by `dblock history enable`
+-- (docs/operations/history.md). ended_how: released, force_released, expired, taken_over, cleaned.
+CREATE TABLE IF NOT EXISTS dblock_history (
+    id            BIGINT          NOT NULL AUTO_INCREMENT,
+    lock_key      VARBINARY(1020) NOT NULL,
+    fencing_token BIGINT          NOT NULL,
+    owner_host    VARBINARY(1020) NOT NULL,
+    owner_process VARBINARY(1020) NOT NULL,
+    owner_thread  VARBINARY(1020) NOT NULL,
+    acquired_at   DATETIME(6)     NOT NULL,
+    ended_at      DATETIME(6)     NOT NULL,  -- UTC, database clock
+    ended_how     VARCHAR(16)     NOT NULL,
+    PRIMARY KEY (id),
+    KEY key_ended_at_idx (lock_key, ended_at),
+    KEY ended_at_idx (ended_at)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "dblock/error.hpp"
+#include "dblock/history.hpp"
 #include "dblock/migrator.hpp"
 #include "doctor_privileges.hpp"
 #include "enum_names.hpp"
@@ -72,6 +73,7 @@ class Doctor {
     guarded("time_zone", [&] { time_zone(); });
     guarded("clock", [&] { clock(); });
     const Migrated migrated = migrations();
+    guarded("history", [&] { history(); });
     if (writable && migrated != Migrated::kPending) {
       // Also when the migrations table could not be read: what is missing is named here.
       guarded("privileges", [&] {
@@ -367,6 +369,32 @@ class Doctor {
     }
     add("migrations", Status::kOk, "all " + std::to_string(applied) + " migrations applied", "");
     return Migrated::kAll;
+  }
+
+  // The history of holds (history.hpp): off, on, or on without its table, when every statement
+  // that ends a hold fails in its trigger.
+  void history() {
+    const std::string table = tables_.qualified(dialect_, "history");
+    if (!history_enabled(conn_, tables_)) {
+      add("history", Status::kOk,
+          dialect_ == Dialect::kPostgreSQL
+              ? "off: ended holds are not recorded (`dblock history enable` records them)"
+              : "off, or its triggers are hidden from this user (MySQL shows them to users with "
+                "TRIGGER on the lock table): `dblock history enable` records ended holds",
+          "");
+      return;
+    }
+    try {
+      read_history(conn_, tables_, "", HistoryQuery{.since = std::nullopt, .limit = 1});
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::kUndefinedTable) throw;
+      add("history", Status::kFailure,
+          "the history's triggers are on but table " + table +
+              " is missing: every statement that ends a hold fails",
+          "run `dblock migrate up` (migration 0009 creates it), or `dblock history disable`");
+      return;
+    }
+    add("history", Status::kOk, "on: ended holds are recorded in " + table, "");
   }
 
   // The server's refusal to read the migrations table, or "" when it may (or the table is

@@ -34,6 +34,7 @@ GRANT SELECT, INSERT, CREATE, ALTER ON dblock_semaphore_permits TO dblock_migrat
 -- (docs/locks/fencing.md) needs SELECT on the view and on its table.
 GRANT CREATE, CREATE VIEW, DROP ON dblock_live_locks TO dblock_migrator;
 GRANT CREATE, CREATE VIEW, DROP ON dblock_live_permits TO dblock_migrator;
+GRANT SELECT, INSERT, CREATE, ALTER ON dblock_history TO dblock_migrator;
 
 -- dblock_app: every lock strategy's statements, `dblock locks` and `dblock release`. Fair
 -- waiting deletes its queue places (lock_waiters); nothing else is deleted. SELECT on the
@@ -45,12 +46,17 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON dblock_lock_waiters TO dblock_app;
 GRANT SELECT, INSERT, UPDATE ON dblock_semaphores TO dblock_app;
 GRANT SELECT, INSERT, UPDATE ON dblock_semaphore_permits TO dblock_app;
 GRANT SELECT ON dblock_schema_migrations TO dblock_app;
+-- `dblock history KEY` reads the history of holds (docs/operations/history.md; MySQL and
+-- MariaDB do not record it yet, so it stays empty here).
+GRANT SELECT ON dblock_history TO dblock_app;
 
--- dblock_cleaner: deletes rows no longer in use from every table that keeps rows per key.
+-- dblock_cleaner: deletes rows no longer in use from every table that keeps rows per key, and
+-- the history of holds past its retention.
 GRANT SELECT, DELETE ON dblock_locks TO dblock_cleaner;
 GRANT SELECT, DELETE ON dblock_row_locks TO dblock_cleaner;
 GRANT SELECT, DELETE ON dblock_versions TO dblock_cleaner;
 GRANT SELECT, DELETE ON dblock_lock_waiters TO dblock_cleaner;
 GRANT SELECT, DELETE ON dblock_semaphores TO dblock_cleaner;
 GRANT SELECT, DELETE ON dblock_semaphore_permits TO dblock_cleaner;
+GRANT SELECT, DELETE ON dblock_history TO dblock_cleaner;
 GRANT SELECT ON dblock_schema_migrations TO dblock_cleaner;

@@ -24,6 +24,9 @@
 -- database. A service that checks tokens (docs/locks/fencing.md) needs USAGE on the schema and
 -- EXECUTE ON FUNCTION public.dblock_fence_token(text, bigint) (or SELECT on the views, to read).
 GRANT USAGE, CREATE ON SCHEMA public TO dblock_migrator;
+-- It also runs `dblock history enable` / `disable` (docs/operations/history.md), which create and
+-- drop triggers on the lock table it owns, and their function; the function writes the history
+-- with its owner's rights (SECURITY DEFINER), so the roles that lock need nothing more.
 
 -- dblock_app: every lock strategy's statements, `dblock locks` and `dblock release`. Fair
 -- waiting deletes its queue places (lock_waiters); nothing else is deleted. The row-lock fencing
@@ -38,6 +41,8 @@ GRANT SELECT, INSERT, UPDATE ON public.dblock_semaphores TO dblock_app;
 GRANT SELECT, INSERT, UPDATE ON public.dblock_semaphore_permits TO dblock_app;
 GRANT USAGE ON SEQUENCE public.dblock_row_lock_tokens TO dblock_app;
 GRANT SELECT ON public.dblock_schema_migrations TO dblock_app;
+-- `dblock history KEY` reads the history of holds.
+GRANT SELECT ON public.dblock_history TO dblock_app;
 
 -- dblock_cleaner: deletes rows no longer in use from every table that keeps rows per key. Its
 -- SELECT ... FOR UPDATE SKIP LOCKED needs UPDATE, though it never updates a row.
@@ -48,4 +53,5 @@ GRANT SELECT, UPDATE, DELETE ON public.dblock_versions TO dblock_cleaner;
 GRANT SELECT, UPDATE, DELETE ON public.dblock_lock_waiters TO dblock_cleaner;
 GRANT SELECT, UPDATE, DELETE ON public.dblock_semaphores TO dblock_cleaner;
 GRANT SELECT, UPDATE, DELETE ON public.dblock_semaphore_permits TO dblock_cleaner;
+GRANT SELECT, UPDATE, DELETE ON public.dblock_history TO dblock_cleaner;
 GRANT SELECT ON public.dblock_schema_migrations TO dblock_cleaner;

@@ -50,8 +50,8 @@ TEST_P(CleanerTest, DeletesRowsPastTheGraceAndKeepsTheRest) {
   CleanResult r = clean(*conn_, tables_);  // default grace: 5 minutes
   EXPECT_EQ(r.deleted, 20u);
   EXPECT_EQ(r.tables.at("locks"), 20u);
-  EXPECT_EQ(r.batches, 6u);  // one per table: locks, row_locks, versions, lock_waiters,
-                             // semaphore_permits, semaphores
+  EXPECT_EQ(r.batches, 7u);  // one per table: locks, row_locks, versions, lock_waiters,
+                             // semaphore_permits, semaphores, history
   EXPECT_TRUE(r.complete);
   EXPECT_FALSE(r.dry_run);
   EXPECT_EQ(rows("old"), 0u);
@@ -128,8 +128,8 @@ TEST_P(CleanerTest, DeletesInBoundedBatches) {
   };
   CleanResult r = clean(*conn_, tables_, o);
   EXPECT_EQ(r.deleted, 35u);
-  EXPECT_EQ(r.batches, 9u);  // 4 for the locks, 1 each for the other (empty) tables
-  EXPECT_EQ(calls, 9);
+  EXPECT_EQ(r.batches, 10u);  // 4 for the locks, 1 each for the other (empty) tables
+  EXPECT_EQ(calls, 10);
   EXPECT_TRUE(r.complete);
   EXPECT_EQ(rows(), 0u);
 }

@@ -91,8 +91,9 @@ TEST_P(CliCleanTest, VerbosePrintsOneSummaryLine) {
   auto r = clean({"-v", "--batch", "5"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err, "");
-  EXPECT_EQ(r.out.rfind("dblock clean: deleted 12 rows (lock_waiters 0, locks 12, row_locks 0, "
-                        "semaphore_permits 0, semaphores 0, versions 0) in 8 batches, ",
+  EXPECT_EQ(r.out.rfind("dblock clean: deleted 12 rows (history 0, lock_waiters 0, locks 12, "
+                        "row_locks 0, semaphore_permits 0, semaphores 0, versions 0) in 9 "
+                        "batches, ",
                         0),
             0u)
       << r.out;
@@ -108,7 +109,7 @@ TEST_P(CliCleanTest, JsonSummary) {
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["deleted"], 7);
   EXPECT_EQ(j["tables"]["locks"], 7);
-  EXPECT_EQ(j["batches"], 8);  // 3 for the locks, 1 each for the other (empty) tables
+  EXPECT_EQ(j["batches"], 9);  // 3 for the locks, 1 each for the other (empty) tables
   EXPECT_TRUE(j["duration_ms"].is_number_integer());
   EXPECT_TRUE(j["oldest_expiry_left"].is_string()) << r.out;
   EXPECT_EQ(j["dry_run"], false);

@@ -11,14 +11,15 @@
 #include <utility>
 
 #include "cli_fixture.hpp"
+#include "dblock/history.hpp"
 #include "dblock/url.hpp"
 
 namespace dblock::testing {
 namespace {
 
-const std::vector<std::string> kChecks = {"server",     "writable",   "replication",
-                                          "isolation",  "time_zone",  "clock",
-                                          "migrations", "privileges", "cleaner"};
+const std::vector<std::string> kChecks = {"server",     "writable", "replication", "isolation",
+                                          "time_zone",  "clock",    "migrations",  "history",
+                                          "privileges", "cleaner"};
 
 // The output's line for `check`, or "" when there is none.
 std::string line_of(const std::string& out, const std::string& check) {
@@ -91,7 +92,7 @@ TEST_P(CliDoctorTest, AMigratedSingleServerPassesEveryCheck) {
         << r.out;
   }
   EXPECT_NE(line_of(r.out, "replication").find("a single server"), std::string::npos) << r.out;
-  EXPECT_NE(line_of(r.out, "migrations").find("all 8 migrations applied"), std::string::npos)
+  EXPECT_NE(line_of(r.out, "migrations").find("all 9 migrations applied"), std::string::npos)
       << r.out;
 
   const ProcessResult json = run(cli("doctor", {"--json"}));
@@ -105,13 +106,33 @@ TEST_P(CliDoctorTest, AMigratedSingleServerPassesEveryCheck) {
   }
 }
 
+// The history of holds: off, on, and on without its table, when every statement that ends a
+// hold would fail in its trigger (PostgreSQL; MySQL and MariaDB do not record it).
+TEST_P(CliDoctorTest, TheHistoryIsReportedAndItsMissingTableIsAFailure) {
+  EXPECT_EQ(line_of(run(cli("doctor", {})).out, "history").rfind("ok history: off", 0), 0u);
+  if (backend().dialect != Dialect::kPostgreSQL) return;
+  const TableNames names(prefix_);
+  auto conn = backend().connect();
+  enable_history(*conn, names);
+  const ProcessResult on = run(cli("doctor", {}));
+  EXPECT_EQ(on.exit_code, 0) << on.out << on.err;
+  EXPECT_EQ(line_of(on.out, "history").rfind("ok history: on", 0), 0u) << on.out;
+  conn->execute("DROP TABLE " + names.qualified(backend().dialect, "history"));
+  const ProcessResult missing = run(cli("doctor", {}));
+  EXPECT_EQ(missing.exit_code, 1) << missing.out << missing.err;
+  const std::string line = line_of(missing.out, "history");
+  EXPECT_EQ(line.rfind("failure history: the history's triggers are on but table", 0), 0u)
+      << missing.out;
+  EXPECT_NE(line.find("dblock history disable"), std::string::npos) << line;
+}
+
 TEST_P(CliDoctorTest, MissingMigrationsAreAFailureThatSaysWhatToRun) {
   std::vector<std::string> argv = cli("doctor", {});
   argv[3] = unique_name("none") + "_";  // a prefix with no tables
   const ProcessResult r = run(argv);
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   const std::string line = line_of(r.out, "migrations");
-  EXPECT_EQ(line.rfind("failure migrations: 8 migration(s) not applied", 0), 0u) << r.out;
+  EXPECT_EQ(line.rfind("failure migrations: 9 migration(s) not applied", 0), 0u) << r.out;
   EXPECT_NE(line.find("to fix: run `dblock migrate up`"), std::string::npos) << line;
   EXPECT_EQ(line_of(r.out, "privileges").rfind("warning privileges: not checked", 0), 0u) << r.out;
   EXPECT_EQ(line_of(r.out, "cleaner").rfind("warning cleaner: not checked", 0), 0u) << r.out;
@@ -127,7 +148,7 @@ TEST_P(CliDoctorTest, AUserWithoutWritePrivilegesIsAFailureNamingThem) {
   const std::string& user = login.user;
   for (const auto& account : login.accounts) {
     for (const char* base : {"locks", "row_locks", "versions", "lock_waiters", "semaphores",
-                             "semaphore_permits", "schema_migrations"}) {
+                             "semaphore_permits", "history", "schema_migrations"}) {
       admin->execute("GRANT SELECT ON " + names.qualified(d, base) + " TO " + account);
     }
   }

@@ -17,6 +17,7 @@
 
 #include "backends.hpp"
 #include "dblock/cleaner.hpp"
+#include "dblock/history.hpp"
 #include "dblock/lock_set.hpp"
 #include "dblock/lock_table.hpp"
 #include "dblock/migrator.hpp"
@@ -206,6 +207,12 @@ TEST_P(GrantsTest, EachRoleDoesItsWorkWithTheGrantsOfTheFileAndNoMore) {
     auto conn = pool->acquire();
     EXPECT_EQ(Migrator(*conn).up().size(), builtin_migrations(backend().dialect).size());
     EXPECT_NO_THROW(Migrator(*conn).verify());
+    // PostgreSQL: the history's triggers, which then write with this role's rights whoever ends
+    // a hold (MySQL and MariaDB do not record it: history_test.cpp).
+    if (postgresql()) {
+      enable_history(*conn);
+      EXPECT_TRUE(history_enabled(*conn));
+    }
   }
   int code = -1;
   std::string problems = doctor_not_ok("migrator", &code);
@@ -229,6 +236,9 @@ TEST_P(GrantsTest, EachRoleDoesItsWorkWithTheGrantsOfTheFileAndNoMore) {
     EXPECT_EQ(again->release(), ReleaseOutcome::kDecremented);
     EXPECT_TRUE(locks.claim("claimed"));
     ASSERT_TRUE(locks.try_acquire("expired", brief));
+    // Kept to the end of the block (its release then finds it expired), for the cleaner.
+    const auto ran_out = locks.try_acquire("ran-out", brief);
+    ASSERT_TRUE(ran_out);
 
     UniqueKeyLock fair(*pool, {.fair = true});
     auto head = fair.try_acquire("queue");
@@ -273,6 +283,11 @@ TEST_P(GrantsTest, EachRoleDoesItsWorkWithTheGrantsOfTheFileAndNoMore) {
     ASSERT_EQ(listed.size(), 1u);
     EXPECT_TRUE(release_lock_row(*conn, TableNames(), listed[0]));
     list_permits(*conn);
+    const auto ended = read_history(*conn, TableNames(), "k");
+    ASSERT_EQ(ended.size(), postgresql() ? 1u : 0u);
+    if (postgresql()) {
+      EXPECT_EQ(ended[0].ended_how, HoldEnd::kForceReleased);
+    }
   }
   const ProcessResult locks_cli = cli("app", {"locks", "--json"});
   EXPECT_EQ(locks_cli.exit_code, 0) << locks_cli.err;
@@ -293,6 +308,12 @@ TEST_P(GrantsTest, EachRoleDoesItsWorkWithTheGrantsOfTheFileAndNoMore) {
   problems = doctor_not_ok("cleaner", &code);
   EXPECT_EQ(code, 0) << problems;
   EXPECT_EQ(problems, "");
+  // The cleaner's deletion of a hold that ran out was recorded, with the trigger's rights.
+  const auto cleaned = read_history(*pool_of("app")->acquire(), TableNames(), "ran-out");
+  ASSERT_EQ(cleaned.size(), postgresql() ? 1u : 0u);
+  if (postgresql()) {
+    EXPECT_EQ(cleaned[0].ended_how, HoldEnd::kCleaned);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Pairs, GrantsTest, ::testing::ValuesIn(all_backends()), BackendName());

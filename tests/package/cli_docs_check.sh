@@ -3,7 +3,8 @@
 # package.cli_docs: the man pages and the bash completion keep up with the program. For dblock
 # and each command: every long option `dblock <command> --help` lists is an option of the
 # command's man page and a completion of `dblock <command> --`; every option the man page lists
-# exists. Every command has a man page and is a completion of `dblock `.
+# exists (a command with subcommands shares its page with them: any of theirs). Every command
+# has a man page and is a completion of `dblock `.
 # Usage: cli_docs_check.sh DBLOCK_PROGRAM SOURCE_DIR
 set -euo pipefail
 dblock=$1
@@ -56,8 +57,11 @@ check_command() {  # PAGE WORDS...: the command dblock WORDS... documented in ma
     grep -qxF -- "$opt" <<<"$offered" ||
       fail "bash completion does not offer $opt after 'dblock $*' (dblock $* --help lists it)"
   done
+  # A command with subcommands (and options of its own) shares one page with them: the page may
+  # list what any of them has (allowed).
   for opt in $have; do
-    grep -qxF -- "$opt" <<<"$want" || fail "man/$page lists $opt, which dblock $* does not have"
+    grep -qxF -- "$opt" <<<"${allowed:-$want}" ||
+      fail "man/$page lists $opt, which dblock $* does not have"
   done
   echo "dblock $*: $(wc -w <<<"$want") options, in man/$page and the completion"
 }
@@ -72,6 +76,11 @@ for command in $commands; do
   grep -qxF -- "$command" <<<"$offered" || fail "bash completion does not offer '$command'"
   subcommands=$(help_commands "$command")
   if [[ -n "$subcommands" ]]; then
+    allowed=$({
+      help_options "$command"
+      for sub in $subcommands; do help_options "$command" "$sub"; done
+    } | sort -u)
+    check_command "dblock-$command.1" "$command"
     for sub in $subcommands; do
       grep -qxF -- "$sub" <<<"$(completions "" "$command")" ||
         fail "bash completion does not offer '$sub' after 'dblock $command'"
@@ -79,6 +88,7 @@ for command in $commands; do
         fail "man/dblock-$command.1 does not describe '$command $sub'"
       check_command "dblock-$command.1" "$command" "$sub"
     done
+    allowed=""
   else
     check_command "dblock-$command.1" "$command"
   fi

@@ -127,9 +127,10 @@ TEST(Statement, TheCleanerStatementsBindTheGraceInMilliseconds) {
   for (Server server : kServers) {
     const Dialect d = dialect_of(server);
     const CleanerSql& sql = server_sql(server).cleaner;
-    ASSERT_EQ(sql.tables.size(), 6u);
+    ASSERT_EQ(sql.tables.size(), 7u);
     std::vector<std::string_view> templates;
     for (const CleanedTable& table : sql.tables) {
+      if (table.base == "history") continue;  // the retention's, below
       // With a lock_sql, the delete takes the keys locked (bound from "keys", checked below).
       templates.push_back(table.lock_sql.empty() ? table.delete_sql : table.lock_sql);
       templates.push_back(table.count_sql);
@@ -144,6 +145,18 @@ TEST(Statement, TheCleanerStatementsBindTheGraceInMilliseconds) {
       const auto values =
           texts(s.bind({{"grace_ms", Value(std::int64_t{1500})}, {"limit", Value(10)}}));
       EXPECT_NE(std::find(values.begin(), values.end(), "1500"), values.end()) << s.sql();
+      EXPECT_NE(std::find(values.begin(), values.end(), "10"), values.end()) << s.sql();
+    }
+    // The history of holds is kept for its retention, not the grace.
+    const CleanedTable& history = sql.tables.back();
+    ASSERT_EQ(history.base, "history");
+    for (std::string_view templ : {history.delete_sql, history.count_sql}) {
+      Statement s(templ, d, TableNames());
+      const auto values = texts(s.bind({{"grace_ms", Value(std::int64_t{1500})},
+                                        {"retention_ms", Value(std::int64_t{2500})},
+                                        {"limit", Value(10)}}));
+      EXPECT_NE(std::find(values.begin(), values.end(), "2500"), values.end()) << s.sql();
+      EXPECT_EQ(std::find(values.begin(), values.end(), "1500"), values.end()) << s.sql();
       EXPECT_NE(std::find(values.begin(), values.end(), "10"), values.end()) << s.sql();
     }
   }

@@ -47,6 +47,9 @@ struct CleanOptions {
   /// before a deleted key's next fencing token could fail to rise past its old ones
   /// (docs/operations/cleaner.md, "Grace"). Not negative.
   std::chrono::milliseconds grace = std::chrono::minutes(5);
+  /// The history of holds (history.hpp) keeps a tenure this long after it ended; older rows are
+  /// deleted, in batches like the rest. Not negative.
+  std::chrono::milliseconds history_retention = std::chrono::hours(24 * 30);
   /// Stop after this many rows in all (0: no limit).
   std::uint64_t max_rows = 0;
   /// Start no new batch after this long (0: no limit). A batch already sent runs to its end.

@@ -3,9 +3,9 @@
 /// check_deployment(): which of dblock's guarantees hold on the database a connection reaches,
 /// and what to change where one does not (`dblock doctor` prints them; a service may run them at
 /// start-up and log them). One finding per check, in this order: server, writable, replication,
-/// isolation, time_zone, clock, migrations, privileges (what the DoctorRole given needs) and, for
-/// kApplication only, cleaner. A privilege the user lacks, also one a check needs in order to
-/// look, is a finding, never an Error.
+/// isolation, time_zone, clock, migrations, history, privileges (what the DoctorRole given needs)
+/// and, for kApplication only, cleaner. A privilege the user lacks, also one a check needs in order
+/// to look, is a finding, never an Error.
 ///
 /// @code
 ///   for (const dblock::Finding& f : dblock::check_deployment(*conn, dblock::TableNames())) {

@@ -458,6 +458,16 @@ constexpr CleanedTable kCleanedTables[] = {
      " WHERE s.changed_at <= UTC_TIMESTAMP(6) - INTERVAL {{param:grace_ms}} * 1000 MICROSECOND"
      " AND NOT EXISTS (SELECT 1 FROM {{table:semaphore_permits}} p WHERE p.lock_key = s.lock_key)"
      " ORDER BY s.changed_at LIMIT {{param:limit}} FOR UPDATE SKIP LOCKED"},
+    // The history of holds (migration 0009): rows that ended more than the history retention
+    // (retention_ms) ago, oldest first, walking the ended_at index. History rows are never
+    // updated, so a batch waits only for another cleaner's.
+    {"history",
+     "DELETE FROM {{table:history}}"
+     " WHERE ended_at <= UTC_TIMESTAMP(6) - INTERVAL {{param:retention_ms}} * 1000 MICROSECOND"
+     " ORDER BY ended_at LIMIT {{param:limit}}",
+     "SELECT COUNT(*) AS n FROM (SELECT 1 FROM {{table:history}}"
+     " WHERE ended_at <= UTC_TIMESTAMP(6) - INTERVAL {{param:retention_ms}} * 1000 MICROSECOND"
+     " LIMIT {{param:limit}}) s"},
 };
 
 constexpr CleanerSql kCleaner = {
@@ -638,6 +648,46 @@ constexpr OperatorSql kOperators = {
 
 #undef DBLOCK_LISTED_ROWS
 
+// The history of holds (HistorySql) is not recorded here yet. A trigger on the lock table would
+// break the lock statements: they hand their token or count back through LAST_INSERT_ID(expr),
+// which the client reads from the OK packet, and any statement a trigger runs clears the flag
+// that makes the server put that value there (the server's cleanup after each statement, a
+// trigger's included, resets it; the session's LAST_INSERT_ID() itself is restored). MariaDB
+// 10.11 then answers 0: a re-entry or a takeover reads as "not acquired" although the row was
+// written, a release of an inner hold as the last one. So enable refuses here, and disable only
+// drops triggers of the history's names that a user may have created by hand; the table exists
+// (migration 0009) so that both dialects keep one numbering, and the cleaner and reads work on it.
+constexpr std::string_view kHistoryTriggers[] = {"locks_ended", "locks_cleaned"};
+
+constexpr HistoryStep kHistoryDisable[] = {
+    {"", "DROP TRIGGER IF EXISTS {{table:locks_ended}}"},
+    {"", "DROP TRIGGER IF EXISTS {{table:locks_cleaned}}"},
+};
+
+constexpr HistorySql kHistory = {
+    .unavailable =
+        "the history of holds is not available on MySQL and MariaDB yet: a trigger on the lock "
+        "table would clear the fencing tokens and counts the lock statements return through "
+        "LAST_INSERT_ID() (docs/operations/history.md)",
+    .triggers = kHistoryTriggers,
+    .present =
+        "SELECT TRIGGER_NAME AS name FROM information_schema.TRIGGERS"
+        " WHERE TRIGGER_SCHEMA = COALESCE({{param:schema}}, DATABASE())"
+        " AND TRIGGER_NAME IN ({{param:first}}, {{param:second}})",
+    .in_one_transaction = false,
+    .enable = {},
+    .disable = kHistoryDisable,
+    // The (lock_key, ended_at) index, walked backwards.
+    .read =
+        "SELECT lock_key AS `key`, fencing_token, owner_host, owner_process, owner_thread,"
+        " DATE_FORMAT(acquired_at, '%Y-%m-%dT%H:%i:%s.%fZ') AS acquired_at,"
+        " DATE_FORMAT(ended_at, '%Y-%m-%dT%H:%i:%s.%fZ') AS ended_at, ended_how"
+        " FROM {{table:history}} WHERE lock_key = {{param:key}}"
+        " AND ({{param:since_ms}} IS NULL"
+        "   OR ended_at >= UTC_TIMESTAMP(6) - INTERVAL {{param:since_ms}} * 1000 MICROSECOND)"
+        " ORDER BY ended_at DESC, id DESC LIMIT {{param:limit}}",
+};
+
 constexpr DoctorSql kDoctor = {
     // `dblock doctor`. Columns "version" and "flavour".
     .server =
@@ -680,6 +730,7 @@ constexpr ServerSql kMySQL = {
     .session_lock = kSessionLock,
     .versions = kVersions,
     .operators = kOperators,
+    .history = kHistory,
     .doctor = kDoctor,
 };
 

@@ -562,6 +562,19 @@ constexpr CleanedTable kCleanedTables[] = {
      "millisecond')"
      " AND NOT EXISTS (SELECT 1 FROM {{table:semaphore_permits}} p WHERE p.lock_key = s.lock_key)"
      " ORDER BY s.changed_at LIMIT {{param:limit}} FOR UPDATE OF s SKIP LOCKED"},
+    // The history of holds (migration 0009): rows that ended more than the history retention
+    // (retention_ms) ago, oldest first by the ended_at index, deleted by ctid as above. History
+    // rows are never updated; SKIP LOCKED keeps two cleaners apart.
+    {"history",
+     "DELETE FROM {{table:history}} WHERE ctid = ANY(ARRAY("
+     " SELECT ctid FROM {{table:history}}"
+     " WHERE ended_at <= (SELECT clock_timestamp()"
+     "   - {{param:retention_ms}}::bigint * interval '1 millisecond')"
+     " ORDER BY ended_at LIMIT {{param:limit}} FOR UPDATE SKIP LOCKED))",
+     "SELECT count(*) AS n FROM (SELECT 1 FROM {{table:history}}"
+     " WHERE ended_at <= (SELECT clock_timestamp()"
+     "   - {{param:retention_ms}}::bigint * interval '1 millisecond')"
+     " LIMIT {{param:limit}}) s"},
 };
 
 constexpr CleanerSql kCleaner = {
@@ -697,9 +710,14 @@ constexpr OperatorSql kOperators = {
     // NOTIFYs waiters, but only while it still carries the lease the operator was shown. The
     // fencing token stays, so the next holder's is higher; the old holder's renewals and release
     // then match nothing (the lease is lost). One row, column "notified", when it freed the row;
-    // no row when the lease had changed meanwhile.
+    // no row when the lease had changed meanwhile. Ending a hold, it writes 'f-' before the lease
+    // id (within the column's 64 characters), which tells the history (kHistory) an operator's
+    // release from the holder's own, whose release_rest also leaves the lease id as it was; a
+    // row already released (kept for its min_hold) keeps the holder's release id, which the
+    // holder's retried release looks for.
     .release =
-        "WITH r AS (UPDATE {{table:locks}} SET hold_count = 0, expires_at = statement_timestamp()"
+        "WITH r AS (UPDATE {{table:locks}} SET hold_count = 0, expires_at = statement_timestamp(),"
+        " lease_id = CASE WHEN hold_count > 0 THEN 'f-' || left(lease_id, 62) ELSE lease_id END"
         " WHERE lock_key = {{param:key}} AND lease_id = {{param:lease_id}}"
         " AND fencing_token = {{param:token}}"
         " AND (hold_count > 0 OR expires_at > statement_timestamp())"
@@ -744,6 +762,90 @@ constexpr OperatorSql kOperators = {
         " WHERE lock_key = {{param:key}} AND slot = {{param:slot}}::integer"
         " AND lease_id = {{param:lease_id}} AND fencing_token = {{param:token}}::bigint"
         " AND expires_at > statement_timestamp()",
+};
+
+// The history of holds (HistorySql): an AFTER UPDATE and an AFTER DELETE row trigger on the lock
+// table, whose WHEN lets through only the changes that end a tenure, so that every other row
+// change (acquire, re-entry, a release of an inner hold, renew, a refused try) pays one cheap
+// comparison and the function runs only when a tenure ended. What ended it, read from the change:
+//  - the same token and hold_count down to 0 (release, release_rest, the operator's release, which
+//    writes 'f-' before the lease id when it ends a hold): force_released for the operator's mark,
+//    else released, at the statement's time; but a hold whose row had expired before the
+//    statement (only the operator's release frees such a row) ended by expiring, at expires_at;
+//  - a new token: a hand-over (the row still live: the holder gave the key to a waiter, released
+//    at the statement's time) or a takeover of a row that had expired (at expires_at; expired when
+//    its owner took it again, taken_over when another did);
+//  - a row deleted with holds left (the cleaner, long after it expired): cleaned, at expires_at.
+// A tenure that was released and then taken or cleaned writes nothing more (hold_count was 0), so
+// each tenure gives one row, whatever its re-entries. statement_timestamp() is the triggering
+// statement's clock, the one its own "expired?" tests read. SECURITY DEFINER: the function
+// writes with the rights of the role that enabled history (which owns it), so the roles that lock
+// need no privilege on the history table; the search path is the one it was created with.
+constexpr std::string_view kHistoryTriggers[] = {"locks_ended", "locks_cleaned"};
+
+constexpr HistoryStep kHistoryEnable[] = {
+    // Enables (and disables) wait for each other and for the lock statements in flight.
+    {"", "LOCK TABLE {{table:locks}} IN SHARE ROW EXCLUSIVE MODE"},
+    {"",
+     "CREATE OR REPLACE FUNCTION {{table:history_record}}() RETURNS trigger"
+     " LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $history$"
+     " BEGIN"
+     " INSERT INTO {{table:history}} (lock_key, fencing_token, owner_host, owner_process,"
+     "   owner_thread, acquired_at, ended_at, ended_how)"
+     " VALUES (OLD.lock_key, OLD.fencing_token, OLD.owner_host, OLD.owner_process,"
+     "   OLD.owner_thread, OLD.acquired_at,"
+     "   CASE WHEN TG_OP = 'DELETE' OR OLD.expires_at <= statement_timestamp()"
+     "     THEN LEAST(OLD.expires_at, statement_timestamp()) ELSE statement_timestamp() END,"
+     "   CASE WHEN TG_OP = 'DELETE' THEN 'cleaned'"
+     "     WHEN OLD.expires_at > statement_timestamp() THEN"
+     "       CASE WHEN NEW.lease_id = 'f-' || left(OLD.lease_id, 62) THEN 'force_released'"
+     "       ELSE 'released' END"
+     "     WHEN NEW.fencing_token <> OLD.fencing_token AND NOT (NEW.owner_host = OLD.owner_host"
+     "       AND NEW.owner_process = OLD.owner_process AND NEW.owner_thread = OLD.owner_thread)"
+     "       THEN 'taken_over'"
+     "     ELSE 'expired' END);"
+     " RETURN NULL;"
+     " END $history$"},
+    {"", "REVOKE ALL ON FUNCTION {{table:history_record}}() FROM PUBLIC"},
+    {"", "DROP TRIGGER IF EXISTS {{name:locks_ended}} ON {{table:locks}}"},
+    {"",
+     "CREATE TRIGGER {{name:locks_ended}} AFTER UPDATE ON {{table:locks}} FOR EACH ROW"
+     " WHEN (OLD.hold_count > 0"
+     "   AND (NEW.hold_count = 0 OR NEW.fencing_token <> OLD.fencing_token))"
+     " EXECUTE FUNCTION {{table:history_record}}()"},
+    {"", "DROP TRIGGER IF EXISTS {{name:locks_cleaned}} ON {{table:locks}}"},
+    {"",
+     "CREATE TRIGGER {{name:locks_cleaned}} AFTER DELETE ON {{table:locks}} FOR EACH ROW"
+     " WHEN (OLD.hold_count > 0) EXECUTE FUNCTION {{table:history_record}}()"},
+};
+
+constexpr HistoryStep kHistoryDisable[] = {
+    {"", "LOCK TABLE {{table:locks}} IN SHARE ROW EXCLUSIVE MODE"},
+    {"", "DROP TRIGGER IF EXISTS {{name:locks_ended}} ON {{table:locks}}"},
+    {"", "DROP TRIGGER IF EXISTS {{name:locks_cleaned}} ON {{table:locks}}"},
+    {"", "DROP FUNCTION IF EXISTS {{table:history_record}}()"},
+};
+
+constexpr HistorySql kHistory = {
+    .unavailable = "",
+    .triggers = kHistoryTriggers,
+    .present =
+        "SELECT t.tgname::text AS name FROM pg_trigger t"
+        " WHERE t.tgrelid = to_regclass({{param:qualified}})"
+        " AND t.tgname::text IN ({{param:first}}::text, {{param:second}}::text)",
+    .in_one_transaction = true,
+    .enable = kHistoryEnable,
+    .disable = kHistoryDisable,
+    // The (lock_key, ended_at) index, walked backwards.
+    .read =
+        "SELECT lock_key AS key, fencing_token, owner_host, owner_process, owner_thread,"
+        " to_char(acquired_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
+        " AS acquired_at,"
+        " to_char(ended_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') AS ended_at,"
+        " ended_how FROM {{table:history}} WHERE lock_key = {{param:key}}"
+        " AND ({{param:since_ms}}::bigint IS NULL OR ended_at >= clock_timestamp()"
+        "   - {{param:since_ms}}::bigint * interval '1 millisecond')"
+        " ORDER BY ended_at DESC, id DESC LIMIT {{param:limit}}::bigint",
 };
 
 constexpr DoctorSql kDoctor = {
@@ -798,6 +900,7 @@ constexpr ServerSql kPostgreSQL = {
     .session_lock = kSessionLock,
     .versions = kVersions,
     .operators = kOperators,
+    .history = kHistory,
     .doctor = kDoctor,
 };
 

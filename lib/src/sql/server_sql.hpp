@@ -177,7 +177,8 @@ struct SemaphoreSql {
 
 // The cleaner. Each statement is one autocommit statement.
 // A table the cleaner empties of rows no longer in use. Statements (statement.hpp) bound from
-// grace_ms and limit.
+// grace_ms and limit; the history's from retention_ms (CleanOptions::history_retention) instead
+// of grace_ms.
 struct CleanedTable {
   std::string_view base;        // the table's name without the prefix
   std::string_view delete_sql;  // deletes up to `limit` rows unused for longer than the grace
@@ -272,6 +273,41 @@ struct OperatorSql {
   std::string_view release_permit;
 };
 
+// The history of holds (dblock/history.hpp; the table is migration 0009's). Triggers on the
+// lock table write one row per ended tenure into the history table; `enable` creates them and
+// `disable` drops them, so that with history off no statement does any work for it. What
+// ended a tenure is read from the row's change (see the .cpp files, and docs/internals/sql.md).
+struct HistoryStep {
+  // A trigger's base name (the prefix is added) when the step creates that trigger and is
+  // skipped where it exists already (a dialect whose DDL is not transactional); empty: the step
+  // always runs.
+  std::string_view trigger;
+  std::string_view sql;
+};
+
+struct HistorySql {
+  // Why this server cannot record the history (enable_history() refuses with it); empty where it
+  // can.
+  std::string_view unavailable;
+  // The base names of the triggers enable creates (the prefix is added), all on the lock table.
+  std::span<const std::string_view> triggers;
+  // Rows, column "name": which of the triggers named by the parameters first and second (their
+  // full names) exist on the lock table; schema (NULL: the current one), qualified (the quoted
+  // lock table).
+  std::string_view present;
+  // enable's and disable's steps, in order; in one transaction where in_one_transaction (DDL is
+  // transactional, so an enable replaces the triggers at once and two enables wait for each
+  // other), else one by one in autocommit.
+  bool in_one_transaction;
+  std::span<const HistoryStep> enable;
+  std::span<const HistoryStep> disable;
+  // Statements: key, since_ms (NULL: no bound; else rows ended within that long before the
+  // database clock's now), limit. Columns "key", "fencing_token", "owner_host", "owner_process",
+  // "owner_thread", "acquired_at", "ended_at" (UTC ISO 8601 as list's times), "ended_how";
+  // newest first.
+  std::string_view read;
+};
+
 // `dblock doctor` (doctor.cpp). Reads only.
 struct DoctorSql {
   std::string_view server;
@@ -312,6 +348,7 @@ struct ServerSql {
   SessionLockSql session_lock;
   VersionSql versions;
   OperatorSql operators;
+  HistorySql history;
   DoctorSql doctor;
 };
 
