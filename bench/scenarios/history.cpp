@@ -12,6 +12,7 @@
 #include "../bench.hpp"
 #include "../compare.hpp"
 #include "../counting_source.hpp"
+#include "../lock_sql.hpp"
 #include "dblock/unique_key_lock.hpp"
 
 namespace dblock::bench {
@@ -91,7 +92,7 @@ void run(BenchContext& ctx) {
   const double off_statements = statements_per_op(counted, plain, kCountedOps);
   const double on_statements = statements_per_op(counted, recorded, kCountedOps);
   const double extra = on_statements - off_statements;
-  ctx.headline({.label = "history on: extra statements per acquire+release",
+  ctx.headline({.label = "history: statements added per acquire+release",
                 .value = extra,
                 .unit = "statements",
                 .target = "<= 1",
