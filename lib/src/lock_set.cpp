@@ -89,12 +89,17 @@ std::stop_token LeaseSet::stop_token() {
   // Each lease's token looks at its clock as it is asked for (Lease::stop_token), so the set's
   // asks on every call: work that wakes from a pause past a deadline sees the stop at once.
   std::vector<std::stop_token> tokens;
+  bool given_back = false;  // a lease released on its own through lease(key): its stop came
   for (const Lease& lease : leases_) {
-    if (!lease.valid()) continue;  // given back on its own through lease(key)
+    if (!lease.valid()) {
+      given_back = true;
+      continue;
+    }
     std::stop_token token = lease.stop_token();
     if (!stop_) tokens.push_back(std::move(token));
   }
   if (!stop_) stop_ = std::make_unique<detail::AnyStop>(tokens);
+  if (given_back) stop_->request_stop();
   return stop_->token();
 }
 

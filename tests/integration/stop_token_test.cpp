@@ -235,6 +235,25 @@ TEST_P(StopTokenTest, ATokenAskedForAtEachStepIsStoppedFromTheDeadlineOnForALeas
   EXPECT_FALSE(lock_->try_acquire("to", as("b"))) << "the set's keys were free at the stop";
 }
 
+// A lease of a set given back on its own (through lease(key)) stops the set's token, whether the
+// set's token was asked for before or only after.
+TEST_P(StopTokenTest, ASetsTokenIsStoppedOnceOneOfItsLeasesWasGivenBack) {
+  const std::vector<std::string> keys{"from", "to"};
+  auto asked_before = try_acquire_all(*lock_, keys, as("a"));
+  ASSERT_TRUE(asked_before);
+  const std::stop_token kept = asked_before->stop_token();
+  asked_before->lease("to").release();
+  EXPECT_TRUE(kept.stop_requested());
+  EXPECT_TRUE(asked_before->stop_token().stop_requested());
+  asked_before->release();
+
+  auto asked_after = try_acquire_all(*lock_, keys, as("a"));
+  ASSERT_TRUE(asked_after);
+  asked_after->lease("from").release();
+  EXPECT_TRUE(asked_after->stop_token().stop_requested())
+      << "a set missing a key it was acquired with still read as running";
+}
+
 // A session lock's lease has no TTL: its stop follows its session, seen ended by the watchdog.
 TEST_P(StopTokenTest, ASessionLeaseIsStoppedSoonAfterItsSessionIsKilled) {
   auto own = open_pool(backend().url(), {.max_size = 1});
