@@ -44,11 +44,7 @@ struct HistoryOptions {
 };
 
 // "2024-05-01T12:00:00.123456Z" -> "2024-05-01 12:00:00.123"; anything else unchanged.
-std::string to_millis(std::string time) {
-  if (time.size() < 23 || time[10] != 'T') return time;
-  time[10] = ' ';
-  return time.substr(0, 23);
-}
+std::string to_millis(const std::string& time) { return shortened_time(time, 23).value_or(time); }
 
 nlohmann::json row_json(const HistoryRow& row) {
   return {{"key", row.key},

@@ -37,11 +37,7 @@ std::int64_t waiting(const std::map<std::string, std::int64_t>& waiters, const s
 }
 
 // "2024-05-01T12:00:00.123456Z" -> "2024-05-01 12:00:00"; anything else ("never") unchanged.
-std::string to_seconds(std::string time) {
-  if (time.size() < 19 || time[10] != 'T') return time;
-  time[10] = ' ';
-  return time.substr(0, 19);
-}
+std::string to_seconds(const std::string& time) { return shortened_time(time, 19).value_or(time); }
 
 void print_locks(const std::vector<LockRow>& rows,
                  const std::map<std::string, std::int64_t>& waiters) {

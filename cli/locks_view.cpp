@@ -101,6 +101,13 @@ nlohmann::json permit_json(const PermitRow& permit) {
   return out;
 }
 
+std::optional<std::string> shortened_time(const std::string& time, std::size_t length) {
+  if (time.size() < length || time.size() < 11 || time[10] != 'T') return std::nullopt;
+  std::string out = time.substr(0, length);
+  out[10] = ' ';
+  return out;
+}
+
 std::string owner_of(const LockRow& r) {
   return r.owner_host + "/" + r.owner_process + "/" + r.owner_thread;
 }

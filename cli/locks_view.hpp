@@ -39,6 +39,11 @@ LockTableView read_lock_table(Connection& conn, const TableNames& tables,
 nlohmann::json lock_json(const LockRow& row, std::int64_t waiters);
 nlohmann::json permit_json(const PermitRow& permit);
 
+// A time as the database gives it ("2026-11-27T12:00:00.123456Z", UTC) cut to its first
+// `length` characters with a space for the 'T' (19: to the second, 23: to the millisecond);
+// nothing for any other text ("never").
+std::optional<std::string> shortened_time(const std::string& time, std::size_t length);
+
 // "host/process/thread".
 std::string owner_of(const LockRow& row);
 

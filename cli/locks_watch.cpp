@@ -56,10 +56,9 @@ std::string local_utc_now() {
 }
 
 // "2026-11-27T12:00:00.123456Z" -> "2026-11-27 12:00:00.123 UTC"; anything else unchanged.
-std::string readable_time(std::string time) {
-  if (time.size() < 23 || time[10] != 'T') return time;
-  time[10] = ' ';
-  return time.substr(0, 23) + " UTC";
+std::string readable_time(const std::string& time) {
+  const auto shortened = shortened_time(time, 23);
+  return shortened ? *shortened + " UTC" : time;
 }
 
 // The refreshes, on a thread of their own.

@@ -155,5 +155,14 @@ TEST(LocksView, TheJsonOfARefreshCarriesTheRowsAsTheListingDoes) {
   EXPECT_FALSE(failed.contains("locks"));
 }
 
+TEST(LocksView, TimesAreShortenedToTheSecondOrTheMillisecondAndOtherTextIsLeft) {
+  const std::string t = "2026-11-27T12:00:00.123456Z";
+  EXPECT_EQ(shortened_time(t, 19), std::optional<std::string>("2026-11-27 12:00:00"));
+  EXPECT_EQ(shortened_time(t, 23), std::optional<std::string>("2026-11-27 12:00:00.123"));
+  EXPECT_FALSE(shortened_time("never", 19));
+  EXPECT_FALSE(shortened_time("2026-11-27 12:00:00.123456", 19)) << "no 'T': not the database's";
+  EXPECT_FALSE(shortened_time("2026-11-27T12", 19)) << "too short";
+}
+
 }  // namespace
 }  // namespace dblock::cli
