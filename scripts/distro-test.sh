@@ -4,7 +4,7 @@
 # libraries (libpq, libpqxx, MariaDB Connector/C, SOCI) and PostgreSQL and MariaDB servers.
 #
 # Usage: scripts/distro-test.sh SUITE [--short | --build | --full | --rootfs-only]
-#        [--clang | --clang-only] [--package] [--fresh]
+#        [--clang | --clang-only] [--package] [--compile-only] [--fresh]
 #
 #   SUITE    trixie (Debian 13), sid (Debian unstable) or bookworm (Debian 12)
 #   --short  (the default; what CI runs) build the library, the CLI and the unit and integration
@@ -12,7 +12,7 @@
 #            PostgreSQL and MariaDB with scripts/dev-db.sh; run the integration tests chosen to
 #            send each kind of statement dblock has, on every database x driver pair
 #   --build  build the library with every driver, the CLI and the unit tests with GCC and warnings
-#            as errors, and run the unit tests (no servers); CI runs it for trixie, with clang
+#            as errors, and run the unit tests (no servers)
 #   --full   build everything and run the whole suite but the clusters (label ha), the other
 #            PostgreSQL majors (versions) and the format check: unit, integration, config, model,
 #            faults, package
@@ -20,13 +20,16 @@
 #            suites' this way in the background while it runs the suite on this machine
 #   --clang  also build the library, the CLI and the unit tests (with --full: everything) with the
 #            suite's clang, and run the unit tests
-#   --clang-only  with --build: build them and run the unit tests with clang instead of GCC;
-#            CI runs trixie so (sid's GCC 16 and this machine's GCC 12 build with warnings as
-#            errors in the other steps)
-#   --package  with --build: build the libraries shared (and their static archives too) with
-#            the install prefix /usr, make the Debian packages with `cpack -G DEB` there, and
-#            prove them on a clean root filesystem of the suite: scripts/package-check.sh SUITE
-#            --debs, run on this machine after the build; CI runs trixie so
+#   --clang-only  build and run the form with clang instead of GCC; CI runs trixie's short form
+#            so (sid's GCC 16 and this machine's GCC 12 build with warnings as errors in the
+#            other steps)
+#   --package  build the libraries shared (and their static archives too) with the install
+#            prefix /usr, make the Debian packages with `cpack -G DEB` there, and prove them on a
+#            clean root filesystem of the suite: scripts/package-check.sh SUITE --debs, run on
+#            this machine after the tests; CI runs trixie so
+#   --compile-only  configure and build what the form builds, then stop: no tests, servers or
+#            packages. A later run of the same form finds its build done; CI runs the distro
+#            steps' builds so, at idle priority, while its own tests wait on their databases
 #   --fresh  start cold: remove the cached root filesystems, the compiler cache and the build
 #            directory of the suite first (what a CI run on a new machine pays)
 #
@@ -66,6 +69,7 @@ parse_args() {
   form=short
   clang=0
   package=0
+  compile_only=0
   fresh=0
   for arg in "$@"; do
     case "$arg" in
@@ -76,6 +80,7 @@ parse_args() {
       --clang) clang=1 ;;
       --clang-only) clang=only ;;
       --package) package=1 ;;
+      --compile-only) compile_only=1 ;;
       --fresh) fresh=1 ;;
       -h | --help) usage ;;
       -*) die "unknown option: $arg (see --help)" ;;
@@ -85,10 +90,8 @@ parse_args() {
         ;;
     esac
   done
-  [[ "$clang" != only || "$form" == build ]] ||
-    die "--clang-only goes with --build (the other forms run their tests on GCC's build)"
-  ((package == 0)) || [[ "$form" == build ]] ||
-    die "--package goes with --build (it packages that build's libraries and program)"
+  [[ "$form" != rootfs-only ]] || ((clang == 0 && package == 0 && compile_only == 0)) ||
+    die "--rootfs-only builds nothing: it goes with none of --clang, --clang-only, --package, --compile-only"
   case "$suite" in
     bookworm | trixie | sid) ;;
     "") usage ;;
@@ -349,6 +352,7 @@ main() {
   # run's cgroup before unshare makes that the root of its cgroup namespace.
   set +e
   DISTRO_SUITE=$suite DISTRO_FORM=$form DISTRO_CLANG=$clang DISTRO_PACKAGE=$package \
+    DISTRO_COMPILE_ONLY=$compile_only \
     DISTRO_ROOTFS=$rootfs \
     DISTRO_RUN_DIR=$run_dir DISTRO_SOURCE=$repo_root DISTRO_BUILD=$build_dir \
     DISTRO_CLANG_BUILD=$clang_build_dir DISTRO_CCACHE=$ccache_dir DISTRO_TIMES=$times_file \
@@ -363,7 +367,7 @@ main() {
     phase_seconds+=("$took")
     phase_cpu+=("$cpu")
   done <"$times_file"
-  if ((rc == 0 && package)); then
+  if ((rc == 0 && package && !compile_only)); then
     # The packages the run made (in the build that ran the unit tests), on a clean root
     # filesystem of the suite, from this machine: it reaches Debian's registry and a PostgreSQL.
     local packages_dir="$build_dir/packages"
@@ -377,7 +381,11 @@ main() {
     log "FAILED (exit status $rc)"
     exit "$rc"
   fi
-  printf 'distro-test %s --%s: passed\n' "$suite" "$form"
+  if ((compile_only)); then
+    printf 'distro-test %s --%s --compile-only: built\n' "$suite" "$form"
+  else
+    printf 'distro-test %s --%s: passed\n' "$suite" "$form"
+  fi
 }
 
 main "$@"

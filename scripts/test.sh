@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Build dblock and run its whole test suite against throwaway databases.
 #
-# Usage: scripts/test.sh [--sanitize LIST | --fuzz] [extra ctest arguments, e.g. -R Migrator]
+# Usage: scripts/test.sh [--sanitize LIST | --fuzz] [--build-only]
+#                       [extra ctest arguments, e.g. -R Migrator]
 #
 #   --sanitize LIST  build with -fsanitize=LIST in its own directory and run the suite there:
 #                    `--sanitize address,undefined` (build-asan) or `--sanitize thread`
@@ -13,6 +14,8 @@
 #                    Suppressions: tests/sanitizers/.
 #   --fuzz           build the libFuzzer targets with clang in build-fuzz and run each for
 #                    DBLOCK_FUZZ_SECONDS (default 20); no database is needed.
+#   --build-only     configure and build what the run would test, then stop (CI builds the
+#                    sanitizer builds so in the background, at idle priority)
 #
 # Environment:
 #   BUILD_DIR          build directory (default: build, build-asan, build-tsan or build-fuzz)
@@ -32,17 +35,27 @@ cd -- "$repo_root"
 
 mode=normal
 sanitize=
-case "${1:-}" in
-  --sanitize)
-    [[ -n "${2:-}" ]] || { echo "test.sh: --sanitize needs a list, e.g. address,undefined" >&2; exit 64; }
-    mode=sanitize sanitize=$2
-    shift 2
-    ;;
-  --fuzz)
-    mode=fuzz
-    shift
-    ;;
-esac
+build_only=0
+while (($# > 0)); do
+  case "$1" in
+    --sanitize)
+      [[ -n "${2:-}" ]] || { echo "test.sh: --sanitize needs a list, e.g. address,undefined" >&2; exit 64; }
+      [[ "$mode" == normal ]] || { echo "test.sh: --sanitize and --fuzz are separate runs" >&2; exit 64; }
+      mode=sanitize sanitize=$2
+      shift 2
+      ;;
+    --fuzz)
+      [[ "$mode" == normal ]] || { echo "test.sh: --sanitize and --fuzz are separate runs" >&2; exit 64; }
+      mode=fuzz
+      shift
+      ;;
+    --build-only)
+      build_only=1
+      shift
+      ;;
+    *) break ;;
+  esac
+done
 
 build_type=${BUILD_TYPE:-RelWithDebInfo}
 jobs=${DBLOCK_TEST_JOBS:-2}
@@ -107,6 +120,10 @@ heading "build"
 target_args=()
 for t in "${build_targets[@]}"; do target_args+=(--target "$t"); done
 cmake --build "$build_dir" -j "$(nproc)" "${target_args[@]}"
+if ((build_only)); then
+  printf '\n== built in %s (--build-only: no tests run) ==\n' "$build_dir"
+  exit 0
+fi
 
 if [[ "$mode" == fuzz ]]; then
   heading "fuzz"

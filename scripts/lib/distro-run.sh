@@ -127,7 +127,7 @@ short_suites=(
   UniqueKeyLockTest FairWaitTest LookAlikeOwnersTest CleanerTest RowLockTest OptimisticLockTest
   SessionLockTest SemaphoreTest ReadWriteLockTest LockSetTest MigratorTest SchemaFileTest
   TransactionEndTest DriverTest ListenTest NativeHandles CliDoctorTest CliReleaseTest
-  OpenTelemetryTest
+  OpenTelemetryTest ElectionHandOffTest
 )
 short_skipped=(
   UniqueKeyLockTest.AutoRenew UniqueKeyLockTest.TheRenewerKeeps UniqueKeyLockTest.TimedAcquire
@@ -145,7 +145,9 @@ short_skipped=(
   LockSetTest.AKeyHeldByAnotherOwner LockSetTest.AKeyLostBeforeTheLast
   LockSetTest.WithLocksThrowsLeaseLost MigratorTest.ConcurrentMigratorsUnderStricterIsolation
   SessionLockTest.LostStaysFalseWhileAnotherLease CliReleaseTest.AnExpiredLeaseIsReleased
-  FairWaitTest.AFairWaiterThatHearsEveryRelease
+  FairWaitTest.AFairWaiterThatHearsEveryRelease ElectionHandOffTest.AnUnnamedHandOff
+  ElectionHandOffTest.AHandOffToACandidateThatDoesNotWait
+  ElectionHandOffTest.AHandOffToACandidateThatDied ElectionHandOffTest.BeforeMigration0010
 )
 short_tests_regex="[./]($(IFS='|'; echo "${short_suites[*]}"))\\."
 short_skipped_regex=$(IFS='|'; echo "${short_skipped[*]}")
@@ -153,7 +155,7 @@ short_skipped_regex="[./](${short_skipped_regex//./\\.})"
 
 # What --build builds: the CLI links every driver, so every driver's code is compiled; with
 # --package, the libraries of every component the suite has too (dblock_libraries; cpack fails
-# on a library it installs that was not built).
+# on a library it installs that was not built). The short form adds the integration test files.
 build_targets="dblock_cli dblock_unit_tests"
 if [[ "$DISTRO_PACKAGE" == 1 ]]; then
   build_targets+=" dblock_libraries"
@@ -168,27 +170,31 @@ package_phase() {
     ls -l packages/*.deb"
 }
 
-# GCC's build and what runs on it. The phases' scripts run in the root filesystem: what they
-# expand, they expand there.
+# One compiler's build and what runs on it: compiler_phases NAME CC CXX DIR MAIN. The main
+# build (GCC's, or clang's with --clang-only) runs the form; the other (clang's with --clang)
+# builds the library, the CLI and the unit tests (with --full: everything) and runs the unit
+# tests. The phases' scripts run in the root filesystem: what they expand, they expand there.
 # shellcheck disable=SC2016
-gcc_phases() {
-  phase "configure (gcc)" "
-    CC=gcc CXX=g++ cmake -S /src -B /build $configure_flags >/build/configure.log ||
-      { cat /build/configure.log; exit 1; }
-    grep -E '^-- dblock' /build/configure.log || true"
+compiler_phases() {
+  local name=$1 cc=$2 cxx=$3 dir=$4 main=$5
+  phase "configure ($name)" "
+    CC=$cc CXX=$cxx cmake -S /src -B $dir $configure_flags >$dir/configure.log ||
+      { cat $dir/configure.log; exit 1; }
+    grep -E '^-- dblock' $dir/configure.log || true"
 
   if [[ "$DISTRO_FORM" == full ]]; then
-    phase "build (gcc, everything)" "cmake --build /build -j $jobs"
-  elif [[ "$DISTRO_FORM" == build ]]; then
-    phase "build (gcc, library, CLI, unit tests)" "cmake --build /build -j $jobs \
+    phase "build ($name, everything)" "cmake --build $dir -j $jobs"
+  elif [[ "$DISTRO_FORM" == build || "$main" == 0 ]]; then
+    phase "build ($name, library, CLI, unit tests)" "cmake --build $dir -j $jobs \
       --target $build_targets"
   else
-    phase "build (gcc)" "cmake --build /build -j $jobs --target dblock_cli dblock_unit_tests \
+    phase "build ($name)" "cmake --build $dir -j $jobs --target $build_targets \
       dblock_integration_tests"
   fi
+  [[ "$DISTRO_COMPILE_ONLY" == 1 ]] && return 0
 
-  [[ "$DISTRO_FORM" == build ]] || phase "check the pairs" '
-    names=$(ctest --test-dir /build -N)
+  [[ "$main" == 0 || "$DISTRO_FORM" == build ]] || phase "check the pairs" '
+    names=$(ctest --test-dir '"$dir"' -N)
     for pair in postgresql_libpq postgresql_libpqxx postgresql_soci mysql_libmysqlclient \
       mysql_soci; do
       grep -qE "/$pair( |$)" <<<"$names" ||
@@ -196,22 +202,21 @@ gcc_phases() {
     done
     echo "every driver has its pairs"'
 
-  phase "unit tests (gcc)" "ctest --test-dir /build --no-tests=error -L '^unit' -j $jobs \
+  phase "unit tests ($name)" "ctest --test-dir $dir --no-tests=error -L '^unit' -j $jobs \
     --output-on-failure"
-  if [[ "$DISTRO_PACKAGE" == 1 ]]; then package_phase /build gcc; fi
+  [[ "$main" == 1 ]] || return 0
+  if [[ "$DISTRO_PACKAGE" == 1 ]]; then package_phase "$dir" "$name"; fi
+  [[ "$DISTRO_FORM" != build ]] || return 0  # no servers, no integration tests
 
-  [[ "$DISTRO_FORM" == build ]] || phase "servers" "
+  phase "servers" "
     export DBLOCK_DEV_DB_DIR=$db_dir
     /src/scripts/dev-db.sh start
     /src/scripts/dev-db.sh env >/tmp/dblock-env"
-
-  if [[ "$DISTRO_FORM" == build ]]; then
-    :  # no servers, no integration tests
-  elif [[ "$DISTRO_FORM" == full ]]; then
-    phase "suite (gcc, full)" "ctest --test-dir /build --no-tests=error \
+  if [[ "$DISTRO_FORM" == full ]]; then
+    phase "suite ($name, full)" "ctest --test-dir $dir --no-tests=error \
       -LE '^(unit|unit-concurrency|ha|versions|format)$' -j $jobs --output-on-failure"
   else
-    phase "integration tests (gcc, short)" "ctest --test-dir /build --no-tests=error \
+    phase "integration tests ($name, short)" "ctest --test-dir $dir --no-tests=error \
       -L '^integration' -R '$short_tests_regex' -E '$short_skipped_regex' -j $jobs \
       --output-on-failure"
   fi
@@ -233,24 +238,14 @@ run_phases() {
     echo "mariadb:    $(mariadbd --version 2>/dev/null | sed "s/ from Debian.*//")"
     echo "googletest: $(dpkg-query -W -f="\${Version}" libgtest-dev)"'
 
-  # --clang-only: the clang build stands in for GCC's (the short and full forms need GCC's).
-  [[ "$DISTRO_CLANG" == only ]] || gcc_phases
-
-  if [[ "$DISTRO_CLANG" != 0 ]]; then
-    phase "configure (clang)" "
-      CC=clang CXX=clang++ cmake -S /src -B /build-clang $configure_flags \
-        >/build-clang/configure.log || { cat /build-clang/configure.log; exit 1; }"
-    if [[ "$DISTRO_FORM" == full ]]; then
-      phase "build (clang, everything)" "cmake --build /build-clang -j $jobs"
-    else
-      phase "build (clang)" "cmake --build /build-clang -j $jobs --target $build_targets"
-    fi
-    phase "unit tests (clang)" "ctest --test-dir /build-clang --no-tests=error -L '^unit' \
-      -j $jobs --output-on-failure"
-    if [[ "$DISTRO_PACKAGE" == 1 && "$DISTRO_CLANG" == only ]]; then
-      package_phase /build-clang clang
-    fi
-  fi
+  case "$DISTRO_CLANG" in
+    0) compiler_phases gcc gcc g++ /build 1 ;;
+    only) compiler_phases clang clang clang++ /build-clang 1 ;;
+    *)
+      compiler_phases gcc gcc g++ /build 1
+      compiler_phases clang clang clang++ /build-clang 0
+      ;;
+  esac
 }
 
 # Everything runs from main, which bash reads whole before it starts: an edit to this file
