@@ -283,7 +283,9 @@ void add_clean_command(CLI::App& app, int* exit_code) {
   CLI::App* sub = app.add_subcommand("clean", "Delete expired lock rows in bounded batches");
   sub->footer(kFooter);
   opts->db.add_to(*sub);
-  sub->add_option("--batch", opts->batch, "Rows per DELETE statement")->capture_default_str();
+  sub->add_option("--batch", opts->batch, "Rows per DELETE statement")
+      ->check(whole_number())
+      ->capture_default_str();
   sub->add_option("--grace", opts->grace,
                   "Keep rows this long past expiry (500ms, 30s, 5m, 1h; see below)")
       ->capture_default_str();
@@ -291,6 +293,7 @@ void add_clean_command(CLI::App& app, int* exit_code) {
                   "Keep the history of holds this long after each ended (see `dblock history`)")
       ->capture_default_str();
   sub->add_option("--max-rows", opts->max_rows, "Delete at most this many rows per run (0: all)")
+      ->check(whole_number())
       ->capture_default_str();
   sub->add_option("--max-time", opts->max_time, "Start no new batch after this long (0: no limit)")
       ->capture_default_str();

@@ -69,6 +69,15 @@ int exit_code_for(ErrorCode code) {
 }
 }  // namespace
 
+CLI::Validator whole_number() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos) return {};
+        return "must be a whole number, 0 or more; got '" + text + "'";
+      },
+      "N");
+}
+
 int run_guarded(const std::function<int()>& body) {
   try {
     return body();

@@ -46,4 +46,9 @@ struct DatabaseOptions {
 // and the matching exit code.
 int run_guarded(const std::function<int()>& body);
 
+// For an option read into an unsigned number: refuses text that is not a whole number 0 or more
+// ("--batch: must be a whole number, 0 or more; got '-1'"), which CLI11 would otherwise read
+// as the type's largest value.
+CLI::Validator whole_number();
+
 }  // namespace dblock::cli
