@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <mutex>
@@ -55,6 +56,12 @@ takeover then takes up to --ttl. A candidate stopped by a signal gives it back a
 next one leads within milliseconds on PostgreSQL (it is woken by a notification) and within
 25 ms on MySQL and MariaDB (they poll).
 
+For deploys, --hand-off-to NAME (or --hand-off) hands the leadership, when dblock is stopped by
+a signal while it leads, to the candidate campaigning as --candidate NAME (or the one
+campaigning longest) once CMD's processes are gone: in one statement, so no other candidate can
+take it in between and NAME's CMD starts as soon as it is told. Where no such candidate is
+campaigning, the leadership is given back to all, as without the option, and dblock says so.
+
 SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to dblock are passed on to CMD's processes; once they
 are gone, dblock gives the leadership back and exits with CMD's status. While it is not
 leading, these signals end it within a second (exit 128+N). If dblock itself is killed (kill -9),
@@ -74,6 +81,8 @@ struct LeadOptions {
   std::string candidate;
   std::string ttl = "10s";
   std::string rejoin_after = "1s";
+  std::string hand_off_to;  // --hand-off-to NAME
+  bool hand_off = false;    // --hand-off: to the candidate campaigning longest
   CommandOptions cmd;
 };
 
@@ -123,8 +132,10 @@ class TermHandoff {
 
 // Runs CMD for one term until its processes are gone. Returns the exit status dblock ends with,
 // or nothing to campaign again.
+// `stopping` is called when a signal stopped CMD, before the term ends.
 std::optional<int> run_term(const Term& term, const LeadOptions& opts, const Timeline& t,
-                            milliseconds rejoin_after, SignalInbox& inbox, Wakeup& wakeup) {
+                            milliseconds rejoin_after, SignalInbox& inbox, Wakeup& wakeup,
+                            const std::function<void()>& stopping) {
   const std::string& cmd = opts.cmd.command.front();
   const Lease& lease = term.lease();
   const std::string what =
@@ -147,7 +158,10 @@ std::optional<int> run_term(const Term& term, const LeadOptions& opts, const Tim
         return "its lease was not renewed for " + format_duration(t.ttl - t.stop_margin);
       }};
   const Ended ended = supervise(job, t, watch, cmd, inbox, wakeup);
-  if (ended.stop_signal) return exit_code_of(ended.status);
+  if (ended.stop_signal) {
+    stopping();
+    return exit_code_of(ended.status);
+  }
   if (!ended.lost) {
     std::cerr << "dblock: " << cmd << " exited with status " << exit_code_of(ended.status)
               << "; giving up " << what << " and campaigning again in "
@@ -182,7 +196,21 @@ int lead(const LeadOptions& opts) {
   options.on_error = [&opts](const std::exception& e) {
     std::cerr << "dblock: campaigning for " << opts.key << ": " << e.what() << "; trying again\n";
   };
+  options.on_revoked = [&opts](std::int64_t term, TermEnd why) {
+    if (why == TermEnd::kHandedOff) {
+      std::cerr << "dblock: handed the leadership of " << opts.key << " off (term " << term
+                << " ended)\n";
+    }
+  };
   Election election(*pool, opts.key, options);
+  // --hand-off-to, --hand-off: a signal that stops CMD hands the leadership off.
+  const auto stopping = [&] {
+    if (!opts.hand_off_to.empty()) {
+      election.hand_off(opts.hand_off_to);
+    } else if (opts.hand_off) {
+      election.hand_off();
+    }
+  };
 
   TermHandoff handoff(wakeup);
   std::stop_source campaign_stop;
@@ -226,7 +254,8 @@ int lead(const LeadOptions& opts) {
       return kExitFailure;
     }
     if (const Term* term = handoff.offered()) {
-      const std::optional<int> code = run_term(*term, opts, t, rejoin_after, inbox, wakeup);
+      const std::optional<int> code =
+          run_term(*term, opts, t, rejoin_after, inbox, wakeup, stopping);
       handoff.finish();
       if (code) {
         stop_campaign();
@@ -265,6 +294,15 @@ void add_lead_command(CLI::App& app, int* exit_code) {
                   "candidate takes over first (0 to 1h)")
       ->type_name("DURATION")
       ->capture_default_str();
+  CLI::Option* to = sub->add_option("--hand-off-to", opts->hand_off_to,
+                                    "When a signal stops dblock while it leads, hand the "
+                                    "leadership to the candidate campaigning as --candidate NAME "
+                                    "(for deploys)")
+                        ->type_name("NAME");
+  sub->add_flag("--hand-off", opts->hand_off,
+                "When a signal stops dblock while it leads, hand the leadership to the candidate "
+                "campaigning longest")
+      ->excludes(to);
   opts->cmd.add_to(*sub);
   opts->db.add_to(*sub);
   sub->footer(kLeadFooter);

@@ -48,6 +48,8 @@ CREATE TABLE IF NOT EXISTS dblock_versions (
 
 -- Fair waiting (unique-key lock with fair = true): one row per waiter, in order of arrival
 -- (seq); only the first live waiter of a key may take it. Registrations expire like leases.
+-- An election's candidates register here too, with the lease a hand-off gives them (ttl_ms,
+-- lock_delay_ms, metadata; NULL for a fair waiter).
 CREATE TABLE IF NOT EXISTS dblock_lock_waiters (
     seq           BIGINT          NOT NULL AUTO_INCREMENT,
     waiter_id     VARBINARY(256)  NOT NULL,
@@ -57,6 +59,9 @@ CREATE TABLE IF NOT EXISTS dblock_lock_waiters (
     owner_thread  VARBINARY(1020) NOT NULL,
     registered_at DATETIME(6)     NOT NULL,
     expires_at    DATETIME(6)     NOT NULL,
+    ttl_ms        BIGINT          NULL,
+    lock_delay_ms BIGINT          NULL,
+    metadata      JSON            NULL,
     PRIMARY KEY (seq),
     UNIQUE KEY waiter_id_idx (waiter_id),
     KEY key_seq_idx (lock_key, seq),

@@ -5,6 +5,10 @@
 //    returns. Takeover = from the moment the work returned to the moment the other candidate's
 //    work starts: the release, its notification (PostgreSQL) or the next poll (MySQL, MariaDB),
 //    the winning insert.
+//  - After a hand-off: three candidates, each term's work hands the name to the next one named
+//    after 100 ms (Term::hand_off). Takeover = from the work's return to the named candidate's
+//    work starting; the name is never free meanwhile (the hand-off moves its row in one
+//    statement).
 //  - After a crash: a holder takes the name with a 1.3 s lease and never renews or releases it (a
 //    process killed with SIGKILL, or paused with SIGSTOP, looks the same to the others); a
 //    candidate waiting in campaign() leads once the lease has run out. Reported as the time past
@@ -14,9 +18,12 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <stop_token>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "../bench.hpp"
 #include "../load.hpp"
@@ -73,6 +80,58 @@ Latencies after_resign(BenchContext& ctx, const TableNames& tables, int handover
   return takeovers;
 }
 
+// `handoffs` planned hand-overs (Term::hand_off) around three candidates, each to the next one
+// named (a to b, b to c, c to a): the time from the work's return to the named candidate's work
+// starting, in µs, and how many terms went to another than the one named.
+struct HandOffs {
+  Latencies gaps;
+  int elsewhere = 0;
+};
+HandOffs after_hand_off(BenchContext& ctx, const TableNames& tables, int handoffs) {
+  const std::vector<std::string> names{"a", "b", "c"};
+  std::vector<std::unique_ptr<Pool>> pools;
+  std::vector<std::unique_ptr<Election>> elections;
+  for (const auto& name : names) {
+    pools.push_back(ctx.pool(2));
+    elections.push_back(
+        std::make_unique<Election>(*pools.back(), "election:hand-off", candidate(tables, name)));
+  }
+  std::stop_source stop;
+  std::mutex mu;
+  HandOffs out;
+  std::optional<Clock::time_point> handed;  // under mu
+  std::string named;                        // under mu
+  int terms = 0;                            // under mu
+  std::vector<std::jthread> threads;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    threads.emplace_back([&, i] {
+      elections[i]->campaign(
+          [&](const Term& term) {
+            {
+              std::lock_guard lock(mu);
+              if (handed) {
+                out.gaps.add(ms_between(*handed, Clock::now()) * 1000);
+                if (named != names[i]) ++out.elsewhere;
+              }
+              if (++terms > handoffs) {
+                stop.request_stop();
+                return;
+              }
+            }
+            std::this_thread::sleep_for(100ms);
+            if (term.stop_token().stop_requested()) return;
+            std::lock_guard lock(mu);
+            named = names[(i + 1) % names.size()];
+            term.hand_off(named);
+            handed = Clock::now();
+          },
+          stop.get_token());
+    });
+  }
+  threads.clear();
+  return out;
+}
+
 // Not a multiple of the candidates' 1 s acquire slice: a slice ending as the lease runs out would
 // hide how long a waiting candidate takes to notice.
 constexpr auto kCrashTtl = 1300ms;
@@ -114,6 +173,8 @@ void run(BenchContext& ctx) {
   const int crashes = s.quick ? 2 : 5;
   ctx.progress("election: " + std::to_string(handovers) + " resigns between two candidates");
   Latencies resign = after_resign(ctx, tables.names(), handovers);
+  ctx.progress("election: " + std::to_string(handovers) + " hand-offs around three candidates");
+  HandOffs handoffs = after_hand_off(ctx, tables.names(), handovers);
   ctx.progress("election: " + std::to_string(crashes) + " crashed leaders, 1.3 s TTL");
   Latencies crash = after_crash(ctx, tables.names(), crashes);
   const double resign_p50 = resign.percentile(50);
@@ -126,6 +187,9 @@ void run(BenchContext& ctx) {
               "defaults elsewhere: client-go leaderelection lease 15 s, retry 2 s; Spring "
               "Integration and userver polls of 100 ms; Consul lock-delay 15 s",
               nlohmann::json::array({{{"after", "resign"}, {"takeover", resign.summary_ms()}},
+                                     {{"after", "hand-off to a named candidate"},
+                                      {"takeover", handoffs.gaps.summary_ms()},
+                                      {"went_elsewhere", handoffs.elsewhere}},
                                      {{"after", "crash, past the TTL"},
                                       {"ttl_ms", kCrashTtl.count()},
                                       {"takeover", crash.summary_ms()}}}));
@@ -137,6 +201,14 @@ void run(BenchContext& ctx) {
   ctx.headline({.label = "election takeover after resign, p99",
                 .value = resign.percentile(99) / 1000,
                 .unit = "ms"});
+  ctx.headline({.label = "election hand-off to a named candidate, p50 (the name never free)",
+                .value = handoffs.gaps.percentile(50) / 1000,
+                .unit = "ms"});
+  ctx.headline({.label = "election hand-offs that went elsewhere than named",
+                .value = static_cast<double>(handoffs.elsewhere),
+                .unit = "terms",
+                .target = "0",
+                .met = handoffs.elsewhere == 0 ? 1 : 0});
   ctx.headline({.label = "election takeover past a crash's TTL, p50",
                 .value = crash.percentile(50) / 1000,
                 .unit = "ms"});

@@ -26,8 +26,8 @@ std::string_view to_string(LossReason reason) noexcept {
 }
 
 std::string_view to_string(TermEnd why) noexcept {
-  constexpr auto kNames =
-      detail::enum_names<TermEnd::kStopped>({"returned", "threw", "lost", "stopped"});
+  constexpr auto kNames = detail::enum_names<TermEnd::kHandedOff>(
+      {"returned", "threw", "lost", "stopped", "handed_off"});
   return kNames.of(why, "unknown");
 }
 

@@ -244,12 +244,49 @@ TEST_P(CliLeadTest, ASignalStopsTheCommandAndHandsOverAtOnce) {
   expect_no_overlap(2);
 }
 
+// A deploy: the old leader, stopped by SIGTERM with --hand-off-to, hands the leadership to the
+// named candidate (not to the other one waiting), whose command starts long before any TTL;
+// the two terms' heartbeats do not overlap and the term increases. A name no one campaigns
+// under gives it back to all, and says so.
+TEST_P(CliLeadTest, AHandOffOnStopGoesToTheNamedCandidate) {
+  auto a = start(lead_sh(beat(0), {"--candidate", "old", "--hand-off-to", "new", "--ttl", "30s"}));
+  const std::int64_t term = wait_for_new_term({}, 20s);
+  ASSERT_NE(term, 0);
+  auto other = start(lead_sh(beat(0), {"--candidate", "other", "--ttl", "30s"}));
+  auto b =
+      start(lead_sh(beat(0), {"--candidate", "new", "--ttl", "30s", "--hand-off-to", "nobody"}));
+  std::this_thread::sleep_for(1500ms);  // both campaign, and have registered, by now
+  a->signal(SIGTERM);
+  const ProcessResult r = a->wait();
+  const auto ended = std::chrono::steady_clock::now();
+  EXPECT_EQ(r.exit_code, 128 + SIGTERM) << r.err;
+  EXPECT_NE(r.err.find("handed the leadership of " + key_ + " off"), std::string::npos) << r.err;
+  const std::int64_t next = wait_for_new_term({term}, 10s);
+  ASSERT_NE(next, 0);
+  EXPECT_LT(std::chrono::steady_clock::now() - ended, 2s) << "the TTLs are 30 s";
+  const nlohmann::json now = leader();
+  ASSERT_TRUE(now.is_object());
+  EXPECT_EQ(now.at("owner_thread"), "name:new");
+  EXPECT_EQ(now.at("term").get<std::int64_t>(), next);
+  // No candidate "nobody": b gives the leadership back to all; "other" takes it.
+  b->signal(SIGTERM);
+  const ProcessResult rb = b->wait();
+  EXPECT_EQ(rb.exit_code, 128 + SIGTERM) << rb.err;
+  EXPECT_NE(rb.err.find("'nobody'"), std::string::npos) << rb.err;
+  const std::int64_t third = wait_for_new_term({term, next}, 10s);
+  ASSERT_NE(third, 0) << "the leadership was not given back to all";
+  other->signal(SIGTERM);
+  EXPECT_EQ(other->wait().exit_code, 128 + SIGTERM);
+  expect_no_overlap(3);
+}
+
 TEST_P(CliLeadTest, BadOptionsAMissingCommandAndMissingTablesEndItWithTheirExitCodes) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> bad = {
       {{"--ttl", "50ms"}, "--ttl"},
       {{"--ttl", "1s", "--stop-margin", "1s"}, "--stop-margin"},
       {{"--kill-after", "5s"}, "--kill-after"},
       {{"--rejoin-after", "2h"}, "--rejoin-after"},
+      {{"--hand-off", "--hand-off-to", "x"}, "--hand-off"},
       {{"--value", std::string(4097, 'v')}, "value"}};
   for (const auto& [options, named] : bad) {
     const ProcessResult r = run(lead_sh("touch '" + file("ran") + "'", options));

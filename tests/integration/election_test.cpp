@@ -24,6 +24,7 @@
 #include "dblock/open.hpp"
 #include "migrated_fixture.hpp"
 #include "process.hpp"
+#include "term_history.hpp"
 #include "thrown.hpp"
 
 namespace dblock::testing {
@@ -31,79 +32,6 @@ namespace {
 
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
-
-constexpr milliseconds kPatience{15000};
-
-template <class Predicate>
-bool eventually(Predicate done) {
-  const auto give_up = Clock::now() + kPatience;
-  while (!done()) {
-    if (Clock::now() > give_up) return false;
-    std::this_thread::sleep_for(milliseconds(2));
-  }
-  return true;
-}
-
-// What the candidates' work saw, in the order it happened: terms begun and ended, each with the
-// candidate, the term number and the time.
-class History {
- public:
-  struct Event {
-    bool begins;
-    std::string candidate;
-    std::int64_t term;
-    Clock::time_point at;
-  };
-  void begin(const std::string& candidate, std::int64_t term) {
-    std::lock_guard lock(mu_);
-    if (leading_ != 0) overlaps_++;
-    ++leading_;
-    events_.push_back({true, candidate, term, Clock::now()});
-  }
-  void end(const std::string& candidate, std::int64_t term) {
-    std::lock_guard lock(mu_);
-    --leading_;
-    events_.push_back({false, candidate, term, Clock::now()});
-  }
-  std::vector<Event> events() const {
-    std::lock_guard lock(mu_);
-    return events_;
-  }
-  int overlaps() const {
-    std::lock_guard lock(mu_);
-    return overlaps_;
-  }
-  std::size_t terms() const {
-    std::lock_guard lock(mu_);
-    return static_cast<std::size_t>(
-        std::count_if(events_.begin(), events_.end(), [](const Event& e) { return e.begins; }));
-  }
-
- private:
-  mutable std::mutex mu_;
-  std::vector<Event> events_;
-  int leading_ = 0;
-  int overlaps_ = 0;
-};
-
-// Checks a history: terms alternate begin/end, never overlap, and strictly increase.
-void expect_one_leader_at_a_time(const History& history) {
-  EXPECT_EQ(history.overlaps(), 0) << "two candidates believed they led at once";
-  std::int64_t last = 0;
-  bool open = false;
-  for (const auto& e : history.events()) {
-    if (e.begins) {
-      EXPECT_FALSE(open) << "term " << e.term << " began before the previous one ended";
-      EXPECT_GT(e.term, last) << "term numbers went back";
-      last = e.term;
-      open = true;
-    } else {
-      EXPECT_TRUE(open);
-      EXPECT_EQ(e.term, last);
-      open = false;
-    }
-  }
-}
 
 class ElectionTest : public MigratedPoolTest {
  protected:

@@ -224,13 +224,13 @@ TEST_F(OpenTelemetryObserverTest, AnElectionsTermsMoveItsLeaderCountAndAreCounte
   const auto ended = [&](const char* why) {
     return OtelAttributes{{"dblock.election.name", "jobs"}, {"dblock.term.ended", why}};
   };
-  observer_.term_began({"jobs", "a", 7, nanoseconds(0), TermEnd::kReturned});
+  observer_.term_began({"jobs", "a", 7, nanoseconds(0), TermEnd::kReturned, {}});
   EXPECT_EQ(otel_.metrics().value("dblock.election.leader", jobs), 1);
-  observer_.term_ended({"jobs", "a", 7, milliseconds(900), TermEnd::kLost});
-  observer_.term_began({"jobs", "a", 9, nanoseconds(0), TermEnd::kReturned});
-  observer_.term_ended({"jobs", "a", 9, milliseconds(100), TermEnd::kLost});
-  observer_.term_began({"jobs", "a", 12, nanoseconds(0), TermEnd::kReturned});
-  observer_.term_ended({"jobs", "a", 12, milliseconds(100), TermEnd::kStopped});
+  observer_.term_ended({"jobs", "a", 7, milliseconds(900), TermEnd::kLost, {}});
+  observer_.term_began({"jobs", "a", 9, nanoseconds(0), TermEnd::kReturned, {}});
+  observer_.term_ended({"jobs", "a", 9, milliseconds(100), TermEnd::kLost, {}});
+  observer_.term_began({"jobs", "a", 12, nanoseconds(0), TermEnd::kReturned, {}});
+  observer_.term_ended({"jobs", "a", 12, milliseconds(100), TermEnd::kStopped, {}});
   const OtelMetrics m = otel_.metrics();
   SCOPED_TRACE(m.text());
   EXPECT_EQ(m.value("dblock.election.leader", jobs), 0);

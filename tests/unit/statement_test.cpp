@@ -162,9 +162,9 @@ TEST(Statement, TheCleanerStatementsBindTheGraceInMilliseconds) {
   }
 }
 
-// The unique-key acquire, renew and claim, the row lock's, the optimistic version statements and
-// the operators' statements bind from the one argument list their caller gives, on every server,
-// and every placeholder the server sees gets a value.
+// The unique-key acquire, renew and claim, fair waiting's and hand-offs', the row lock's, the
+// optimistic version statements and the operators' statements bind from the one argument list
+// their caller gives, on every server, and every placeholder the server sees gets a value.
 TEST(Statement, TheLockStatementsBindFromTheirCallersArguments) {
   const std::vector<Arg> lease = holder_args({{"claim_id", Value("c")},
                                               {"lock_delay_ms", Value(std::int64_t{0})},
@@ -173,17 +173,21 @@ TEST(Statement, TheLockStatementsBindFromTheirCallersArguments) {
                                               {"version", Value(std::int64_t{2})},
                                               {"prefix", Value("k")},
                                               {"timeout", Value("300ms")},
-                                              {"slot", Value(2)}});
+                                              {"slot", Value(2)},
+                                              {"place_ttl_ms", Value(std::int64_t{3000})},
+                                              {"to_thread", Value()}});
   for (Server server : kServers) {
     const Dialect d = dialect_of(server);
     const ServerSql& sql = server_sql(server);
     for (std::string_view templ :
-         {sql.unique_key.acquire, sql.unique_key.renew, sql.unique_key.claim,
-          sql.unique_key.fair_check, sql.unique_key.enqueue, sql.unique_key.leave,
-          sql.versions.read, sql.versions.create, sql.versions.cas, sql.operators.list_prefix,
-          sql.operators.waiter_queues, sql.operators.row, sql.operators.release,
-          sql.operators.release_permit, sql.row_lock.exists, sql.row_lock.create,
-          sql.row_lock.set_timeout, sql.row_lock.try_lock, sql.row_lock.stamp}) {
+         {sql.unique_key.acquire,    sql.unique_key.renew,         sql.unique_key.claim,
+          sql.unique_key.fair_check, sql.unique_key.enqueue,       sql.unique_key.leave,
+          sql.unique_key.offer,      sql.unique_key.candidate,     sql.unique_key.wake,
+          sql.versions.read,         sql.versions.create,          sql.versions.cas,
+          sql.operators.list_prefix, sql.operators.waiter_queues,  sql.operators.row,
+          sql.operators.release,     sql.operators.release_permit, sql.row_lock.exists,
+          sql.row_lock.create,       sql.row_lock.set_timeout,     sql.row_lock.try_lock,
+          sql.row_lock.stamp}) {
       if (templ.empty()) continue;  // a step this dialect does not have
       for (bool fair : {false, true}) {
         Statement s(templ, d, TableNames(), false, fair);
@@ -218,6 +222,7 @@ TEST(Statement, TheStatementsOfAHoldersExpiryBindItsLockDelay) {
                                              {"to_process", Value("p2")},
                                              {"to_thread", Value("t2")},
                                              {"to_waiter_id", Value("w2")},
+                                             {"any_holds", Value(std::int64_t{0})},
                                              {"permits", Value(2)},
                                              {"first", Value(0)},
                                              {"last", Value(1)},

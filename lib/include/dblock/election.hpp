@@ -21,8 +21,8 @@
 /// @endcode
 ///
 /// Thread-safety: campaign() runs on the calling thread until its stop token is requested; one
-/// campaign() per Election object at a time. leader() and observe() may be called from any thread
-/// at any time. The ConnectionSource must outlive the Election.
+/// campaign() per Election object at a time. leader(), observe() and hand_off() may be called
+/// from any thread at any time. The ConnectionSource must outlive the Election.
 ///
 /// Explained in docs/locks/election.md.
 #pragma once
@@ -102,6 +102,12 @@ struct ElectionOptions {
   /// every `poll` at most.
   bool notify = true;
   std::chrono::milliseconds poll = std::chrono::milliseconds(25);
+  /// While it waits, the candidate registers itself (and the lease it would hold, with its value)
+  /// in the name's queue of waiters, refreshed with each try (about one statement a second), so
+  /// that a leader of any process can hand it the name (Election::hand_off). false: it takes the
+  /// name only when it comes free. Needs migration 0010; before it, the candidate campaigns
+  /// without registering and reports that once to on_error.
+  bool hand_offs = true;
 };
 
 /// A term of this candidate's, handed to the leader's work.
@@ -119,7 +125,14 @@ class DBLOCK_EXPORT Term {
   const Lease& lease() const noexcept;
   /// Ends the term early: the stop token is requested; the lease is given back once the work
   /// returns.
-  void resign() noexcept;
+  void resign() const noexcept;
+  /// Ends the term early, as resign(), and once the work returns hands the name to `candidate`
+  /// (its ElectionOptions::candidate name; empty: the candidate waiting longest), in one
+  /// statement: it leads the next term, with no moment between in which the name is free and
+  /// no moment in which two candidates' work runs. Where no such candidate waits (registered
+  /// within the last 3 s; ElectionOptions::hand_offs), the name is given back as after resign()
+  /// and on_error is told. See Election::hand_off.
+  void hand_off(std::string candidate = {}) const;
 
   explicit Term(Lease& lease, std::stop_token campaign_stop);
   ~Term();
@@ -127,6 +140,7 @@ class DBLOCK_EXPORT Term {
   Term& operator=(const Term&) = delete;
 
  private:
+  friend class Election;
   struct State;
   std::unique_ptr<State> state_;
 };
@@ -152,6 +166,17 @@ class DBLOCK_EXPORT Election {
   /// end it: they are reported to on_error and retried with backoff. Throws Error(kInvalidArgument)
   /// when another Election of this process campaigns under the same candidate name.
   void campaign(const std::function<void(const Term&)>& lead, std::stop_token stop);
+
+  /// A planned hand-over, for deploys: if this candidate leads now, ends its term as
+  /// Term::hand_off(candidate) does and returns true (the hand-off happens once its work has
+  /// returned; on_revoked and the observers' term_ended say kHandedOff and to whom); false when it
+  /// does not lead. Any thread.
+  ///
+  /// @code
+  ///   // on the old replica, once the new one ("web-2") campaigns:
+  ///   election.hand_off("web-2");  // web-2 leads the next term as soon as this work stops
+  /// @endcode
+  bool hand_off(std::string candidate = {});
 
   /// The leader now (one read of the election's row), or nothing when no one leads.
   std::optional<Leader> leader();

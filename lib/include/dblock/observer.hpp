@@ -71,10 +71,11 @@ enum class LossReason {
 
 /// Why an election's term ended (Observer::term_ended, ElectionOptions::on_revoked).
 enum class TermEnd {
-  kReturned,  ///< the leader's work returned
-  kThrew,     ///< the leader's work threw (reported to on_error)
-  kLost,      ///< the lease was lost or about to run out (its stop token was requested)
-  kStopped,   ///< campaign()'s own stop token was requested
+  kReturned,   ///< the leader's work returned
+  kThrew,      ///< the leader's work threw (reported to on_error)
+  kLost,       ///< the lease was lost or about to run out (its stop token was requested)
+  kStopped,    ///< campaign()'s own stop token was requested
+  kHandedOff,  ///< handed to another candidate (Election::hand_off, Term::hand_off)
 };
 
 /// The lowercase names used in metrics and logs: "acquired", "busy", "timed_out", "failed";
@@ -82,7 +83,7 @@ enum class TermEnd {
 DBLOCK_EXPORT std::string_view to_string(AcquireOutcome outcome) noexcept;
 /// "expired", "taken_over", "removed", "gone", "session_ended"; "unknown" for any other value.
 DBLOCK_EXPORT std::string_view to_string(LossReason reason) noexcept;
-/// "returned", "threw", "lost", "stopped"; "unknown" for any other value.
+/// "returned", "threw", "lost", "stopped", "handed_off"; "unknown" for any other value.
 DBLOCK_EXPORT std::string_view to_string(TermEnd why) noexcept;
 
 /// The lease an event is about.
@@ -194,6 +195,8 @@ struct TermEvent {
   std::chrono::nanoseconds lasted{0};
   /// term_ended: why it ended.
   TermEnd why = TermEnd::kReturned;
+  /// term_ended with kHandedOff: the candidate the name went to; empty otherwise.
+  std::string_view handed_to{};
 };
 
 /// Receives events. Every call has a default that does nothing: override the ones you need.

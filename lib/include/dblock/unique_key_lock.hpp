@@ -84,6 +84,7 @@ struct Claim {
 
 namespace detail {
 struct UniqueKeyLockCore;  // what the lock object and its leases share (lib/src)
+class Candidacy;           // an election candidate's registration for hand-offs (lib/src)
 }  // namespace detail
 
 class DBLOCK_EXPORT UniqueKeyLock final : public Lock {
@@ -101,6 +102,7 @@ class DBLOCK_EXPORT UniqueKeyLock final : public Lock {
   std::optional<Claim> claim(std::string_view key, const ClaimOptions& options = {});
 
  private:
+  friend class detail::Candidacy;
   std::shared_ptr<detail::UniqueKeyLockCore> impl_;
 };
 

@@ -18,10 +18,15 @@
 #include "dblock/unique_key_lock.hpp"
 #include "observe.hpp"
 #include "random.hpp"
+#include "unique_key/candidacy.hpp"
+#include "unique_key/lease.hpp"
 
 namespace dblock {
 
 namespace {
+
+// What Owner::named puts before a candidate's name in the owner_thread column.
+constexpr std::string_view kNamed = "name:";
 
 // The metadata of a leader's row: {"leader_value": VALUE}.
 constexpr const char* kValueField = "leader_value";
@@ -158,6 +163,8 @@ class ElectionCore {
   const Owner owner;
   UniqueKeyLock lock;
   LockOptions lease_options;
+  std::mutex term_mu;
+  Term* term = nullptr;  // the term this candidate leads now (under term_mu)
 };
 
 }  // namespace detail
@@ -165,6 +172,8 @@ class ElectionCore {
 struct Term::State {
   Lease& lease;
   detail::AnyStop stop;  // the lease's stop, the campaign's, or resign()
+  std::mutex mu;
+  std::optional<std::string> successor;  // hand_off()'s candidate (under mu)
 
   State(Lease& l, const std::stop_token& campaign) : lease(l), stop({l.stop_token(), campaign}) {}
 };
@@ -184,7 +193,14 @@ std::stop_token Term::stop_token() const noexcept {
   return state_->stop.token();
 }
 const Lease& Term::lease() const noexcept { return state_->lease; }
-void Term::resign() noexcept { state_->stop.request_stop(); }
+void Term::resign() const noexcept { state_->stop.request_stop(); }
+void Term::hand_off(std::string candidate) const {
+  {
+    std::lock_guard lock(state_->mu);
+    state_->successor = std::move(candidate);
+  }
+  state_->stop.request_stop();
+}
 
 Election::Election(ConnectionSource& source, std::string name, ElectionOptions options) {
   check_options(name, options);
@@ -196,14 +212,40 @@ Election::~Election() = default;
 const std::string& Election::name() const noexcept { return core_->name; }
 const Owner& Election::candidate() const noexcept { return core_->owner; }
 
+bool Election::hand_off(std::string candidate) {
+  std::lock_guard lock(core_->term_mu);
+  if (core_->term == nullptr) return false;
+  core_->term->hand_off(std::move(candidate));
+  return true;
+}
+
 void Election::campaign(const std::function<void(const Term&)>& lead, std::stop_token stop) {
   const auto& o = core_->options;
   Campaigning registered(o.tables.schema() + "." + o.tables.prefix() + "\n" + core_->name + "\n" +
                          core_->owner.thread);
   Backoff backoff(o.retry);
-  // Each acquire waits at most this long, so a stop is seen that soon while no one resigns.
+  // Each acquire waits at most this long, so a stop is seen that soon while no one resigns, and
+  // the candidate's place for hand-offs is refreshed that often (it lasts 3 s).
   constexpr auto kWaitSlice = std::chrono::milliseconds(1000);
+  static_assert(kWaitSlice * 2 < detail::Candidacy::kLasting);
+  std::optional<detail::Candidacy> candidacy;
+  if (o.hand_offs) candidacy.emplace(core_->lock, core_->name, core_->lease_options);
   while (!stop.stop_requested()) {
+    if (candidacy) {
+      try {
+        candidacy->offer();
+      } catch (const Error& e) {
+        // Other errors: the acquire below meets them too, and reports them.
+        if (e.code() == ErrorCode::kUndefinedTable) {
+          candidacy.reset();
+          core_->report(Error(ErrorCode::kUndefinedTable,
+                              std::string("this candidate campaigns without registering for "
+                                          "hand-offs, which need migration 0010 (run `dblock "
+                                          "migrate up`): ") +
+                                  e.what()));
+        }
+      }
+    }
     std::optional<Lease> lease;
     try {
       lease = core_->lock.acquire(core_->name, kWaitSlice, core_->lease_options);
@@ -219,12 +261,17 @@ void Election::campaign(const std::function<void(const Term&)>& lead, std::stop_
     // The observers the term's lease reports to (none installed: nothing is made).
     const detail::Observers observers = detail::observers_for(core_->lease_options);
     const auto elected_at = std::chrono::steady_clock::now();
-    TermEvent event{core_->name, core_->candidate, number, std::chrono::nanoseconds(0),
-                    TermEnd::kReturned};
+    TermEvent event{
+        core_->name, core_->candidate, number, std::chrono::nanoseconds(0), TermEnd::kReturned, {}};
     observers.each([&](Observer& each) { each.term_began(event); });
     TermEnd why = TermEnd::kReturned;
+    std::optional<std::string> successor;  // Term::hand_off's or Election::hand_off's candidate
     if (!stop.stop_requested()) {
       Term term(*lease, stop);
+      {
+        std::lock_guard lock(core_->term_mu);
+        core_->term = &term;
+      }
       try {
         lead(term);
       } catch (const std::exception& e) {
@@ -233,20 +280,50 @@ void Election::campaign(const std::function<void(const Term&)>& lead, std::stop_
       } catch (...) {
         why = TermEnd::kThrew;
       }
+      {
+        std::lock_guard lock(core_->term_mu);
+        core_->term = nullptr;
+      }
+      std::lock_guard lock(term.state_->mu);
+      successor = std::move(term.state_->successor);
     }
     if (stop.stop_requested()) {
       why = TermEnd::kStopped;
     } else if (lease_stop.stop_requested() && why == TermEnd::kReturned) {
       why = TermEnd::kLost;
     }
+    std::optional<detail::HandedOff> handed;
     try {
-      lease->release();
+      if (successor) {
+        // The work has returned: the name goes to the candidate in one statement.
+        // Candidates own their rows as Owner::named(candidate): its thread is "name:" + it.
+        handed = detail::release_handing_off(
+            *lease, successor->empty() ? std::string() : std::string(kNamed) + *successor);
+        if (!handed) {
+          core_->report(Error(
+              ErrorCode::kFailedPrecondition,
+              "the name '" + core_->name + "' was not handed off: " +
+                  (successor->empty() ? std::string("no candidate")
+                                      : "the candidate '" + *successor + "'") +
+                  " was waiting for it (registered for hand-offs within the last 3 s), or this "
+                  "term's lease had run out; it was given back to all instead"));
+        }
+      } else {
+        lease->release();
+      }
     } catch (const Error& e) {
-      core_->report(e);  // the lease then ends at its TTL
+      core_->report(e);  // the lease then ends at its TTL (or, handed off, is the candidate's)
     }
+    if (handed) why = TermEnd::kHandedOff;
+    // Not a candidate while the term lasted; it registers again before it next waits.
+    if (candidacy) candidacy->withdraw();
     if (observers) {
       event.lasted = std::chrono::steady_clock::now() - elected_at;
       event.why = why;
+      if (handed) {
+        event.handed_to = handed->candidate;
+        if (event.handed_to.starts_with(kNamed)) event.handed_to.remove_prefix(kNamed.size());
+      }
       observers.each([&](Observer& each) { each.term_ended(event); });
     }
     if (o.on_revoked) {

@@ -35,8 +35,8 @@ constexpr std::array<AcquireOutcome, 4> kOutcomes{AcquireOutcome::kAcquired, Acq
 constexpr std::array<LossReason, 5> kReasons{LossReason::kExpired, LossReason::kTakenOver,
                                              LossReason::kRemoved, LossReason::kGone,
                                              LossReason::kSessionEnded};
-constexpr std::array<TermEnd, 4> kTermEnds{TermEnd::kReturned, TermEnd::kThrew, TermEnd::kLost,
-                                           TermEnd::kStopped};
+constexpr std::array<TermEnd, 5> kTermEnds{TermEnd::kReturned, TermEnd::kThrew, TermEnd::kLost,
+                                           TermEnd::kStopped, TermEnd::kHandedOff};
 // The names LeaseEvent::strategy takes (dblock/observer.hpp).
 constexpr std::array<std::string_view, 7> kStrategies{
     "unique_key", "semaphore", "reader", "writer", "row", "optimistic", "session"};

@@ -191,7 +191,7 @@ constexpr UniqueKeySql kUniqueKey = {
         " WHERE lock_key = {{param:key}} AND hold_count > 0 AND expires_at > UTC_TIMESTAMP(6)"
         " AND ((owner_host = {{param:host}} AND owner_process = {{param:process}}"
         "     AND owner_thread = {{param:thread}} AND fencing_token = {{param:token}}"
-        "     AND hold_count = 1"
+        "     AND (hold_count = 1 OR {{param:any_holds}} = 1)"
         "     AND expires_at > UTC_TIMESTAMP(6)"
         "       + INTERVAL {{param:lock_delay_ms}} * 1000 MICROSECOND"
         "{{fair}}     AND (SELECT w.waiter_id FROM {{table:lock_waiters}} w"
@@ -255,6 +255,27 @@ constexpr UniqueKeySql kUniqueKey = {
         " UTC_TIMESTAMP(6) + INTERVAL {{param:ttl_ms}} * 1000 MICROSECOND)"
         " ON DUPLICATE KEY UPDATE seq = LAST_INSERT_ID(seq), expires_at = VALUES(expires_at)",
     .leave = "DELETE FROM {{table:lock_waiters}} WHERE waiter_id = {{param:waiter_id}}",
+    // A candidate's registration for hand-offs: a place in the key's queue with the lease a
+    // hand-off gives it. Sent again, it keeps its place and takes the newer lease (as enqueue).
+    .offer =
+        "INSERT INTO {{table:lock_waiters}} (waiter_id, lock_key, owner_host, owner_process,"
+        " owner_thread, registered_at, expires_at, ttl_ms, lock_delay_ms, metadata)"
+        " VALUES ({{param:waiter_id}}, {{param:key}}, {{param:host}}, {{param:process}},"
+        " {{param:thread}}, UTC_TIMESTAMP(6),"
+        " UTC_TIMESTAMP(6) + INTERVAL {{param:place_ttl_ms}} * 1000 MICROSECOND,"
+        " {{param:ttl_ms}}, {{param:lock_delay_ms}}, {{param:metadata}})"
+        " ON DUPLICATE KEY UPDATE expires_at = VALUES(expires_at), ttl_ms = VALUES(ttl_ms),"
+        " lock_delay_ms = VALUES(lock_delay_ms), metadata = VALUES(metadata)",
+    .candidate =
+        "SELECT waiter_id, owner_host, owner_process, owner_thread, ttl_ms,"
+        " COALESCE(lock_delay_ms, 0) AS lock_delay_ms,"
+        " CAST(metadata AS CHAR) AS metadata FROM {{table:lock_waiters}}"
+        " WHERE lock_key = {{param:key}} AND expires_at > UTC_TIMESTAMP(6)"
+        " AND ttl_ms IS NOT NULL AND NOT (owner_host = {{param:host}}"
+        "   AND owner_process = {{param:process}} AND owner_thread = {{param:thread}})"
+        " AND ({{param:to_thread}} IS NULL OR owner_thread = {{param:to_thread}})"
+        " ORDER BY seq LIMIT 1",
+    .wake = "",  // no notifications: waiters poll
     // A locking read (LOCK IN SHARE MODE, which MySQL 8 and MariaDB both accept): it reads the
     // latest committed row whatever the transaction's snapshot, and holds a shared lock on it
     // until the transaction ends, so a takeover, release, renewal or cleaner waits for the commit.

@@ -252,7 +252,7 @@ constexpr UniqueKeySql kUniqueKey = {
         " lock_key = {{param:key}} AND hold_count > 0 AND expires_at > statement_timestamp()"
         " AND ((owner_host = {{param:host}} AND owner_process = {{param:process}}"
         "     AND owner_thread = {{param:thread}} AND fencing_token = {{param:token}}"
-        "     AND hold_count = 1"
+        "     AND (hold_count = 1 OR {{param:any_holds}}::bigint = 1)"
         "     AND expires_at > statement_timestamp()"
         "       + {{param:lock_delay_ms}}::bigint * interval '1 millisecond'"
         "{{fair}}     AND (SELECT w.waiter_id FROM {{table:lock_waiters}} w"
@@ -323,6 +323,28 @@ constexpr UniqueKeySql kUniqueKey = {
         "   AND l.expires_at > statement_timestamp()))"
         " SELECT pg_notify({{param:channel}}, n.head || chr(10) || n.lock_key)::text AS notified"
         " FROM n WHERE n.head IS NOT NULL",
+    // A candidate's registration for hand-offs: a place in the key's queue with the lease a
+    // hand-off gives it. Sent again, it keeps its place and takes the newer lease (as enqueue).
+    .offer =
+        "INSERT INTO {{table:lock_waiters}} AS w (waiter_id, lock_key, owner_host, owner_process,"
+        " owner_thread, registered_at, expires_at, ttl_ms, lock_delay_ms, metadata)"
+        " VALUES ({{param:waiter_id}}, {{param:key}}, {{param:host}}, {{param:process}},"
+        " {{param:thread}}, statement_timestamp(),"
+        " statement_timestamp() + {{param:place_ttl_ms}}::bigint * interval '1 millisecond',"
+        " {{param:ttl_ms}}, {{param:lock_delay_ms}}, {{param:metadata}}::jsonb)"
+        " ON CONFLICT (waiter_id) DO UPDATE SET expires_at = EXCLUDED.expires_at,"
+        " ttl_ms = EXCLUDED.ttl_ms, lock_delay_ms = EXCLUDED.lock_delay_ms,"
+        " metadata = EXCLUDED.metadata",
+    .candidate =
+        "SELECT waiter_id, owner_host, owner_process, owner_thread, ttl_ms,"
+        " COALESCE(lock_delay_ms, 0) AS lock_delay_ms,"
+        " metadata::text AS metadata FROM {{table:lock_waiters}}"
+        " WHERE lock_key = {{param:key}} AND expires_at > statement_timestamp()"
+        " AND ttl_ms IS NOT NULL AND NOT (owner_host = {{param:host}}"
+        "   AND owner_process = {{param:process}} AND owner_thread = {{param:thread}})"
+        " AND ({{param:to_thread}}::text IS NULL OR owner_thread = {{param:to_thread}})"
+        " ORDER BY seq LIMIT 1",
+    .wake = "SELECT pg_notify({{param:channel}}, chr(10) || {{param:key}})::text AS notified",
     // FOR SHARE: a takeover (ON CONFLICT DO UPDATE), a release, a renewal and the cleaner's
     // DELETE wait for the fencing transaction to end; other fences do not. statement_timestamp():
     // this statement's clock, not the transaction's start. Under READ COMMITTED a row changed by

@@ -87,7 +87,9 @@ struct UniqueKeySql {
   // to_host, to_process, to_thread, ttl_ms, to_lock_delay_ms, metadata) in one statement, one
   // commit, with a new fencing token. One row matched when handed over; the token in column
   // "fencing_token" or LAST_INSERT_ID(). No row when the holder's lease is gone or holds more than
-  // one hold. A retry after a lost reply finds the row already carrying the waiter's lease id and
+  // one hold, unless any_holds is 1: the holder knows no live lease of its own shares the row, so
+  // its other holds are those of acquires whose reply was lost, or of a hand-off it re-entered
+  // (hand_off). A retry after a lost reply finds the row already carrying the waiter's lease id and
   // reports that token again. Sends no notification: the key never comes free. Rendered for a fair
   // lock, also to_waiter_id: hands over only when that waiter heads the key's queue (where
   // acquire_leaves_queue, the statement also deletes its place).
@@ -115,6 +117,21 @@ struct UniqueKeySql {
   // waiter_id, channel: the waiter leaves the queue; where releases notify (PostgreSQL), a head
   // that leaves a free key notifies the next live waiter as a release would.
   std::string_view leave;
+  // Hand-offs to a candidate of another process (Election::hand_off; migration 0010). offer:
+  // key, waiter_id, host, process, thread, place_ttl_ms (how long the registration lasts
+  // unrefreshed), ttl_ms, lock_delay_ms, metadata (the lease a hand-off gives the candidate):
+  // registers the candidate, or refreshes its registration (leave withdraws it). candidate: key,
+  // host, process, thread (the holder, never its own candidate), to_thread (a candidate's name,
+  // the owner_thread it campaigns as; NULL: any): the live registration of the key with a lease,
+  // the earliest registered first, as columns waiter_id,
+  // owner_host, owner_process, owner_thread, ttl_ms, lock_delay_ms and metadata (text; NULL for
+  // none); no row when there is none. The hand-off itself is hand_over (not rendered fair), to a
+  // lease id the holder makes up: the candidate's next acquire re-enters the hold as its owner.
+  // wake: key, channel: tells the key's waiters to try now (where releases notify; empty
+  // elsewhere, where they poll).
+  std::string_view offer;
+  std::string_view candidate;
+  std::string_view wake;
   // Fencing (dblock/fence.hpp), sent inside the caller's transaction: key, host, process, thread,
   // token. One row (column "fencing_token") while the lease is held and unexpired on the
   // statement's clock, and the row share-locked until the transaction ends, so that no takeover,

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // The hand-over: a lease's release that moves the key straight to a waiter asleep in the same
 // lock object (one statement, one commit, a new fencing token), so that no other owner can take
-// the key in between. The waiting side is release_listener.hpp; the mechanics are explained in
-// docs/internals/waiting.md. Thread-safety: see lock_impl.hpp.
+// the key in between; and the hand-off, the same statement to a candidate of any process that
+// registered the lease it would hold (Election::hand_off). The waiting side is
+// release_listener.hpp; the mechanics are explained in docs/internals/waiting.md.
+// Thread-safety: see lock_impl.hpp.
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "boot_clock.hpp"
@@ -50,7 +53,8 @@ bool detail::UniqueKeyLockCore::hand_over(const detail::ReleaseRequest& q,
                 {"lock_delay_ms", Value(q.lock_delay_ms)},
                 {"to_lock_delay_ms", Value(static_cast<std::int64_t>(to.lock_delay.count()))},
                 {"metadata", detail::metadata_param(waiter->metadata())},
-                {"to_waiter_id", Value(waiter->waiter_id())}});
+                {"to_waiter_id", Value(waiter->waiter_id())},
+                {"any_holds", Value(std::int64_t{0})}});
   const auto sent = detail::BootClock::now();  // the waiter's lease runs from here at the latest
   std::optional<Result> r;
   for (bool retried = false;; retried = true) {
@@ -75,6 +79,60 @@ bool detail::UniqueKeyLockCore::hand_over(const detail::ReleaseRequest& q,
   listener.holding(q.key);  // for the waiter's lease, before this release stops holding
   grant = detail::ReleaseListener::Grant{*token, sent};
   return true;
+}
+
+std::optional<detail::HandedOff> detail::UniqueKeyLockCore::hand_off(
+    const detail::ReleaseRequest& q, const std::string& candidate) {
+  // Another live lease of this owner here shares the row: this release only drops a hold.
+  if (detail::LiveHolds::instance().count(live_id(q.key, q.owner, q.fencing_token)) > 0)
+    return std::nullopt;
+  const std::vector<detail::Arg> find = detail::owner_args(
+      q.owner,
+      {{"key", Value(q.key)}, {"to_thread", candidate.empty() ? Value() : Value(candidate)}});
+  std::optional<Result> found;
+  try {
+    found = run(&Statements::candidate, find, true);  // a read
+  } catch (const Error&) {
+    // No candidate found (before migration 0010, say): nothing was handed; the plain release
+    // decides, and meets a lost connection as it does.
+    return std::nullopt;
+  }
+  if (!found || found->empty()) return std::nullopt;
+  const Owner to{found->at(0, "owner_host").value_or(""),
+                 found->at(0, "owner_process").value_or(""),
+                 found->at(0, "owner_thread").value_or("")};
+  const std::optional<std::string>& metadata = found->at(0, "metadata");
+  const std::vector<detail::Arg> args = detail::owner_args(
+      q.owner, {{"key", Value(q.key)},
+                {"token", Value(q.fencing_token)},
+                // Made up here: the candidate's acquire, under its own lease id, re-enters the
+                // hold it now owns, and its release frees it (release_rest).
+                {"to_lease_id", Value("h-" + detail::random_lease_id())},
+                {"to_host", Value(to.host)},
+                {"to_process", Value(to.process)},
+                {"to_thread", Value(to.thread)},
+                {"ttl_ms", Value(found->int64_at(0, "ttl_ms"))},
+                {"lock_delay_ms", Value(q.lock_delay_ms)},
+                {"to_lock_delay_ms", Value(found->int64_at(0, "lock_delay_ms"))},
+                {"metadata", metadata ? Value(*metadata) : Value()},
+                {"to_waiter_id", Value(found->at(0, "waiter_id").value_or(""))},
+                // No live lease here shares the row (checked above): its other holds, if any,
+                // are ghosts (acquires whose reply was lost, the re-entered hold of a hand-off
+                // this owner was given), which would otherwise keep the key from moving.
+                {"any_holds", Value(std::int64_t{1})}});
+  // A retry after a lost connection finds the row carrying the made-up lease id: the same token.
+  const std::optional<Result> r = run(&Statements::hand_over, args, true);
+  if (!r || (!rows && r->affected_rows() != 1)) return std::nullopt;
+  const std::optional<std::int64_t> token = detail::returned_id(*r, rows, "fencing_token");
+  if (!token) return std::nullopt;
+  // The candidate waits asleep for a release to wake it (or polls, where none does).
+  try {
+    const std::vector<detail::Arg> wake = {{"key", Value(q.key)}, {"channel", Value(channel)}};
+    (void)run(&Statements::wake, wake, true);
+  } catch (const Error&) {
+    // It is the candidate's all the same; it finds the key at its next try.
+  }
+  return detail::HandedOff{to.thread, *token};
 }
 
 }  // namespace dblock

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "dblock/lock_table.hpp"
+#include "lease_access.hpp"
 #include "strategy_rules.hpp"
 #include "ttl_lease.hpp"
 #include "unique_key/live_holds.hpp"
@@ -53,10 +54,17 @@ class UniqueKeyLease final : public LeaseCore {
         if (listener) listener->not_holding(key);
       }
     } not_holding{listener_, i.key};
+    const ReleaseRequest q{i.key,           i.owner,
+                           i.fencing_token, "r-" + random_lease_id(),
+                           min_hold_ms_,    static_cast<std::int64_t>(i.lock_delay.count())};
+    if (successor_ != nullptr) {
+      if (auto handed = impl_->hand_off(q, successor_->candidate)) {
+        successor_->handed = std::move(handed);
+        return ReleaseOutcome::kReleased;
+      }
+    }
     // A key kept taken for a least time (min_hold) goes to no waiter before then.
-    return impl_->release({i.key, i.owner, i.fencing_token, "r-" + random_lease_id(), min_hold_ms_,
-                           static_cast<std::int64_t>(i.lock_delay.count())},
-                          min_hold_ms_ == 0);
+    return impl_->release(q, min_hold_ms_ == 0);
   }
 
   bool do_renew(std::chrono::milliseconds ttl) override {
@@ -89,6 +97,15 @@ class UniqueKeyLease final : public LeaseCore {
     }
   }
 
+ public:
+  // Who the release hands the key to (release_handing_off), and what it gave; set by the
+  // releasing thread just before it releases, and never read after.
+  struct Successor {
+    std::string candidate;
+    std::optional<HandedOff> handed;
+  };
+  Successor* successor_ = nullptr;
+
  private:
   std::int64_t min_hold_ms_;
   std::shared_ptr<detail::UniqueKeyLockCore> impl_;
@@ -106,6 +123,20 @@ Lease held(const std::shared_ptr<detail::UniqueKeyLockCore>& impl, LeaseInfo inf
   return start_lease(std::make_shared<UniqueKeyLease>(impl, std::move(info), options.on_lost,
                                                       handed_over, options.min_hold),
                      grant.sent, options);
+}
+
+std::optional<HandedOff> release_handing_off(Lease& lease, const std::string& candidate) {
+  auto* core = dynamic_cast<UniqueKeyLease*>(LeaseAccess::core(lease));
+  if (core == nullptr) {
+    lease.release();  // an empty handle throws, as Lease::release does
+    return std::nullopt;
+  }
+  // Read by this release alone: once it returns (or throws) the lease is released for good,
+  // and no later release of it runs do_release.
+  UniqueKeyLease::Successor successor{candidate, std::nullopt};
+  core->successor_ = &successor;
+  lease.release();
+  return std::move(successor.handed);
 }
 
 }  // namespace dblock::detail

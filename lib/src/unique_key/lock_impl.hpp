@@ -28,11 +28,20 @@
 
 namespace dblock {
 
+namespace detail {
+// A hand-off to another process's candidate that took place (UniqueKeyLockCore::hand_off).
+struct HandedOff {
+  std::string candidate;  // the owner_thread it went to
+  std::int64_t fencing_token = 0;
+};
+}  // namespace detail
+
 struct detail::UniqueKeyLockCore : std::enable_shared_from_this<detail::UniqueKeyLockCore> {
   // The lock's statements for one server.
   struct Statements {
     detail::Statement acquire, release, release_rest, hand_over, renew, claim;
     detail::Statement fair_check, enqueue, leave;  // fair waiting
+    detail::Statement offer, candidate, wake;      // hand-offs to another process's candidate
     detail::Statement fence;
   };
 
@@ -88,6 +97,13 @@ struct detail::UniqueKeyLockCore : std::enable_shared_from_this<detail::UniqueKe
   // release that only drops a hold of several, or whose lease is gone, hands nothing over and
   // leaves it to the plain release.
   bool hand_over(const detail::ReleaseRequest& q, detail::ReleaseListener& listener);
+  // Hands the key to a candidate registered for it (offer; Election's campaigns), of any
+  // process: `candidate` (an owner_thread), or the earliest registered when empty. The holder's
+  // only hold moves to the candidate with a new token (hand_over, to a lease id made up here,
+  // which the candidate's next acquire re-enters), and the key's waiters are told to try now.
+  // The candidate's name and new token when it did; nothing when no such candidate is
+  // registered live, or this release would not free the key (the plain release then decides).
+  std::optional<HandedOff> hand_off(const detail::ReleaseRequest& q, const std::string& candidate);
   // Sends a release (and, when it leaves holds no lease here accounts for, release_rest), or,
   // for a lease's own release (`may_hand_over`), a hand-over to a waiter. When the connection
   // fails on the way and on the retry, nobody knows whether the server applied it: it is kept,

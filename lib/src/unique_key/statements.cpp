@@ -42,6 +42,9 @@ detail::UniqueKeyLockCore::UniqueKeyLockCore(ConnectionSource& src, UniqueKeyLoc
                        detail::Statement(sql.fair_check, dialect, tables),
                        detail::Statement(sql.enqueue, dialect, tables),
                        detail::Statement(sql.leave, dialect, tables),
+                       detail::Statement(sql.offer, dialect, tables),
+                       detail::Statement(sql.candidate, dialect, tables),
+                       detail::Statement(sql.wake, dialect, tables),
                        detail::Statement(sql.fence, dialect, tables)};
                  }),
       holds_scope(std::string(to_string(dialect)) + '\n' +
