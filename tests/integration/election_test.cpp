@@ -88,7 +88,6 @@ TEST_P(ElectionTest, ALeaderWhoseTermIsTakenAwayStopsAndCampaignsAgain) {
     return o;
   }());
   std::atomic<std::int64_t> first{0}, second{0};
-  std::atomic<int> revoked_lost{0};
   std::jthread candidate([&](std::stop_token stop) {
     election.campaign(
         [&](const Term& term) {

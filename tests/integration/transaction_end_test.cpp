@@ -86,7 +86,7 @@ TEST_P(TransactionEndTest, ADeadlockVictimsLeaseIsLostAndItsLaterStatementsAreRe
   Lease& victim = a_error ? *a : *b;
   Lease& survivor = a_error ? *b : *a;
   const std::string victim_key = a_error ? "ka" : "kb";
-  EXPECT_EQ(a_error.value_or(*b_error), ErrorCode::kDeadlock);
+  EXPECT_EQ(a_error ? *a_error : *b_error, ErrorCode::kDeadlock);
 
   // The victim's critical section carries on: its statement must not run unprotected.
   bool refused = false;
