@@ -29,7 +29,7 @@
 #            this machine after the tests; CI runs trixie so
 #   --compile-only  configure and build what the form builds, then stop: no tests, servers or
 #            packages. A later run of the same form finds its build done; CI runs the distro
-#            steps' builds so, at idle priority, while its own tests wait on their databases
+#            steps' builds so, at idle priority, while its own tests run
 #   --fresh  start cold: remove the cached root filesystems, the compiler cache and the build
 #            directory of the suite first (what a CI run on a new machine pays)
 #
