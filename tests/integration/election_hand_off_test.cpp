@@ -9,6 +9,7 @@
 // one has it twice; before migration 0010 candidates campaign as before.
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -51,6 +52,25 @@ class Ends : public Observer {
  private:
   mutable std::mutex mu_;
   std::vector<End> ends_;
+};
+
+// What on_error was told, from any candidate's thread.
+class Errors {
+ public:
+  std::function<void(const std::exception&)> collect() {
+    return [this](const std::exception& e) {
+      std::lock_guard lock(mu_);
+      errors_.emplace_back(e.what());
+    };
+  }
+  std::vector<std::string> all() const {
+    std::lock_guard lock(mu_);
+    return errors_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::string> errors_;
 };
 
 // Candidates of one election, each on its own thread, recording what their work saw.
@@ -224,13 +244,9 @@ TEST_P(ElectionHandOffTest, AnUnnamedHandOffGoesToTheCandidateWaitingLongest) {
 TEST_P(ElectionHandOffTest, AHandOffToACandidateThatDoesNotWaitGivesTheNameBackToAll) {
   History history;
   Candidates candidates(*pool_, "api", history);
-  std::vector<std::string> errors;
-  std::mutex errors_mu;
+  Errors errors;
   ElectionOptions first = options();
-  first.on_error = [&](const std::exception& e) {
-    std::lock_guard lock(errors_mu);
-    errors.emplace_back(e.what());
-  };
+  first.on_error = errors.collect();
   first.rejoin_after = milliseconds(60000);  // it does not come back in this test
   Election& a = candidates.add("a", first);
   ASSERT_TRUE(eventually([&] { return leading(history) == "a"; }));
@@ -243,12 +259,10 @@ TEST_P(ElectionHandOffTest, AHandOffToACandidateThatDoesNotWaitGivesTheNameBackT
   ASSERT_TRUE(a.hand_off("quiet"));
   ASSERT_TRUE(eventually([&] { return leading(history) == "quiet"; }));
   EXPECT_LT(Clock::now() - asked, milliseconds(5000)) << "the takeover waited for the TTL";
-  {
-    std::lock_guard lock(errors_mu);
-    ASSERT_EQ(errors.size(), 1u);
-    EXPECT_NE(errors[0].find("'quiet' was waiting"), std::string::npos) << errors[0];
-    EXPECT_NE(errors[0].find("given back to all"), std::string::npos) << errors[0];
-  }
+  const std::vector<std::string> told = errors.all();
+  ASSERT_EQ(told.size(), 1u);
+  EXPECT_NE(told[0].find("'quiet' was waiting"), std::string::npos) << told[0];
+  EXPECT_NE(told[0].find("given back to all"), std::string::npos) << told[0];
   EXPECT_FALSE(a.hand_off("nobody")) << "a candidate that does not lead handed off";
   candidates.resign_all = true;
   candidates.stop();
@@ -310,13 +324,9 @@ TEST_P(ElectionHandOffTest, BeforeMigration0010CandidatesCampaignWithoutHandOffs
   }
   History history;
   Candidates candidates(*pool_, "old", history);
-  std::vector<std::string> errors;
-  std::mutex errors_mu;
+  Errors errors;
   ElectionOptions o = options();
-  o.on_error = [&](const std::exception& e) {
-    std::lock_guard lock(errors_mu);
-    errors.emplace_back(e.what());
-  };
+  o.on_error = errors.collect();
   Election& a = candidates.add("a", o);
   ASSERT_TRUE(eventually([&] { return leading(history) == "a"; }));
   candidates.add("b", o);
@@ -326,9 +336,8 @@ TEST_P(ElectionHandOffTest, BeforeMigration0010CandidatesCampaignWithoutHandOffs
   candidates.resign_all = true;
   candidates.stop();
   expect_one_leader_at_a_time(history);
-  std::lock_guard lock(errors_mu);
   int migrate = 0, handed = 0;
-  for (const auto& e : errors) {
+  for (const auto& e : errors.all()) {
     if (e.find("migration 0010") != std::string::npos) ++migrate;
     if (e.find("not handed off") != std::string::npos) ++handed;
   }

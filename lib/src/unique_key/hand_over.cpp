@@ -19,6 +19,37 @@
 
 namespace dblock {
 
+namespace {
+
+// Who a hand_over statement gives the key to, and with what lease.
+struct Successor {
+  const Owner& owner;
+  const std::string& lease_id;
+  std::int64_t ttl_ms;
+  std::int64_t lock_delay_ms;
+  Value metadata;
+  const std::string& waiter_id;
+  bool any_holds;  // the holder's other holds may go too (UniqueKeySql::hand_over)
+};
+
+// The hand_over statement's arguments: the holder's release `q` and the successor's lease.
+std::vector<detail::Arg> hand_over_args(const detail::ReleaseRequest& q, const Successor& to) {
+  return detail::owner_args(q.owner, {{"key", Value(q.key)},
+                                      {"token", Value(q.fencing_token)},
+                                      {"to_lease_id", Value(to.lease_id)},
+                                      {"to_host", Value(to.owner.host)},
+                                      {"to_process", Value(to.owner.process)},
+                                      {"to_thread", Value(to.owner.thread)},
+                                      {"ttl_ms", Value(to.ttl_ms)},
+                                      {"lock_delay_ms", Value(q.lock_delay_ms)},
+                                      {"to_lock_delay_ms", Value(to.lock_delay_ms)},
+                                      {"metadata", to.metadata},
+                                      {"to_waiter_id", Value(to.waiter_id)},
+                                      {"any_holds", Value(std::int64_t{to.any_holds ? 1 : 0})}});
+}
+
+}  // namespace
+
 bool detail::UniqueKeyLockCore::hand_over(const detail::ReleaseRequest& q,
                                           detail::ReleaseListener& listener) {
   // Another live lease of this owner here shares the row, so this release only drops a hold.
@@ -42,19 +73,10 @@ bool detail::UniqueKeyLockCore::hand_over(const detail::ReleaseRequest& q,
     ~Resolve() { listener.resolve(waiter, grant); }
   } resolve{listener, *waiter, grant};
   const detail::LeaseInfo& to = waiter->lease();
-  const std::vector<detail::Arg> args = detail::owner_args(
-      q.owner, {{"key", Value(q.key)},
-                {"token", Value(q.fencing_token)},
-                {"to_lease_id", Value(to.lease_id)},
-                {"to_host", Value(to.owner.host)},
-                {"to_process", Value(to.owner.process)},
-                {"to_thread", Value(to.owner.thread)},
-                {"ttl_ms", Value(static_cast<std::int64_t>(to.ttl.count()))},
-                {"lock_delay_ms", Value(q.lock_delay_ms)},
-                {"to_lock_delay_ms", Value(static_cast<std::int64_t>(to.lock_delay.count()))},
-                {"metadata", detail::metadata_param(waiter->metadata())},
-                {"to_waiter_id", Value(waiter->waiter_id())},
-                {"any_holds", Value(std::int64_t{0})}});
+  const std::vector<detail::Arg> args =
+      hand_over_args(q, {to.owner, to.lease_id, static_cast<std::int64_t>(to.ttl.count()),
+                         static_cast<std::int64_t>(to.lock_delay.count()),
+                         detail::metadata_param(waiter->metadata()), waiter->waiter_id(), false});
   const auto sent = detail::BootClock::now();  // the waiter's lease runs from here at the latest
   std::optional<Result> r;
   for (bool retried = false;; retried = true) {
@@ -102,24 +124,16 @@ std::optional<detail::HandedOff> detail::UniqueKeyLockCore::hand_off(
                  found->at(0, "owner_process").value_or(""),
                  found->at(0, "owner_thread").value_or("")};
   const std::optional<std::string>& metadata = found->at(0, "metadata");
-  const std::vector<detail::Arg> args = detail::owner_args(
-      q.owner, {{"key", Value(q.key)},
-                {"token", Value(q.fencing_token)},
-                // Made up here: the candidate's acquire, under its own lease id, re-enters the
-                // hold it now owns, and its release frees it (release_rest).
-                {"to_lease_id", Value("h-" + detail::random_lease_id())},
-                {"to_host", Value(to.host)},
-                {"to_process", Value(to.process)},
-                {"to_thread", Value(to.thread)},
-                {"ttl_ms", Value(found->int64_at(0, "ttl_ms"))},
-                {"lock_delay_ms", Value(q.lock_delay_ms)},
-                {"to_lock_delay_ms", Value(found->int64_at(0, "lock_delay_ms"))},
-                {"metadata", metadata ? Value(*metadata) : Value()},
-                {"to_waiter_id", Value(found->at(0, "waiter_id").value_or(""))},
-                // No live lease here shares the row (checked above): its other holds, if any,
-                // are ghosts (acquires whose reply was lost, the re-entered hold of a hand-off
-                // this owner was given), which would otherwise keep the key from moving.
-                {"any_holds", Value(std::int64_t{1})}});
+  // Made up here: the candidate's acquire, under its own lease id, re-enters the hold it now
+  // owns, and its release frees it (release_rest).
+  const std::string lease_id = "h-" + detail::random_lease_id();
+  const std::string waiter_id = found->at(0, "waiter_id").value_or("");
+  // any_holds: no live lease here shares the row (checked above), so its other holds, if any,
+  // are ghosts (acquires whose reply was lost, the re-entered hold of a hand-off this owner was
+  // given), which would otherwise keep the key from moving.
+  const std::vector<detail::Arg> args = hand_over_args(
+      q, {to, lease_id, found->int64_at(0, "ttl_ms"), found->int64_at(0, "lock_delay_ms"),
+          metadata ? Value(*metadata) : Value(), waiter_id, true});
   // A retry after a lost connection finds the row carrying the made-up lease id: the same token.
   const std::optional<Result> r = run(&Statements::hand_over, args, true);
   if (!r || (!rows && r->affected_rows() != 1)) return std::nullopt;
