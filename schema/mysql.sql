@@ -49,7 +49,8 @@ CREATE TABLE IF NOT EXISTS dblock_versions (
 -- Fair waiting (unique-key lock with fair = true): one row per waiter, in order of arrival
 -- (seq); only the first live waiter of a key may take it. Registrations expire like leases.
 -- An election's candidates register here too, with the lease a hand-off gives them (ttl_ms,
--- lock_delay_ms, metadata; NULL for a fair waiter).
+-- lock_delay_ms, metadata; NULL for a fair waiter here, which polls). refreshed_at and sent_us
+-- serve PostgreSQL's grants and stay NULL here.
 CREATE TABLE IF NOT EXISTS dblock_lock_waiters (
     seq           BIGINT          NOT NULL AUTO_INCREMENT,
     waiter_id     VARBINARY(256)  NOT NULL,
@@ -62,6 +63,8 @@ CREATE TABLE IF NOT EXISTS dblock_lock_waiters (
     ttl_ms        BIGINT          NULL,
     lock_delay_ms BIGINT          NULL,
     metadata      JSON            NULL,
+    refreshed_at  DATETIME(6)     NULL,
+    sent_us       BIGINT          NULL,
     PRIMARY KEY (seq),
     UNIQUE KEY waiter_id_idx (waiter_id),
     KEY key_seq_idx (lock_key, seq),

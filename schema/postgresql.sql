@@ -50,8 +50,9 @@ CREATE INDEX IF NOT EXISTS dblock_versions_updated_at_idx ON dblock_versions (up
 
 -- Fair waiting (unique-key lock with fair = true): one row per waiter, in order of arrival
 -- (seq); only the first live waiter of a key may take it. Registrations expire like leases.
--- An election's candidates register here too, with the lease a hand-off gives them (ttl_ms,
--- lock_delay_ms, metadata; NULL for a fair waiter).
+-- A fair waiter's place carries the lease a release may grant it (ttl_ms, lock_delay_ms,
+-- metadata) and when it was last refreshed (refreshed_at, and sent_us on the waiter's own
+-- clock); an election's candidates register here too, with the lease a hand-off gives them.
 CREATE TABLE IF NOT EXISTS dblock_lock_waiters (
     waiter_id     varchar(64)  NOT NULL PRIMARY KEY,
     lock_key      varchar(255) NOT NULL,
@@ -63,7 +64,9 @@ CREATE TABLE IF NOT EXISTS dblock_lock_waiters (
     expires_at    timestamptz  NOT NULL,
     ttl_ms        bigint,
     lock_delay_ms bigint,
-    metadata      jsonb
+    metadata      jsonb,
+    refreshed_at  timestamptz,
+    sent_us       bigint
 );
 CREATE INDEX IF NOT EXISTS dblock_lock_waiters_key_seq_idx ON dblock_lock_waiters (lock_key, seq);
 CREATE INDEX IF NOT EXISTS dblock_lock_waiters_expires_at_idx ON dblock_lock_waiters (expires_at);

@@ -127,7 +127,7 @@ short_suites=(
   UniqueKeyLockTest FairWaitTest LookAlikeOwnersTest CleanerTest RowLockTest OptimisticLockTest
   SessionLockTest SemaphoreTest ReadWriteLockTest LockSetTest MigratorTest SchemaFileTest
   TransactionEndTest DriverTest ListenTest NativeHandles CliDoctorTest CliReleaseTest
-  OpenTelemetryTest ElectionHandOffTest
+  OpenTelemetryTest ElectionHandOffTest FairGrantTest
 )
 short_skipped=(
   UniqueKeyLockTest.AutoRenew UniqueKeyLockTest.TheRenewerKeeps UniqueKeyLockTest.TimedAcquire

@@ -194,6 +194,14 @@ std::vector<Backend> all_backends() {
   return out;
 }
 
+std::vector<Backend> postgresql_backends() {
+  std::vector<Backend> out;
+  for (const Backend& b : all_backends()) {
+    if (b.dialect == Dialect::kPostgreSQL) out.push_back(b);
+  }
+  return out;
+}
+
 std::string with_password(std::string url, const std::string& password) {
   auto at = url.find('@');
   auto colon = url.rfind(':', at);

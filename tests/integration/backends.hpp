@@ -60,6 +60,8 @@ struct Backend {
 
 // The pairs built into this test binary.
 std::vector<Backend> all_backends();
+// Those of them on PostgreSQL.
+std::vector<Backend> postgresql_backends();
 
 // `url` (text with user:password@) with the password replaced by `password`.
 std::string with_password(std::string url, const std::string& password);

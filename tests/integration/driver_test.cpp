@@ -543,14 +543,6 @@ TEST_P(PostgresDriverTest, AScriptOfSeveralStatementsRunsWhole) {
   EXPECT_EQ(r.int64_at(0, "c"), 2);
 }
 
-std::vector<Backend> postgresql_backends() {
-  std::vector<Backend> out;
-  for (const Backend& b : all_backends()) {
-    if (b.dialect == Dialect::kPostgreSQL) out.push_back(b);
-  }
-  return out;
-}
-
 INSTANTIATE_TEST_SUITE_P(Pairs, PostgresDriverTest, ::testing::ValuesIn(postgresql_backends()),
                          BackendName());
 

@@ -72,7 +72,13 @@ class FairWaitTest : public MigratedPoolTest {
                                                            {"host", Value(ghost.host)},
                                                            {"process", Value(ghost.process)},
                                                            {"thread", Value(ghost.thread)},
-                                                           {"ttl_ms", Value(ttl_ms)}}));
+                                                           {"ttl_ms", Value(ttl_ms)},
+                                                           // No lease: a release wakes it and
+                                                           // grants it nothing.
+                                                           {"lease_ttl_ms", Value()},
+                                                           {"lock_delay_ms", Value()},
+                                                           {"metadata", Value()},
+                                                           {"sent_us", Value()}}));
     return backend().dialect == Dialect::kPostgreSQL
                ? r.int64_at(0, "seq")
                : static_cast<std::int64_t>(r.last_insert_id());
@@ -228,7 +234,8 @@ TEST_P(FairWaitTest, ATryThatJoinsSentAgainKeepsItsPlaceAndItsPlaceNeverBlocksIt
                                                    {"metadata", Value()},
                                                    {"seq", Value()},
                                                    {"waiter_id", Value("w-resent")},
-                                                   {"join_ttl_ms", Value(std::int64_t{30000})}}));
+                                                   {"join_ttl_ms", Value(std::int64_t{30000})},
+                                                   {"sent_us", Value(std::int64_t{1})}}));
   };
   const Result first = send();
   ASSERT_EQ(first.size(), 1u);
@@ -479,8 +486,13 @@ TEST_P(FairWaitTest, AHeadThatLeavesAFreeKeyWakesTheNextWaiter) {
   const detail::Statement leave(detail::server_sql(c->server()).unique_key.leave, backend().dialect,
                                 tables_);
   const auto left_at = Clock::now();
+  const Owner ghost = Owner::named("ghost");
   c->execute(leave.sql(), leave.bind({{"waiter_id", Value("w-first")},
-                                      {"channel", Value(tables_.name("locks"))}}));
+                                      {"channel", Value(tables_.name("locks"))},
+                                      {"key", Value("k")},
+                                      {"host", Value(ghost.host)},
+                                      {"process", Value(ghost.process)},
+                                      {"thread", Value(ghost.thread)}}));
   waiter.join();
   const double waited = ms_since(left_at);
   ASSERT_TRUE(lease);

@@ -20,14 +20,6 @@ class NetworkBoundsTest : public ::testing::TestWithParam<Backend> {};
 // PostgreSQL only: MySQL has no session setting for the server's keepalive (docs/connections.md).
 class ServerKeepaliveTest : public ::testing::TestWithParam<Backend> {};
 
-std::vector<Backend> postgresql_backends() {
-  std::vector<Backend> out;
-  for (const Backend& b : all_backends()) {
-    if (b.dialect == Dialect::kPostgreSQL) out.push_back(b);
-  }
-  return out;
-}
-
 int option(int fd, int level, int name) {
   int value = -1;
   socklen_t len = sizeof value;

@@ -16,14 +16,6 @@
 namespace dblock::testing {
 namespace {
 
-std::vector<Backend> postgresql_backends() {
-  std::vector<Backend> out;
-  for (const Backend& b : all_backends()) {
-    if (b.dialect == Dialect::kPostgreSQL) out.push_back(b);
-  }
-  return out;
-}
-
 class UrlConnectTest : public ::testing::TestWithParam<Backend> {
  protected:
   const Backend& backend() const { return GetParam(); }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The waiting side of the unique-key lock without a database: whom a release hands the key to or
-// wakes, and a claimed waiter that sleeps past its own timeout until the hand-over is decided.
+// wakes, a claimed waiter that sleeps past its own timeout until the hand-over is decided, and a
+// release's grant reaching the head it names, asleep or not.
 // The listener runs without its listening thread (as on MySQL), so no connection is opened.
 #include "unique_key/release_listener.hpp"
 
@@ -228,6 +229,56 @@ TEST(ReleaseListener, EachReleaseWakesOneWaiterAndOneNoOneSleptForIsNotMissed) {
   a.join();
   b.join();
   EXPECT_LT(std::max(a.took(), b.took()), milliseconds(4000)) << "the second release was lost";
+}
+
+// A notification's head "waiter token sent_us" carries a grant; anything else is a wake-up only.
+TEST(ReleaseListener, AGrantIsReadFromTheHeadOfANotification) {
+  std::string head = "w-a 1234 -56";
+  const auto grant = ReleaseListener::parse_head(head);
+  ASSERT_TRUE(grant);
+  EXPECT_EQ(head, "w-a");
+  EXPECT_EQ(grant->fencing_token, 1234);
+  EXPECT_EQ(grant->sent_us, -56);
+  EXPECT_TRUE(grant->elsewhere);
+  EXPECT_EQ(grant->sent.time_since_epoch(), std::chrono::microseconds(-56));
+  for (std::string other : {"w-a", "", "w-a 12", "w-a 12 x", "w-a x 12", "w-a 12 34 56"}) {
+    const std::string waiter = other.substr(0, other.find(' '));
+    EXPECT_FALSE(ReleaseListener::parse_head(other)) << other;
+    EXPECT_EQ(other, waiter);
+  }
+}
+
+// A release's grant goes to the head it names, with its token and stamp, whether the head sleeps
+// then or comes to sleep later; no other waiter is woken, and a wake-up for everyone carries none.
+TEST(ReleaseListener, AGrantReachesTheHeadItNamesAsleepOrNot) {
+  NoSource source;
+  ReleaseListener listener(source, "channel", false);
+  Waiter a(listener, "a", milliseconds(5000), 1);
+  Waiter b(listener, "b", milliseconds(5000), 2);
+  until_asleep(listener, 2);
+  listener.released("k", true, "w-b", ReleaseListener::Grant::granted(77, 99));
+  b.join();
+  ASSERT_TRUE(b.grant());
+  EXPECT_EQ(b.grant()->fencing_token, 77);
+  EXPECT_EQ(b.grant()->sent_us, 99);
+  EXPECT_TRUE(b.grant()->elsewhere);
+  std::this_thread::sleep_for(milliseconds(100));
+  EXPECT_FALSE(a.done()) << "a grant to b woke a";
+  // Named while it does not sleep: it takes the grant when it next waits.
+  {
+    ReleaseListener::Interest c(listener, "k");
+    c.queued_as("w-c", 3);
+    listener.released("k", true, "w-c", ReleaseListener::Grant::granted(78, 100));
+    const auto from = Steady::now();
+    c.wait(milliseconds(5000));
+    EXPECT_LT(Steady::now() - from, milliseconds(2000));
+    const auto grant = c.take_grant();
+    ASSERT_TRUE(grant);
+    EXPECT_EQ(grant->fencing_token, 78);
+  }
+  listener.released("k", true, "w-a");  // no grant: a wake-up
+  a.join();
+  EXPECT_FALSE(a.grant());
 }
 
 }  // namespace

@@ -175,6 +175,8 @@ TEST(Statement, TheLockStatementsBindFromTheirCallersArguments) {
                                               {"timeout", Value("300ms")},
                                               {"slot", Value(2)},
                                               {"place_ttl_ms", Value(std::int64_t{3000})},
+                                              {"lease_ttl_ms", Value(std::int64_t{30000})},
+                                              {"sent_us", Value(std::int64_t{7})},
                                               {"to_thread", Value()}});
   for (Server server : kServers) {
     const Dialect d = dialect_of(server);
@@ -242,6 +244,10 @@ TEST(Statement, TheStatementsOfAHoldersExpiryBindItsLockDelay) {
     }
     const auto handed = texts(Statement(sql.unique_key.hand_over, d, TableNames()).bind(args));
     EXPECT_NE(std::find(handed.begin(), handed.end(), "987652"), handed.end());
+    // A fair release, which may grant the key instead (PostgreSQL).
+    const auto fair =
+        texts(Statement(sql.unique_key.release, d, TableNames(), false, true).bind(args));
+    EXPECT_NE(std::find(fair.begin(), fair.end(), "987651"), fair.end());
   }
 }
 

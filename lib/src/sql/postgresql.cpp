@@ -75,6 +75,13 @@ constexpr SessionSql kSession = {
   " WHERE w.lock_key = {{param:key}} AND w.expires_at > statement_timestamp()" \
   " ORDER BY w.seq LIMIT 1), '') AS head)"
 
+// A fair waiter's place written again (a refresh, or a resend after a lost reply): it keeps its
+// place (seq) and takes the newer expiry, lease and refresh times.
+#define DBLOCK_PLACE_REFRESH                                               \
+  "expires_at = EXCLUDED.expires_at, ttl_ms = EXCLUDED.ttl_ms,"            \
+  " lock_delay_ms = EXCLUDED.lock_delay_ms, metadata = EXCLUDED.metadata," \
+  " refreshed_at = EXCLUDED.refreshed_at, sent_us = EXCLUDED.sent_us"
+
 constexpr UniqueKeySql kUniqueKey = {
     // Times come from statement_timestamp(): the server's clock when the statement started,
     // one value for the whole statement (clock_timestamp() is read anew by every expression,
@@ -160,14 +167,19 @@ constexpr UniqueKeySql kUniqueKey = {
         // transaction): a place is not worth a flush, and a place lost in a server crash is
         // taken again by the waiter's next refresh. CASE, not AND, so that set_config runs only
         // when no lock row was written: an acquire that got the key commits durably.
+        // The place carries the lease a release may grant (see release).
         ", q AS (INSERT INTO {{table:lock_waiters}} AS w (waiter_id, lock_key, owner_host,"
-        " owner_process, owner_thread, registered_at, expires_at)"
+        " owner_process, owner_thread, registered_at, expires_at, ttl_ms, lock_delay_ms,"
+        " metadata, refreshed_at, sent_us)"
         " SELECT {{param:waiter_id}}::text, {{param:key}}::text, {{param:host}}::text,"
         " {{param:process}}::text, {{param:thread}}::text, statement_timestamp(),"
-        " statement_timestamp() + {{param:join_ttl_ms}}::bigint * interval '1 millisecond'"
+        " statement_timestamp() + {{param:join_ttl_ms}}::bigint * interval '1 millisecond',"
+        " {{param:ttl_ms}}::bigint, {{param:lock_delay_ms}}::bigint, {{param:metadata}}::jsonb,"
+        " statement_timestamp(), {{param:sent_us}}::bigint"
         " WHERE CASE WHEN {{param:join_ttl_ms}}::bigint IS NULL OR EXISTS (SELECT 1 FROM a)"
         "   THEN false ELSE set_config('synchronous_commit', 'off', true) IS NOT NULL END"
-        " ON CONFLICT (waiter_id) DO UPDATE SET expires_at = EXCLUDED.expires_at RETURNING seq)"
+        " ON CONFLICT (waiter_id) DO UPDATE SET " DBLOCK_PLACE_REFRESH
+        " RETURNING seq)"
         " SELECT fencing_token, hold_count, NULL::bigint AS seq FROM a"
         " UNION ALL SELECT NULL, NULL, seq FROM q{{/fair}}",
     .acquire_leaves_queue = true,
@@ -184,8 +196,49 @@ constexpr UniqueKeySql kUniqueKey = {
     // row another owner took since carries the release id in previous_lease_id (migration 0007):
     // the retry changes nothing there either, and reports the key freed (hold_count 0, no
     // notification: the key is held again).
+    //
+    // Fair: a release that would free the key grants it instead, in the same statement, to the
+    // queue's head when the head's place carries a lease (refreshed_at, sent_us: migration 0011)
+    // and looks alive (refreshed within the first half of its place's TTL): g moves the row to
+    // the head (a new token, the head's owner, its place id as lease id, its metadata, expiry
+    // refreshed_at + TTL + lock-delay: the lease runs from the head's last refresh, whose time
+    // on its own clock, sent_us, the notification hands back), gd takes its place, and the
+    // NOTIFY payload "head token sent_us\nkey" tells its process. Only when at least half of
+    // that lease is left; else the head is woken and acquires as before. previous_lease_id takes
+    // the release id, so a retry of this release recognises it (as after a takeover). r, the
+    // plain release, runs when g did not.
     .release =
-        "WITH r AS (UPDATE {{table:locks}} SET"
+        "WITH {{fair}}g AS (UPDATE {{table:locks}} l SET"
+        " fencing_token = GREATEST(l.fencing_token + 1,"
+        "   (extract(epoch FROM statement_timestamp()) * 1000000)::bigint),"
+        " acquired_at = statement_timestamp(),"
+        " expires_at = w.refreshed_at + (w.ttl_ms + w.lock_delay_ms) * interval '1 millisecond',"
+        " metadata = w.metadata, hold_count = 1, lease_id = w.waiter_id,"
+        " previous_lease_id = {{param:release_id}}, owner_host = w.owner_host,"
+        " owner_process = w.owner_process, owner_thread = w.owner_thread"
+        " FROM (SELECT q.waiter_id, q.owner_host, q.owner_process, q.owner_thread, q.ttl_ms,"
+        "   q.lock_delay_ms, q.metadata, q.refreshed_at, q.sent_us, q.expires_at"
+        "   FROM {{table:lock_waiters}} q WHERE q.lock_key = {{param:key}}"
+        "   AND q.expires_at > statement_timestamp() AND NOT (q.owner_host = {{param:host}}"
+        "   AND q.owner_process = {{param:process}} AND q.owner_thread = {{param:thread}})"
+        "   ORDER BY q.seq LIMIT 1) w"
+        " WHERE {{relaxed:set_config('synchronous_commit', 'off', true) IS NOT NULL AND}}"
+        " l.lock_key = {{param:key}} AND l.owner_host = {{param:host}}"
+        " AND l.owner_process = {{param:process}} AND l.owner_thread = {{param:thread}}"
+        " AND l.fencing_token = {{param:token}} AND l.hold_count = 1"
+        " AND l.lease_id <> {{param:release_id}}"
+        " AND l.previous_lease_id IS DISTINCT FROM {{param:release_id}}"
+        " AND l.expires_at > statement_timestamp()"
+        "   + {{param:lock_delay_ms}}::bigint * interval '1 millisecond'"
+        " AND l.acquired_at + {{param:min_hold_ms}}::bigint * interval '1 millisecond'"
+        "   <= statement_timestamp()"
+        " AND w.sent_us IS NOT NULL AND w.refreshed_at IS NOT NULL AND w.ttl_ms IS NOT NULL"
+        " AND w.lock_delay_ms IS NOT NULL"
+        " AND w.expires_at - w.refreshed_at > 2 * (statement_timestamp() - w.refreshed_at)"
+        " AND w.refreshed_at + w.ttl_ms * interval '0.5 millisecond' > statement_timestamp()"
+        " RETURNING l.lock_key, l.fencing_token, w.waiter_id, w.sent_us),"
+        " gd AS (DELETE FROM {{table:lock_waiters}} WHERE waiter_id = (SELECT waiter_id FROM g)),"
+        " {{/fair}}r AS (UPDATE {{table:locks}} SET"
         " hold_count = CASE WHEN lease_id = {{param:release_id}}"
         "   OR previous_lease_id = {{param:release_id}} THEN hold_count ELSE hold_count - 1 END,"
         " expires_at = CASE WHEN lease_id <> {{param:release_id}} AND hold_count = 1"
@@ -201,14 +254,19 @@ constexpr UniqueKeySql kUniqueKey = {
         " AND fencing_token = {{param:token}} AND (lease_id = {{param:release_id}}"
         "   OR (hold_count > 0 AND expires_at > statement_timestamp()"
         "     + {{param:lock_delay_ms}}::bigint * interval '1 millisecond')))"
-        "   OR previous_lease_id = {{param:release_id}})"
+        "   OR previous_lease_id = {{param:release_id}}){{fair}} AND NOT EXISTS (SELECT 1 FROM g)"
+        "{{/fair}}"
         " RETURNING lock_key, expires_at, CASE WHEN previous_lease_id = {{param:release_id}}"
         "   THEN -1 ELSE hold_count END AS hold_count){{fair}}, " DBLOCK_QUEUE_HEAD
         "{{/fair}}"
         " SELECT GREATEST(r.hold_count, 0) AS hold_count, {{fair}}h.head, {{/fair}}"
         " CASE WHEN r.hold_count = 0 AND r.expires_at <= statement_timestamp() THEN"
         "   pg_notify({{param:channel}}, {{fair}}h.head || {{/fair}}chr(10) || r.lock_key)::text"
-        " END AS notified FROM r{{fair}}, h{{/fair}}",
+        " END AS notified{{fair}}, NULL::bigint AS granted, NULL::bigint AS sent_us{{/fair}}"
+        " FROM r{{fair}}, h"
+        " UNION ALL SELECT 0, g.waiter_id::text, pg_notify({{param:channel}}, g.waiter_id || ' '"
+        "   || g.fencing_token || ' ' || g.sent_us || chr(10) || g.lock_key)::text,"
+        "   g.fencing_token, g.sent_us FROM g{{/fair}}",
     // Parameters as release. Run right after a release that left holds behind although this
     // process holds no other lease of the owner on the key: those holds belong to acquires whose
     // reply never came (the caller got an error and no lease), and would otherwise keep the key
@@ -300,20 +358,35 @@ constexpr UniqueKeySql kUniqueKey = {
         " WHERE l.expires_at <= statement_timestamp() OR l.lease_id = EXCLUDED.lease_id"
         " RETURNING fencing_token",
     .fair_check = "",  // acquire checks the queue itself
+    // ttl_ms is the place's TTL here, lease_ttl_ms the lease a release may grant (as acquire's
+    // q).
     .enqueue =
         "INSERT INTO {{table:lock_waiters}} AS w (waiter_id, lock_key, owner_host, owner_process,"
-        " owner_thread, registered_at, expires_at)"
+        " owner_thread, registered_at, expires_at, ttl_ms, lock_delay_ms, metadata, refreshed_at,"
+        " sent_us)"
         " VALUES ({{param:waiter_id}}, {{param:key}}, {{param:host}}, {{param:process}},"
         " {{param:thread}}, statement_timestamp(),"
-        " statement_timestamp() + {{param:ttl_ms}}::bigint * interval '1 millisecond')"
-        " ON CONFLICT (waiter_id) DO UPDATE SET expires_at = EXCLUDED.expires_at RETURNING seq",
+        " statement_timestamp() + {{param:ttl_ms}}::bigint * interval '1 millisecond',"
+        " {{param:lease_ttl_ms}}::bigint, {{param:lock_delay_ms}}::bigint,"
+        " {{param:metadata}}::jsonb, statement_timestamp(), {{param:sent_us}}::bigint)"
+        " ON CONFLICT (waiter_id) DO UPDATE SET " DBLOCK_PLACE_REFRESH " RETURNING seq",
     // A head that leaves while the key is free (its time ran out, or an error ended its wait)
     // passes the turn on: the next live waiter is named in a notification, as a release names
     // the head. The DELETE is not visible to the statement's own reads, so the leaver is left
-    // out by its id.
+    // out by its id. A waiter that leaves although a release granted it the key (its time ran
+    // out before it took the grant) frees the key (f) and names the next head too (m). Params:
+    // waiter_id, channel, key, host, process, thread.
     .leave =
         "WITH d AS (DELETE FROM {{table:lock_waiters}} WHERE waiter_id = {{param:waiter_id}}"
         " RETURNING lock_key, seq),"
+        " f AS (UPDATE {{table:locks}} SET hold_count = 0, expires_at = statement_timestamp()"
+        "  WHERE lock_key = {{param:key}} AND lease_id = {{param:waiter_id}}"
+        "  AND owner_host = {{param:host}} AND owner_process = {{param:process}}"
+        "  AND owner_thread = {{param:thread}} AND hold_count = 1"
+        "  AND expires_at > statement_timestamp() RETURNING lock_key),"
+        " m AS (SELECT f.lock_key, COALESCE((SELECT w.waiter_id FROM {{table:lock_waiters}} w"
+        "   WHERE w.lock_key = f.lock_key AND w.expires_at > statement_timestamp()"
+        "   AND w.waiter_id <> {{param:waiter_id}} ORDER BY w.seq LIMIT 1), '') AS head FROM f),"
         " n AS (SELECT d.lock_key, (SELECT w.waiter_id FROM {{table:lock_waiters}} w"
         "   WHERE w.lock_key = d.lock_key AND w.expires_at > statement_timestamp()"
         "   AND w.waiter_id <> {{param:waiter_id}} ORDER BY w.seq LIMIT 1) AS head FROM d"
@@ -321,8 +394,9 @@ constexpr UniqueKeySql kUniqueKey = {
         "   AND e.expires_at > statement_timestamp() AND e.seq < d.seq)"
         "  AND NOT EXISTS (SELECT 1 FROM {{table:locks}} l WHERE l.lock_key = d.lock_key"
         "   AND l.expires_at > statement_timestamp()))"
-        " SELECT pg_notify({{param:channel}}, n.head || chr(10) || n.lock_key)::text AS notified"
-        " FROM n WHERE n.head IS NOT NULL",
+        " SELECT pg_notify({{param:channel}}, x.head || chr(10) || x.lock_key)::text AS notified"
+        " FROM (SELECT n.lock_key, n.head FROM n WHERE n.head IS NOT NULL"
+        "  UNION ALL SELECT m.lock_key, m.head FROM m) x",
     // A candidate's registration for hand-offs: a place in the key's queue with the lease a
     // hand-off gives it. Sent again, it keeps its place and takes the newer lease (as enqueue).
     .offer =

@@ -80,6 +80,10 @@ struct UniqueKeySql {
   std::string_view acquire;
   bool acquire_leaves_queue;  // see fair waiting below
   bool acquire_joins_queue;   // see fair waiting below
+  // Rendered for a fair lock where releases notify (PostgreSQL), a release that would free the
+  // key may grant it to the queue's head instead (migration 0011): one row with hold_count 0, the
+  // head in "head", and the new token in "granted" and the head's sent_us in "sent_us" (both
+  // NULL when the release did not grant).
   std::string_view release;
   std::string_view release_rest;  // frees the holds left by acquires whose reply was lost
   // Hands a held key straight to a waiter of this process: the release of the holder's only hold
@@ -103,19 +107,21 @@ struct UniqueKeySql {
   // (waiter_id) never counts against it. Where acquire_leaves_queue, an acquire that gets the
   // key also deletes the waiter's place. Where acquire_joins_queue, acquire also takes
   // join_ttl_ms: when not NULL, a refused acquire registers waiter_id as enqueue does (with that
-  // TTL) and returns one row with a NULL fencing_token and the place in column "seq"; a row
-  // that holds the key has a NULL "seq".
+  // TTL, and sent_us) and returns one row with a NULL fencing_token and the place in column
+  // "seq"; a row that holds the key has a NULL "seq".
   // Where acquire cannot carry that check (MySQL, whose acquire is INSERT ... VALUES), fair_check
   // asks it first: one row, column "wait", 1 when the caller must keep waiting, and "ahead", how
   // many live waiters are queued before it (same parameters as acquire); empty where acquire
   // checks.
   std::string_view fair_check;
-  // Statements: key, waiter_id, host, process, thread, ttl_ms. Registers the waiter (or, for a
-  // waiter_id already queued, refreshes its expiry and keeps its place); the seq in rows
-  // (column "seq") or LAST_INSERT_ID().
+  // Statements: key, waiter_id, host, process, thread, ttl_ms (the place's), and the lease a
+  // release may grant: lease_ttl_ms, lock_delay_ms, metadata, sent_us (the waiter's clock when it
+  // sent this). Registers the waiter (or, for a waiter_id already queued, refreshes its expiry and
+  // lease and keeps its place); the seq in rows (column "seq") or LAST_INSERT_ID().
   std::string_view enqueue;
-  // waiter_id, channel: the waiter leaves the queue; where releases notify (PostgreSQL), a head
-  // that leaves a free key notifies the next live waiter as a release would.
+  // waiter_id, channel, key, host, process, thread: the waiter leaves the queue; where releases
+  // notify (PostgreSQL), a head that leaves a free key notifies the next live waiter as a release
+  // would, and a waiter granted the key it did not take frees it.
   std::string_view leave;
   // Hand-offs to a candidate of another process (Election::hand_off; migration 0010). offer:
   // key, waiter_id, host, process, thread, place_ttl_ms (how long the registration lasts

@@ -99,7 +99,7 @@ bool detail::UniqueKeyLockCore::hand_over(const detail::ReleaseRequest& q,
   // releases meanwhile must find this hold live (else release_rest would free the row).
   detail::LiveHolds::instance().add(live_id(q.key, to.owner, *token));
   listener.holding(q.key);  // for the waiter's lease, before this release stops holding
-  grant = detail::ReleaseListener::Grant{*token, sent};
+  grant = detail::ReleaseListener::Grant{*token, sent, false, 0};
   return true;
 }
 

@@ -86,8 +86,10 @@ struct detail::UniqueKeyLockCore : std::enable_shared_from_this<detail::UniqueKe
 
   // The arguments of the release and release_rest statements.
   std::vector<detail::Arg> release_args(const detail::ReleaseRequest& q) const;
-  // `head`: the fair queue's head the release reported, when it freed the key.
-  ReleaseOutcome send_release(const detail::ReleaseRequest& q, std::string& head);
+  // `head`: the fair queue's head the release reported, when it freed the key; `grant`: what
+  // it gave the head, when it granted the key instead (PostgreSQL, fair).
+  ReleaseOutcome send_release(const detail::ReleaseRequest& q, std::string& head,
+                              std::optional<detail::ReleaseListener::Grant>& grant);
   // Frees the holds left behind by acquires whose reply was lost (release_rest). True
   // when it did.
   bool release_rest(const detail::ReleaseRequest& q);

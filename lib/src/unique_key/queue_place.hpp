@@ -4,7 +4,12 @@
 // error). Registering again (a refresh, or a resend after a lost reply) sends the same waiter id,
 // so the waiter keeps one place. A statement that may have taken the place and got no answer (its
 // reply lost, say) leaves the place in doubt: this object then sends the leave all the same when
-// it ends. Explained in docs/locks/fair-waiting.md. Internal.
+// it ends. The place's id is the waiter's lease id, and the place carries the lease a release
+// may grant the waiter (its TTL, lock-delay, metadata) and a stamp of the waiter's clock
+// (sent_us) for each write, which a grant hands back: the grant is this waiter's to take only
+// for its latest (a later refresh may have put the place back after the grant took it). A waiter
+// that leaves with a grant it did not take frees the key. Explained in docs/locks/fair-waiting.md
+// and docs/internals/waiting.md. Internal.
 //
 //   QueuePlace place(impl, info, clock);
 //   place.join();                        // refused: take a place, then refresh it in time
@@ -26,7 +31,10 @@ namespace dblock::detail {
 
 class QueuePlace {
  public:
-  QueuePlace(detail::UniqueKeyLockCore& impl, const LeaseInfo& info, Clock& clock);
+  // `info` and `metadata`: the lease the waiter asks for (its lease id is the place's id); both
+  // must outlive this object.
+  QueuePlace(detail::UniqueKeyLockCore& impl, const LeaseInfo& info, const std::string& metadata,
+             Clock& clock);
   // Leaves the queue, if this waiter has (or may have) a place; never throws.
   ~QueuePlace();
   QueuePlace(const QueuePlace&) = delete;
@@ -52,15 +60,24 @@ class QueuePlace {
   std::optional<std::int64_t> seq() const noexcept { return seq_; }
   // Registered and not yet due for a refresh.
   bool fresh() const;
-  // Registered at `seq` by a statement sent at `sent` (an acquire that joins the queue).
+  // Registered at `seq` by a statement sent at `sent` (an acquire that joins the queue, with
+  // `sent_us` from stamp()).
   void placed(std::int64_t seq, Clock::time_point sent);
+  // The stamp of a statement that writes the place, about to be sent: the waiter's clock in
+  // microseconds (BootClock), taken before the send. Remembered as the latest.
+  std::int64_t stamp();
+  // A grant (a release's, in its own statement) for the write stamped `sent_us` is this
+  // waiter's to take without a statement: that write is the latest.
+  bool latest(std::int64_t sent_us) const noexcept { return sent_us == stamped_; }
   // Registers, or refreshes the place.
   void join();
 
  private:
   detail::UniqueKeyLockCore& impl_;
   const LeaseInfo& info_;
+  const std::string& metadata_;
   Clock& clock_;
+  std::int64_t stamped_ = -1;  // the latest stamp()
   std::string id_;
   std::optional<std::int64_t> seq_;
   bool in_doubt_ = false;  // a statement that may have taken the place got no answer

@@ -4,6 +4,7 @@
 // kept when their fate is unknown (pending_releases.hpp), sent again before the owner's next
 // acquire of the key. Thread-safety: see lock_impl.hpp.
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,15 +27,22 @@ std::vector<detail::Arg> detail::UniqueKeyLockCore::release_args(
                                       {"lock_delay_ms", Value(q.lock_delay_ms)}});
 }
 
-ReleaseOutcome detail::UniqueKeyLockCore::send_release(const detail::ReleaseRequest& q,
-                                                       std::string& head) {
+ReleaseOutcome detail::UniqueKeyLockCore::send_release(
+    const detail::ReleaseRequest& q, std::string& head,
+    std::optional<detail::ReleaseListener::Grant>& grant) {
   // A retry after a lost connection sends the same release id, which the statement
   // recognises as its own earlier attempt (see the release statement), so it is safe to repeat.
   auto r = run(&Statements::release, release_args(q), true);
   if (!r) throw detail::kept_contending("release of '" + q.key + "'", "the lease ends by its TTL");
   if (r->affected_rows() == 0) return ReleaseOutcome::kNotHeld;
   const std::int64_t remaining = detail::returned_id(*r, rows, "hold_count").value_or(0);
-  if (rows && options.fair) head = r->at(0, "head").value_or("");
+  if (rows && options.fair) {
+    head = r->at(0, "head").value_or("");
+    if (r->at(0, "granted")) {
+      grant = detail::ReleaseListener::Grant::granted(r->int64_at(0, "granted"),
+                                                      r->int64_at(0, "sent_us"));
+    }
+  }
   // Counted now, not when the release was first sent: a release kept after a lost connection
   // may be sent again after the owner acquired the key anew (through any UniqueKeyLock on
   // this table), and that live hold must not be freed by release_rest.
@@ -65,9 +73,10 @@ ReleaseOutcome detail::UniqueKeyLockCore::release(const detail::ReleaseRequest& 
       announced = true;
     }
     std::string head;
-    ReleaseOutcome outcome = send_release(q, head);
+    std::optional<detail::ReleaseListener::Grant> grant;
+    ReleaseOutcome outcome = send_release(q, head, grant);
     detail::PendingReleases::instance().forget(id, q.release_id);
-    if (listener) listener->released(q.key, outcome == ReleaseOutcome::kReleased, head);
+    if (listener) listener->released(q.key, outcome == ReleaseOutcome::kReleased, head, grant);
     return outcome;
   } catch (const Error& e) {
     if (announced) listener->released(q.key, false, "");

@@ -2,6 +2,7 @@
 #include "unique_key/release_listener.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <utility>
 
 #include "dblock/error.hpp"
@@ -95,12 +96,28 @@ void ReleaseListener::listen_once() {
         --it->second.echoes;  // a release made here: released() wakes its waiter
         continue;
       }
-      wake(it->second, n.payload.substr(0, split));
+      std::string head = n.payload.substr(0, split);
+      std::optional<Grant> grant = parse_head(head);
+      wake(it->second, head, grant);
     }
   }
 }
 
-void ReleaseListener::wake(KeyState& state, const std::string& head) {
+std::optional<ReleaseListener::Grant> ReleaseListener::parse_head(std::string& head) {
+  const std::size_t first = head.find(' ');
+  if (first == std::string::npos) return std::nullopt;
+  std::int64_t token = 0;
+  std::int64_t sent_us = 0;
+  const char* end = head.data() + head.size();
+  auto [after_token, error] = std::from_chars(head.data() + first + 1, end, token);
+  const bool parsed = error == std::errc() && after_token != end && *after_token == ' ' &&
+                      std::from_chars(after_token + 1, end, sent_us).ptr == end;
+  head.resize(first);
+  if (!parsed) return std::nullopt;  // not this version's: a wake-up only
+  return Grant::granted(token, sent_us);
+}
+
+void ReleaseListener::wake(KeyState& state, const std::string& head, std::optional<Grant> grant) {
   // Only one waiter can win the key: waking more would only add failed tries. A waiter being
   // handed the key is no longer a candidate.
   // A waiter being handed the key, or given it already, is no longer a candidate.
@@ -112,13 +129,19 @@ void ReleaseListener::wake(KeyState& state, const std::string& head) {
   for (Interest* w : state.asleep) {
     if (candidate(w) && (chosen == nullptr || w->arrival_ < chosen->arrival_)) chosen = w;
   }
+  if (grant && head.empty()) grant.reset();  // a grant names its waiter
   if (chosen != nullptr) {
     chosen->woken_ = true;
+    if (grant) {
+      chosen->hand_over_ = Interest::HandOver::kGranted;
+      chosen->grant_ = *grant;
+    }
     chosen->cv_.notify_one();
   } else if (head.empty() || state.queued.contains(head)) {
     // No one to wake asleep here now: the next to sleep (the head, if it names one) takes it.
     state.wake = true;
     state.wake_for = head;
+    state.grant = grant;
   }
   // A head queued elsewhere: its own process wakes it; no one here may take the key before it.
 }
@@ -135,6 +158,7 @@ void ReleaseListener::wake_all(KeyState& state) {
   // And a waiter between its try and its sleep tries again at once.
   state.wake = true;
   state.wake_for.clear();
+  state.grant.reset();  // the head's next try finds a grant by its lease id
 }
 
 void ReleaseListener::releasing(const std::string& key) {
@@ -198,7 +222,8 @@ void ReleaseListener::not_holding(const std::string& key) {
   if (it != held_here_.end() && --it->second <= 0) held_here_.erase(it);
 }
 
-void ReleaseListener::released(const std::string& key, bool freed, const std::string& head) {
+void ReleaseListener::released(const std::string& key, bool freed, const std::string& head,
+                               std::optional<Grant> grant) {
   std::lock_guard lock(mu_);
   auto it = keys_.find(key);
   if (it == keys_.end()) return;
@@ -212,7 +237,7 @@ void ReleaseListener::released(const std::string& key, bool freed, const std::st
     return;
   }
   state.handed_in_a_row = 0;
-  wake(state, head);
+  wake(state, head, grant);
 }
 
 std::size_t ReleaseListener::asleep(const std::string& key) const {
@@ -235,7 +260,10 @@ ReleaseListener::Interest::~Interest() {
   KeyState& state = it->second;
   if (!waiter_id_.empty()) {
     state.queued.erase(state.queued.find(waiter_id_));
-    if (state.wake && state.wake_for == waiter_id_) state.wake = false;  // no one else's
+    if (state.wake && state.wake_for == waiter_id_) {
+      state.wake = false;  // no one else's
+      state.grant.reset();
+    }
   }
   if (--state.interested == 0) listener_.keys_.erase(it);
 }
@@ -260,6 +288,11 @@ void ReleaseListener::Interest::wait(std::chrono::milliseconds timeout) {
   KeyState& state = listener_.keys_[key_];
   if (state.wake && (state.wake_for.empty() || state.wake_for == waiter_id_)) {
     state.wake = false;  // a release no one was asleep for: this waiter takes it
+    if (state.grant) {
+      hand_over_ = HandOver::kGranted;
+      grant_ = *state.grant;
+      state.grant.reset();
+    }
     return;
   }
   if (hand_over_ == HandOver::kGranted) return;  // take_grant() first: the key is this waiter's

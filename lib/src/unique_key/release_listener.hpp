@@ -11,7 +11,9 @@
 // Notifications (PostgreSQL, when `listen`): one thread with its own session LISTENs on the lock
 // table's channel; the last release of a key NOTIFYs with the head of the key's fair queue, a
 // newline and the key as payload (postgresql.cpp). When a fair waiter heads the queue, only that
-// waiter is woken, and only in the process where it waits; otherwise each notification wakes one
+// waiter is woken, and only in the process where it waits. A release that granted the key to
+// that head in its own statement (a grant: "head token sent_us" before the newline) hands it the
+// token the same way (Grant::elsewhere). Otherwise each notification wakes one
 // waiter of that key in this process (only one can win; waking them all would only add failed
 // tries). A release made through this lock object wakes at commit instead (releasing() /
 // released()). Waiters sleep until woken or until their backoff interval ends, so a missed or
@@ -63,7 +65,21 @@ class ReleaseListener {
   struct Grant {
     std::int64_t fencing_token = 0;
     BootClock::time_point sent{};
+    // Granted by a release's own statement (not a hand-over of this lock object, which counted
+    // the lease before it woke the waiter): the lease runs from the waiter's refresh of its place
+    // that its process stamped `sent_us` (sent is that stamp), which the waiter checks is its
+    // latest before it takes the key.
+    bool elsewhere = false;
+    std::int64_t sent_us = 0;
+    // A release's grant of `fencing_token` for the refresh stamped `sent_us`.
+    static Grant granted(std::int64_t fencing_token, std::int64_t sent_us) {
+      return {fencing_token, BootClock::time_point(std::chrono::microseconds(sent_us)), true,
+              sent_us};
+    }
   };
+  // The grant a notification's head carries ("head token sent_us"), if any; `head` is cut to
+  // the waiter id.
+  static std::optional<Grant> parse_head(std::string& head);
   class Interest;
   // The waiter of `key` that has waited longest (since its acquire began) among those asleep
   // before their deadline that accept a hand-over and are not `releaser` (a waiter with the
@@ -92,8 +108,10 @@ class ReleaseListener {
   // `head` is the queue's head the release reported ("" when none). After a run of
   // kMaxHandOvers hand-overs, a release that frees the key wakes no waiter here at commit: they
   // learn of it from its notification, as waiters elsewhere do, or by polling.
+  // `grant`: the release granted the key to `head` in its own statement.
   void releasing(const std::string& key);
-  void released(const std::string& key, bool freed, const std::string& head);
+  void released(const std::string& key, bool freed, const std::string& head,
+                std::optional<Grant> grant = std::nullopt);
 
   // How many waiters of `key` sleep in wait() now (for tests).
   std::size_t asleep(const std::string& key) const;
@@ -158,6 +176,7 @@ class ReleaseListener {
   struct KeyState {
     bool wake = false;                  // a release not yet taken by a waiter
     std::string wake_for;               // the queued waiter it is for ("" any)
+    std::optional<Grant> grant;         // what it granted wake_for
     std::multiset<std::string> queued;  // the waiter ids of this process's queued waiters
     int interested = 0;
     int echoes = 0;                // notifications of releases in this process still to come back
@@ -165,9 +184,9 @@ class ReleaseListener {
     int handed_in_a_row = 0;       // hand-overs since the key was last freed
     bool shared = false;           // the release in flight frees the key for everyone
   };
-  // A release freed `state`'s key: wakes the queue's `head` if it waits here, else (no queue)
-  // the waiter asleep longest. Called with mu_ held.
-  static void wake(KeyState& state, const std::string& head);
+  // A release freed `state`'s key, or granted it to `head` (`grant`): wakes the queue's `head`
+  // if it waits here, else (no queue) the waiter asleep longest. Called with mu_ held.
+  static void wake(KeyState& state, const std::string& head, std::optional<Grant> grant);
   // Wakes every waiter of `state`'s key, and the next to go to sleep (a release may have gone
   // unheard). Called with mu_ held.
   static void wake_all(KeyState& state);

@@ -37,12 +37,14 @@ using detail::QueuePlace;
 // (nullopt: not queued; unused unless the lock is fair), `waiter_id` its id. `ahead` is set to
 // the number of live waiters queued before it where the queue is read first (MySQL), else left
 // alone. With `joined` (a fair lock whose acquire joins the queue, and a waiter not queued yet),
-// a refused try takes the waiter's place in the same statement and sets `joined` to it.
+// a refused try takes the waiter's place in the same statement (stamped `sent_us`:
+// QueuePlace::stamp) and sets `joined` to it.
 std::optional<Lease> attempt(const std::shared_ptr<detail::UniqueKeyLockCore>& impl,
                              detail::LeaseInfo info, const LockOptions& options,
                              std::optional<std::int64_t> seq,
                              const std::string* waiter_id = nullptr, std::int64_t* ahead = nullptr,
-                             std::optional<std::int64_t>* joined = nullptr) {
+                             std::optional<std::int64_t>* joined = nullptr,
+                             std::int64_t sent_us = 0) {
   impl->finish_pending_release(info.key, info.owner);
   const bool named = seq || joined != nullptr;  // the statement knows the waiter's id
   const std::int64_t place_ttl_ms = impl->options.waiter_ttl.count();
@@ -54,7 +56,8 @@ std::optional<Lease> attempt(const std::shared_ptr<detail::UniqueKeyLockCore>& i
                    {"metadata", detail::metadata_param(options.metadata)},
                    {"seq", seq ? Value(*seq) : Value()},
                    {"waiter_id", named ? Value(*waiter_id) : Value()},
-                   {"join_ttl_ms", joined ? Value(place_ttl_ms) : Value()}});
+                   {"join_ttl_ms", joined ? Value(place_ttl_ms) : Value()},
+                   {"sent_us", joined ? Value(sent_us) : Value()}});
   if (impl->options.fair) {
     // Where acquire cannot check the queue itself. A read: safe to repeat.
     auto wait = impl->run(&detail::UniqueKeyLockCore::Statements::fair_check, args, true);
@@ -74,7 +77,7 @@ std::optional<Lease> attempt(const std::shared_ptr<detail::UniqueKeyLockCore>& i
   }
   auto token = detail::returned_id(*r, impl->rows, "fencing_token");
   if (!token) return std::nullopt;  // held by another owner
-  return held(impl, std::move(info), options, {*token, sent}, false);
+  return held(impl, std::move(info), options, {*token, sent, false, 0}, false);
 }
 
 // The acquire loop: plain, or fair waiting's turns in the key's queue.
@@ -96,14 +99,22 @@ std::optional<Lease> wait_for(const std::shared_ptr<detail::UniqueKeyLockCore>& 
     }
   };
   const auto deadline = forever ? detail::Clock::time_point::max() : clock.now() + timeout;
-  // The key as a release through this lock object handed it over while this waiter slept, after
-  // `taking` (what the waiter gives up for it); nothing when no such grant came.
-  const auto handed_over = [&](auto&& taking) -> std::optional<Lease> {
+  // The key as a release through this lock object handed it over while this waiter slept, or a
+  // release's own statement granted it to `place` (fair, PostgreSQL), after `taking` (what the
+  // waiter gives up for it); nothing when no such grant came.
+  const auto handed_over = [&](auto&& taking,
+                               const QueuePlace* place = nullptr) -> std::optional<Lease> {
     if (!interest) return std::nullopt;
     auto grant = interest->take_grant();
     if (!grant) return std::nullopt;
+    // A grant for an older write of the place (a refresh crossed it): the try that follows finds
+    // the grant by the lease id, and takes with it the place that refresh may have put back.
+    if (grant->elsewhere && (place == nullptr || !place->latest(grant->sent_us))) {
+      return std::nullopt;
+    }
     taking();
-    return held(impl, info, options, *grant, true);
+    // A hand-over counted the lease before it woke the waiter; a grant's lease is counted here.
+    return held(impl, info, options, *grant, !grant->elsewhere);
   };
   if (!impl->options.fair) {
     // While asleep, a release made through this lock object may hand the key over.
@@ -126,7 +137,7 @@ std::optional<Lease> wait_for(const std::shared_ptr<detail::UniqueKeyLockCore>& 
           pause(d);
         });
   }
-  QueuePlace place(*impl, info, clock);
+  QueuePlace place(*impl, info, options.metadata, clock);
   std::int64_t ahead = -1;  // waiters before this one, where the queue is read (MySQL)
   const auto join = [&] {
     place.join();
@@ -139,9 +150,11 @@ std::optional<Lease> wait_for(const std::shared_ptr<detail::UniqueKeyLockCore>& 
       clock, timeout, forever, backoff,
       [&]() -> std::optional<Lease> {
         // The hand-over took the place away.
-        if (auto lease = handed_over([&] {
-              if (impl->leaves_queue) place.left();
-            })) {
+        if (auto lease = handed_over(
+                [&] {
+                  if (impl->leaves_queue) place.left();
+                },
+                &place)) {
           return lease;
         }
         if (place.seq() && !place.fresh()) join();
@@ -154,7 +167,8 @@ std::optional<Lease> wait_for(const std::shared_ptr<detail::UniqueKeyLockCore>& 
           const auto sent = clock.now();
           std::optional<std::int64_t> seq;
           auto lease = place.taking([&] {
-            return attempt(impl, info, options, std::nullopt, &place.id(), &ahead, &seq);
+            return attempt(impl, info, options, std::nullopt, &place.id(), &ahead, &seq,
+                           place.stamp());
           });
           if (seq) {
             place.placed(*seq, sent);
