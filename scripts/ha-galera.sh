@@ -187,6 +187,13 @@ cmd_start() {
     is_root && chown -R mysql: "$dir"
     write_config "$n"
   done
+  # The nodes run as mysql: a parent of the state directory that others may not search (a
+  # TMPDIR made with mode 700, say) would fail mariadb-install-db with a message about the data
+  # directory only.
+  if is_root && ! runuser -u mysql -- test -w "$(node_dir 1)"; then
+    die "the mysql user cannot reach $STATE_DIR (a parent directory is not searchable by others);" \
+      "set DBLOCK_HA_GALERA_DIR (or TMPDIR) to a directory under one that is, such as /tmp"
+  fi
 
   dir=$(node_dir 1)
   local install_args=(--no-defaults --datadir="$dir/data" --auth-root-authentication-method=socket

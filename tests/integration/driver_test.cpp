@@ -543,6 +543,38 @@ TEST_P(PostgresDriverTest, AScriptOfSeveralStatementsRunsWhole) {
   EXPECT_EQ(r.int64_at(0, "c"), 2);
 }
 
+// The libpq driver prepares a statement with parameters once per session and runs it again from
+// there (libpqxx and SOCI send each one whole); a statement the session lost (a service's
+// DEALLOCATE ALL) or whose table changed under its plan is prepared again, and behind a
+// transaction pooler nothing is prepared.
+TEST_P(PostgresDriverTest, TheLibpqDriverPreparesAStatementOncePerSession) {
+  const auto prepared = [](Connection& c) {
+    return c.execute("SELECT count(*) AS n FROM pg_prepared_statements").int64_at(0, "n");
+  };
+  const std::int64_t once = backend().driver == "libpq" ? 1 : 0;
+  const std::int64_t before = prepared(*conn_);  // the session's set-up statements
+  conn_->execute(insert_sql(), {Value("a"), Value(1), Value("x"), Value(0.5)});
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(conn_->execute(select_sql(), {Value("a")}).int64_at(0, "n"), 1);
+  }
+  EXPECT_EQ(prepared(*conn_) - before, 2 * once);  // the insert and the select
+  // The service drops every prepared statement of the session: the next run prepares again.
+  conn_->execute("DEALLOCATE ALL");
+  EXPECT_EQ(conn_->execute(select_sql(), {Value("a")}).int64_at(0, "n"), 1);
+  EXPECT_EQ(prepared(*conn_), once);
+  // A column added under a cached plan of SELECT *: prepared again, it returns the new column.
+  const std::string star = "SELECT * FROM " + t() + " WHERE k = " + p(1);
+  EXPECT_EQ(conn_->execute(star, {Value("a")}).columns().size(), 4u);
+  conn_->execute("ALTER TABLE " + t() + " ADD COLUMN e integer");
+  EXPECT_EQ(conn_->execute(star, {Value("a")}).columns().size(), 5u);
+  // Behind a transaction pooler: nothing is prepared.
+  DatabaseUrl pooled = backend().url();
+  pooled.transaction_pooler = true;
+  std::unique_ptr<Connection> through_pooler = open_connection(pooled);
+  EXPECT_EQ(through_pooler->execute(select_sql(), {Value("a")}).int64_at(0, "n"), 1);
+  EXPECT_EQ(prepared(*through_pooler), 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Pairs, PostgresDriverTest, ::testing::ValuesIn(postgresql_backends()),
                          BackendName());
 

@@ -4,12 +4,12 @@
 // mysql:// URL.
 //
 // Statements with parameters run as server-side prepared statements, kept in a small per-
-// connection cache (statement_cache.hpp) so a repeated statement is one round trip; parameters
-// are bound natively (int64, double, text, NULL) and every result column is fetched as text.
-// Statements without parameters (DDL, SET, START TRANSACTION, ...) go through the text protocol,
-// as do statements the server cannot prepare. The Result of a statement without a result set
-// carries mysql_insert_id() / mysql_stmt_insert_id() (the LAST_INSERT_ID(expr) value of an INSERT
-// or UPDATE that set one); after a SELECT the client library still holds the previous
+// connection cache (drivers/statement_cache.hpp) so a repeated statement is one round trip;
+// parameters are bound natively (int64, double, text, NULL) and every result column is fetched as
+// text. Statements without parameters (DDL, SET, START TRANSACTION, ...) go through the text
+// protocol, as do statements the server cannot prepare. The Result of a statement without a result
+// set carries mysql_insert_id() / mysql_stmt_insert_id() (the LAST_INSERT_ID(expr) value of an
+// INSERT or UPDATE that set one); after a SELECT the client library still holds the previous
 // statement's value, so it is reported as 0 there. The transaction state, the transactions the
 // server ends on its own (mysql_transaction.hpp) and the lost-connection rules are
 // DriverConnection's (drivers/driver_connection.hpp); auto-reconnect is off, since a silent
@@ -34,10 +34,10 @@
 #include "drivers/libmysqlclient/connect_options.hpp"
 #include "drivers/libmysqlclient/errors.hpp"
 #include "drivers/libmysqlclient/prepared_statement.hpp"
-#include "drivers/libmysqlclient/statement_cache.hpp"
 #include "drivers/mysql_rows.hpp"
 #include "drivers/mysql_socket.hpp"
 #include "drivers/mysql_transaction.hpp"
+#include "drivers/statement_cache.hpp"
 #include "sql_scanner.hpp"
 
 namespace dblock {
@@ -49,6 +49,11 @@ using mysql_driver::invalid_argument_error;
 using mysql_driver::statement_error;
 
 constexpr std::size_t kStatementCacheSize = 64;
+
+// Closes a cached statement; a failure (the connection gone, say) still frees the handle.
+struct CloseStatement {
+  void operator()(MYSQL_STMT* stmt) const noexcept { mysql_stmt_close(stmt); }
+};
 
 std::string_view or_empty(const char* s) { return s == nullptr ? std::string_view() : s; }
 
@@ -130,7 +135,7 @@ class MysqlConnection final : public detail::DriverConnection {
         conn_(conn),
         owned_(owned),
         server_(detail::mysql_server(conn)),
-        statements_(kStatementCacheSize) {}
+        statements_(kStatementCacheSize, CloseStatement{}) {}
 
   ~MysqlConnection() override {
     disown_if_inherited();  // a forked child sends nothing below on the parent's socket
@@ -191,7 +196,8 @@ class MysqlConnection final : public detail::DriverConnection {
   // A cached prepared statement (COM_STMT_EXECUTE); prepared on first use.
   Result run_prepared(std::string_view sql, std::span<const Value> params) {
     for (int attempt = 0;; ++attempt) {
-      MYSQL_STMT* stmt = statements_.find(sql);
+      MYSQL_STMT* const* cached = statements_.find(sql);
+      MYSQL_STMT* stmt = cached == nullptr ? nullptr : *cached;
       if (stmt == nullptr) {
         stmt = prepare(sql);
         if (stmt == nullptr) return run_text(inline_params(sql, params));
@@ -255,7 +261,7 @@ class MysqlConnection final : public detail::DriverConnection {
   MYSQL* conn_;
   bool owned_;
   Server server_;
-  mysql_driver::StatementCache statements_;
+  detail::StatementCache<MYSQL_STMT*, CloseStatement> statements_;
 };
 
 struct MysqlCloser {

@@ -183,7 +183,9 @@ class PqxxConnection final : public detail::DriverConnection {
   std::string describe() const override { return where() + " (libpqxx)"; }
 
  private:
-  bool native_open() const noexcept override { return conn_.is_open(); }
+  // As the libpq driver's: a socket libpq already closed, before it marked the status bad, is
+  // not an open connection.
+  bool native_open() const noexcept override { return conn_.is_open() && conn_.sock() >= 0; }
 
   bool commit_in_doubt() noexcept override { return sync_watch_.cancelled; }
 

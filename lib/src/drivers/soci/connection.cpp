@@ -181,7 +181,9 @@ class SociConnection final : public detail::DriverConnection {
   bool native_open() const noexcept override {
     if (session_.get_backend() == nullptr) return false;
     PGconn* pg = dialect_ == Dialect::kPostgreSQL ? pg_conn(session_) : nullptr;
-    return pg == nullptr || PQstatus(pg) != CONNECTION_BAD;
+    // As the libpq driver's: a socket libpq already closed, before it marked the status bad,
+    // is not an open connection.
+    return pg == nullptr || (PQstatus(pg) != CONNECTION_BAD && PQsocket(pg) >= 0);
   }
 
   // What the driver can tell about the connection after a failure without asking the server.
