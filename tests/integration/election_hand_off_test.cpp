@@ -327,7 +327,11 @@ TEST_P(ElectionHandOffTest, BeforeMigration0010CandidatesCampaignWithoutHandOffs
   Errors errors;
   ElectionOptions o = options();
   o.on_error = errors.collect();
-  Election& a = candidates.add("a", o);
+  // a campaigns again only long after its term: the name given back to all then goes to b,
+  // whatever the pace of b's wake-up (a rejoining after 50 ms could win it back first).
+  ElectionOptions first = o;
+  first.rejoin_after = std::chrono::seconds(30);
+  Election& a = candidates.add("a", first);
   ASSERT_TRUE(eventually([&] { return leading(history) == "a"; }));
   candidates.add("b", o);
   std::this_thread::sleep_for(milliseconds(2500));  // b tries (and refreshes) twice meanwhile
