@@ -17,17 +17,13 @@
 #include "dblock/lock_table.hpp"
 #include "dblock/observer.hpp"
 #include "dblock/unique_key_lock.hpp"
-#include "migrated_fixture.hpp"
+#include "fair_fixture.hpp"
 #include "sql/server_sql.hpp"
 #include "sql/statement.hpp"
 #include "ttl_lease.hpp"
 
 namespace dblock::testing {
 namespace {
-
-double ms_since(Clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-}
 
 // What an acquisition's end reported (AcquireEnded).
 class Ends : public Observer {
@@ -46,36 +42,9 @@ class Ends : public Observer {
   int statements_ = -1;
 };
 
-class FairGrantTest : public MigratedPoolTest {
+class FairGrantTest : public FairLockTest {
  protected:
-  FairGrantTest() : MigratedPoolTest("g", 12) {}
-  std::unique_ptr<UniqueKeyLock> make_lock(bool fair = true, UniqueKeyLockOptions options = {}) {
-    options.tables = tables_;
-    options.fair = fair;
-    return std::make_unique<UniqueKeyLock>(*pool_, std::move(options));
-  }
-  // Every backoff wait 2 s: a quick grant proves a notification, not a poll.
-  static UniqueKeyLockOptions polling_every(milliseconds d, bool notify = true) {
-    UniqueKeyLockOptions options;
-    options.backoff = {d, d, d};
-    options.notify = notify;
-    return options;
-  }
-  // Starts `lock`'s release listener and gives its LISTEN time to be in place.
-  static void start_listening(UniqueKeyLock& lock, const std::string& owner) {
-    auto warm = lock.acquire("warm", milliseconds(1000), as(owner));
-    ASSERT_TRUE(warm);
-    warm->release();
-    std::this_thread::sleep_for(milliseconds(500));
-  }
-  int queued(const std::string& key) { return rows_of_key("lock_waiters", key); }
-  void wait_until_queued(const std::string& key, int n) {
-    const auto start = Clock::now();
-    while (queued(key) < n) {
-      ASSERT_LT(ms_since(start), 10000.0) << "waiter " << n << " never joined the queue";
-      std::this_thread::sleep_for(milliseconds(5));
-    }
-  }
+  FairGrantTest() : FairLockTest("g") {}
   // Opens `n` of the pool's connections and gives them back, so that the test's statements find
   // them open (a connection opened during an acquisition sends its set-up statement there too).
   void warm_pool(int n) {

@@ -17,49 +17,18 @@
 #include "dblock/connection_source.hpp"
 #include "dblock/lock_table.hpp"
 #include "dblock/unique_key_lock.hpp"
+#include "fair_fixture.hpp"
 #include "forwarding_connection.hpp"
-#include "migrated_fixture.hpp"
 #include "sql/server_sql.hpp"
 #include "sql/statement.hpp"
 
 namespace dblock::testing {
 namespace {
 
-double ms_since(Clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-}
-
-class FairWaitTest : public MigratedPoolTest {
+class FairWaitTest : public FairLockTest {
  protected:
-  FairWaitTest() : MigratedPoolTest("f", 12) {}
-  std::unique_ptr<UniqueKeyLock> make_lock(bool fair = true, UniqueKeyLockOptions options = {}) {
-    options.tables = tables_;
-    options.fair = fair;
-    return std::make_unique<UniqueKeyLock>(*pool_, std::move(options));
-  }
-  // Every backoff wait 2 s: a quick grant proves a wake-up or a hand-over, not a poll.
-  static UniqueKeyLockOptions polling_every_2s() {
-    UniqueKeyLockOptions options;
-    options.backoff = {milliseconds(2000), milliseconds(2000), milliseconds(2000)};
-    return options;
-  }
-  // Starts `lock`'s release listener (it listens from the first blocking acquire on) and gives
-  // its LISTEN time to be in place, so that a test's releases are heard.
-  static void start_listening(UniqueKeyLock& lock, const std::string& owner) {
-    auto warm = lock.acquire("warm", milliseconds(1000), as(owner));
-    ASSERT_TRUE(warm);
-    warm->release();
-    std::this_thread::sleep_for(milliseconds(500));
-  }
-  // Registrations of `key`, live or not.
-  int queued(const std::string& key) { return rows_of_key("lock_waiters", key); }
-  void wait_until_queued(const std::string& key, int n) {
-    const auto start = Clock::now();
-    while (queued(key) < n) {
-      ASSERT_LT(ms_since(start), 10000.0) << "waiter " << n << " never joined the queue";
-      std::this_thread::sleep_for(milliseconds(5));
-    }
-  }
+  FairWaitTest() : FairLockTest("f") {}
+  static UniqueKeyLockOptions polling_every_2s() { return polling_every(milliseconds(2000)); }
   // Sends the enqueue statement as the library does, for a waiter that then vanishes.
   std::int64_t register_waiter(const std::string& key, const std::string& waiter_id,
                                std::int64_t ttl_ms) {
