@@ -14,9 +14,11 @@
 #      in it: apt pulls the dependencies from Debian's registry, and nothing else is there;
 #   4. there: every installed program and library finds its libraries; `dblock --version`;
 #      `dblock migrate up`, `migrate verify` and `locks` against a PostgreSQL on this machine
-#      (the chroot shares its network); and a PostgreSQL-only service built with
-#      find_package(dblock COMPONENTS postgresql cleaner) on a machine with libpq but no MySQL
-#      client, SOCI or libpqxx headers, which must link neither, and runs.
+#      (the chroot shares its network); each shared library's soname (libdblock_core.so.0.MINOR
+#      before 1.0, then .MAJOR), the public API it exports and an internal function it hides;
+#      and a PostgreSQL-only service, built once with find_package(dblock COMPONENTS postgresql
+#      cleaner) and once with pkg-config (dblock-postgresql dblock-cleaner), on a machine with
+#      libpq but no MySQL client, SOCI or libpqxx headers, which must link neither, and runs.
 #
 # Usage: scripts/package-check.sh [SUITE] [--debs DIR] [--rootfs-only]
 #
@@ -89,7 +91,7 @@ phase_done() {
 # ---------------------------------------------------------------- the clean root filesystem
 
 # Sets $tarball to the suite's clean root filesystem, made with mmdebstrap unless it is cached.
-base_packages=g++,make,cmake,ca-certificates
+base_packages=g++,make,cmake,pkg-config,ca-certificates
 find_or_make_rootfs() {
   local key opts=(--variant=apt --format=tar --include="$base_packages")
   key=$(printf '%s %s %s' "$suite" "$base_packages" "$mirror" | sha256sum | cut -c1-12)
@@ -246,6 +248,37 @@ for file in $(in_root dpkg -L dblock libdblock-dev | grep -E '^/usr/(bin/|lib/.*
 done
 phase_done "apt install"
 
+heading "shared libraries"
+# The soname changes whenever the ABI may (cmake/dblockComponents.cmake): major.minor while the
+# major version is 0, the major version from 1.0 on.
+major=${version%%.*}
+minor=${version#*.}
+minor=${minor%%.*}
+soversion=$major
+((major > 0)) || soversion=0.$minor
+for component in core cleaner postgresql; do
+  lib=$(find "$root/usr/lib" -name "libdblock_$component.so.$soversion" -print -quit)
+  [[ -n "$lib" ]] || die "libdblock_$component.so.$soversion is not installed"
+  soname=$(readelf -d "$lib" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
+  [[ "$soname" == "libdblock_$component.so.$soversion" ]] ||
+    die "$lib has the soname '$soname', not libdblock_$component.so.$soversion"
+  exports=$(nm -D --defined-only -C "$lib")
+  printf '%s: soname %s, %d exported symbols\n' "${lib#"$root"}" "$soname" "$(wc -l <<<"$exports")"
+  case $component in
+    core)
+      grep -qF 'dblock::open_connection(' <<<"$exports" ||
+        die "libdblock_core does not export dblock::open_connection"
+      ! grep -qF 'dblock::detail::sha256' <<<"$exports" ||
+        die "libdblock_core exports an internal function (dblock::detail::sha256)"
+      ;;
+    postgresql)
+      grep -qF 'dblock::connect_libpq(' <<<"$exports" ||
+        die "libdblock_postgresql does not export dblock::connect_libpq"
+      ;;
+  esac
+done
+phase_done "shared libraries"
+
 heading "dblock --version (in the root filesystem)"
 version_line=$(in_root dblock --version)
 echo "$version_line"
@@ -276,17 +309,29 @@ done
 phase_done "migrate up"
 
 heading "a PostgreSQL-only service, built in the root filesystem"
+# expect_service PROGRAM: it links the shared libdblock_core and no MySQL, SOCI or libpqxx
+# library, and runs.
+expect_service() {
+  local libs
+  libs=$(in_root ldd "$1")
+  echo "$libs"
+  grep -q 'libdblock_core\.so' <<<"$libs" || die "$1 does not link the shared libdblock_core"
+  if grep -qE 'libmariadb|libmysqlclient|libsoci|libpqxx' <<<"$libs"; then
+    die "the PostgreSQL-only service $1 links a MySQL, SOCI or libpqxx library"
+  fi
+  in_root "$1"
+}
 mkdir -p "$root/tmp/consumer"
 cp tests/consumer/postgresql/CMakeLists.txt tests/consumer/postgresql/main.cpp "$root/tmp/consumer/"
 in_root cmake -S /tmp/consumer -B /tmp/consumer/build
 in_root cmake --build /tmp/consumer/build
-libs=$(in_root ldd /tmp/consumer/build/consumer)
-echo "$libs"
-grep -q 'libdblock_core\.so' <<<"$libs" || die "the service does not link the shared libdblock_core"
-if grep -qE 'libmariadb|libmysqlclient|libsoci|libpqxx' <<<"$libs"; then
-  die "the PostgreSQL-only service links a MySQL, SOCI or libpqxx library"
-fi
-in_root /tmp/consumer/build/consumer
+expect_service /tmp/consumer/build/consumer
+# The same through pkg-config, whose flags bring every library to link (the standard is the
+# service's choice: dblock needs C++20).
+# shellcheck disable=SC2016 # expanded in the root filesystem
+in_root sh -c 'g++ -std=c++20 /tmp/consumer/main.cpp -o /tmp/consumer/pc-consumer \
+  $(pkg-config --cflags --libs dblock-postgresql dblock-cleaner)'
+expect_service /tmp/consumer/pc-consumer
 phase_done "service"
 
 printf '\n== package-check %s: passed in %d s ==\n' "$suite" $((SECONDS - started))
