@@ -7,6 +7,9 @@
 //     clock, s>" and waits; prints "lost_at <us> valid_until <us>" (monotonic) if the lease turns
 //     lost meanwhile. On SIGUSR1 it makes a fenced write with its token, renews, releases,
 //     prints "fenced=<rows> renew=<0|1> release=<outcome> lost=<0|1>" and exits.
+//   fault_worker wait STRATEGY URL PREFIX KEY TTL_MS HISTORY CLIENT
+//     As hold, but waits for KEY in the lock's own acquire (a fair lock's waiter queues, others
+//     sleep on release notifications or in the server) instead of trying every 20 ms.
 //   fault_worker loop STRATEGY URL PREFIX KEY TTL_MS HISTORY CLIENT SECONDS
 //     For SECONDS: acquires KEY (waiting up to 1 s), makes a fenced write, releases; then takes
 //     and releases a key of its own (KEY-CLIENT-<n>) once. Faults are counted and retried after
@@ -110,13 +113,13 @@ std::uint64_t fenced_write(dblock::ConnectionSource& source, const Args& a, std:
   return fenced_write(source, a.tables, a.client, token);
 }
 
-int hold_mode(char** argv) {
+int hold_mode(char** argv, RecordedHolder::Waiting waiting) {
   Args a = parse(argv);
   auto pool = dblock::open_pool(a.url, {.max_size = 2});
   auto lock = a.strategy.make(*pool, a.tables);
   HistoryWriter history(a.history);
   RecordedHolder holder(*lock, history, a.client, a.key, a.ttl);
-  if (!holder.acquire(seconds(30))) {
+  if (!holder.acquire(seconds(30), waiting)) {
     std::printf("busy\n");
     return 3;
   }
@@ -300,10 +303,11 @@ int elect_mode(char** argv) {
 int main(int argc, char** argv) {
   try {
     std::string mode = argc > 1 ? argv[1] : "";
-    if (mode == "hold" && argc == 9) return hold_mode(argv);
+    if (mode == "hold" && argc == 9) return hold_mode(argv, RecordedHolder::Waiting::kTries);
+    if (mode == "wait" && argc == 9) return hold_mode(argv, RecordedHolder::Waiting::kInLock);
     if (mode == "loop" && argc == 10) return loop_mode(argv);
     if (mode == "elect" && (argc == 9 || argc == 10)) return elect_mode(argv);
-    std::cerr << "usage: fault_worker hold|loop STRATEGY URL PREFIX KEY TTL_MS HISTORY CLIENT "
+    std::cerr << "usage: fault_worker hold|wait|loop STRATEGY URL PREFIX KEY TTL_MS HISTORY CLIENT "
                  "[SECONDS]\n"
                  "       fault_worker elect URL PREFIX NAME TTL_MS HISTORY CLIENT SECONDS "
                  "[RESOURCE_URL]\n";

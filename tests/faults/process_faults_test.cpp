@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "dblock/lock_table.hpp"
+#include "dblock/unique_key_lock.hpp"
 #include "fault_fixture.hpp"
 #include "process.hpp"
 #include "recorded_holder.hpp"
@@ -183,6 +184,77 @@ TEST_P(ProcessFaultTest, APausedHolderWakesUpToALostLeaseAndChangesNothing) {
                                tables_.qualified(backend().dialect, "resource") + " WHERE id = 1");
   EXPECT_EQ(writer.at(0, "writer"), "fresh");
   EXPECT_EQ(fresh.release(), "released");
+  check_histories();
+}
+
+// A waiter of another process, stopped (SIGSTOP) while it waits and killed after the holder
+// released: whatever the release gave it, the key comes back to the living. A queueing strategy
+// on PostgreSQL grants the key to the queue's head in the release's own statement: the row
+// shows the dead waiter as holder, nobody gets the key before that lease ends, and the next
+// owner gets it once it has (a TTL after the waiter's last write of its place at most). Without
+// the grant (MySQL/MariaDB), the dead head holds the queue back until its place expires
+// (waiter_ttl). A row lock or session lock waiter may have been given the lock by the server
+// while stopped: the server frees it with the killed waiter's session. Others poll: the key is
+// free at once. Optimistic leases exclude nobody: nobody waits.
+TEST_P(ProcessFaultTest, AWaiterKilledAfterTheReleaseGaveItTheKeyHoldsItNoLongerThanItsLease) {
+  if (!strategy().exclusive) {
+    not_applicable(
+        "optimistic leases exclude nobody, so nobody waits; the killed holder's case "
+        "is AHolderKilledWithSigkillIsReplacedWhenItsLeaseEnds");
+    return;
+  }
+  constexpr int kTtlMs = 3000;  // the waiter's lease: a grant needs half of it left
+  auto lock = make_lock();
+  HistoryWriter history(new_history("local"));
+  RecordedHolder first(*lock, history, "first", "job", milliseconds(30000));
+  ASSERT_TRUE(first.acquire(milliseconds(0)));
+  ChildProcess waiter(worker_argv("wait", "job", kTtlMs, new_history("waiter"), "waiter"), {});
+  // It waits: queued (its place written), or past its first try.
+  if (strategy().queues) {
+    const std::string waiters =
+        "SELECT count(*) AS n FROM " + tables_.qualified(backend().dialect, "lock_waiters");
+    const auto until = std::chrono::steady_clock::now() + milliseconds(15000);
+    while (conn_->execute(waiters).int64_at(0, "n") == 0) {
+      ASSERT_LT(std::chrono::steady_clock::now(), until) << "the waiter never queued";
+      std::this_thread::sleep_for(milliseconds(5));
+    }
+  } else {
+    std::this_thread::sleep_for(milliseconds(500));
+  }
+  waiter.signal(SIGSTOP);
+  EXPECT_EQ(first.release(), "released");
+  const auto released_at = monotonic_us();
+  const auto after = row("job");
+  const bool granted = after && after->hold_count > 0 && after->owner_thread == "name:waiter";
+  if (strategy().queues && backend().dialect == Dialect::kPostgreSQL) {
+    EXPECT_TRUE(granted) << "the release did not grant the key to the queue's head";
+  }
+  waiter.signal(SIGKILL);
+  waiter.wait();
+  EXPECT_EQ(waiter.output_so_far().find("token "), std::string::npos)
+      << "the stopped waiter took the key: " << waiter.output_so_far();
+  if (granted) {
+    RecordedHolder early(*lock, history, "early", "job", milliseconds(30000));
+    EXPECT_FALSE(early.acquire(milliseconds(0))) << "the key was free while granted";
+  }
+  RecordedHolder taker(*lock, history, "taker", "job", milliseconds(30000));
+  ASSERT_TRUE(taker.acquire(milliseconds(15000)));
+  const auto took_ms = (monotonic_us() - released_at) / 1000;
+  EXPECT_GT(taker.token(), first.token());
+  int limit_ms = kSlackMs;
+  if (granted) {
+    limit_ms += kTtlMs;
+  } else if (strategy().queues) {
+    limit_ms += static_cast<int>(UniqueKeyLockOptions{}.waiter_ttl.count());
+  }
+  EXPECT_LE(took_ms, limit_ms);
+  std::printf("[ killed waiter ] %s: %s; the next owner took the key %lld ms after the release\n",
+              backend().name.c_str(),
+              granted             ? "the release granted the key to the stopped waiter"
+              : strategy().queues ? "its place headed the queue until it expired"
+                                  : "the key was free, or freed with the waiter's session",
+              static_cast<long long>(took_ms));
+  EXPECT_EQ(taker.release(), "released");
   check_histories();
 }
 

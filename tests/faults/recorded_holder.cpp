@@ -31,7 +31,7 @@ RecordedHolder::~RecordedHolder() {
   }
 }
 
-bool RecordedHolder::acquire(std::chrono::milliseconds wait) {
+bool RecordedHolder::acquire(std::chrono::milliseconds wait, Waiting waiting) {
   LockOptions options;
   options.ttl = ttl_;
   options.owner = Owner::named(client_);
@@ -39,7 +39,8 @@ bool RecordedHolder::acquire(std::chrono::milliseconds wait) {
   const auto deadline = std::chrono::steady_clock::now() + wait;
   for (;;) {
     const std::int64_t sent = monotonic_us();
-    auto lease = lock_.try_acquire(key_, options);
+    auto lease = waiting == Waiting::kInLock ? lock_.acquire(key_, wait, options)
+                                             : lock_.try_acquire(key_, options);
     const std::int64_t reply = monotonic_us();
     if (lease) {
       token_ = lease->fencing_token();

@@ -35,9 +35,14 @@ class RecordedHolder {
   RecordedHolder(const RecordedHolder&) = delete;
   RecordedHolder& operator=(const RecordedHolder&) = delete;
 
-  // Tries every 20 ms until `wait` has passed (at least once). True when acquired; then renews
-  // in the background. Faults (dblock::Error) propagate.
-  bool acquire(std::chrono::milliseconds wait);
+  // How acquire() waits for a held key: trying every 20 ms, or in the lock's own acquire(key,
+  // wait), which queues a fair lock's waiter and sleeps on release notifications.
+  enum class Waiting { kTries, kInLock };
+  // Waits until `wait` has passed (at least one try). True when acquired; then renews in the
+  // background. Faults (dblock::Error) propagate. kInLock records the acquire as sent when the
+  // call began: a lease granted while the call waited runs from a later write of its own, so the
+  // history's end of it (sent + TTL) is never later than the library's.
+  bool acquire(std::chrono::milliseconds wait, Waiting waiting = Waiting::kTries);
   bool held() const noexcept { return lease_.has_value(); }
   std::int64_t token() const noexcept { return token_.load(); }
   // The lease's own verdict (Lease::lost()).

@@ -67,7 +67,7 @@ const std::vector<StrategyUnderTest>& fault_strategies() {
        },
        /*ends_with_ttl=*/true, /*exclusive=*/true, /*transactional=*/false, /*lock_row=*/true,
        "locks", /*global_tokens=*/false, /*reentrant=*/true, /*resends_lost_release=*/true,
-       lock_rows, /*hands_over=*/true},
+       lock_rows, /*hands_over=*/true, /*queues=*/true},
       {"row_lock",
        [](ConnectionSource& source, const TableNames& tables) -> std::unique_ptr<Lock> {
          RowLockOptions options;

@@ -8,7 +8,7 @@
 //
 //   unique_key  ends_with_ttl, exclusive,         a lock row; a dead holder's lease runs out;
 //               hands_over                        a release hands the key to a waiter asleep
-//   unique_key_fair  as unique_key                 the same with fair waiting (a queue table)
+//   unique_key_fair  as unique_key, queues         the same with fair waiting (a queue table)
 //   row_lock    exclusive, transactional          SELECT ... FOR UPDATE in the lease's
 //                                                 transaction; the server frees it with the
 //                                                 connection; no TTL
@@ -85,6 +85,11 @@ struct StrategyUnderTest {
   // True when a release hands the key straight to a waiter asleep in the same lock object, in
   // the release's own statement (the unique-key lock; with fair waiting, to the queue's head).
   bool hands_over = false;
+  // True when waiters of any process queue (lock_waiters) and the key goes to the queue's head:
+  // on PostgreSQL a release grants it to a live head in its own statement (the head's lease,
+  // held until its TTL even if the head died); on MySQL/MariaDB the head takes it at its next
+  // try, and a dead head holds the others back until its place expires (waiter_ttl).
+  bool queues = false;
 
   // The lock lives in the server session itself, outside any transaction: it ends when the
   // session does (no TTL), and a transaction pooler, which lends the session to others between

@@ -308,9 +308,17 @@ void ModelRunner::release(int id) {
 }
 
 void ModelRunner::release_awaited(int id, const std::string& waiter, milliseconds ttl) {
-  auto [h, key, token, hold_before] =
-      begin_give_back(id, "release", " awaited by " + label(waiter) + " ttl=" + ms(ttl));
-  const int lock = h.lock;
+  // An owner of another process or host waits through the other lock object, as it would: it
+  // learns of the release from the server (a notification, polling, or in fair mode on
+  // PostgreSQL the release's own grant), not from the releaser's lock object.
+  const Handle& held = handles_.at(id);
+  const bool apart = owner(waiter).process != owner(held.who).process ||
+                     owner(waiter).host != owner(held.who).host;
+  const int lock = apart ? 1 - held.lock : held.lock;
+  auto [h, key, token, hold_before] = begin_give_back(
+      id, "release",
+      " awaited by " + label(waiter) + " ttl=" + ms(ttl) + " lock=" + (lock ? "B" : "A"));
+  if (apart) counts_["awaited_apart"]++;
   const std::string releaser = h.who;
   AcquireSpec spec{waiter, key, ttl, false, lock, milliseconds(1500)};
   std::optional<Lease> got;

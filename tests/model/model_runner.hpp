@@ -69,9 +69,11 @@ class ModelRunner {
   int acquire(const AcquireSpec& spec);
   void renew(int handle, milliseconds ttl);
   void release(int handle);
-  // Releases `handle` while `waiter` (another owner) sleeps in a blocking acquire of its key
-  // through the same lock object: a release that frees the key must hand it to the waiter (or
-  // wake it), in time.
+  // Releases `handle` while `waiter` (another owner) sleeps in a blocking acquire of its key:
+  // through the same lock object, or through the other one when the waiter is of another
+  // process or host ("proc2/w", "host2/w"). A release that frees the key must hand it to the
+  // waiter (or wake it), in time; a fair release on PostgreSQL grants it to the waiter of the
+  // other lock object in its own statement.
   void release_awaited(int handle, const std::string& waiter, milliseconds ttl);
   void drop(int handle);
   void kill_sessions();

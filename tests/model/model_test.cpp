@@ -11,7 +11,9 @@
 // with_lock whose critical section returns at once, sleeps past its TTL (with and without
 // background renewal), or sleeps past it while another owner takes the key. Two UniqueKeyLock
 // objects share the table, so a release one of them keeps after an outage meets acquires
-// through the other.
+// through the other, and an owner of another process or host that waits while a key is
+// released waits through the other (with fair waiting on PostgreSQL, the release grants it the
+// key in its own statement).
 //
 // The reference model (lock_model.hpp) predicts each step's outcome from the lock table as last
 // read, on the database's clock: a row's expiry is a window of this process's clock, and an
