@@ -79,7 +79,8 @@ PermitSql::PermitSql(Dialect d, const TableNames& tables)
       acquire_slot(sql_for(d).semaphore.acquire_slot, d, tables),
       release(sql_for(d).semaphore.release, d, tables),
       live_in_shared(sql_for(d).semaphore.live_in_shared, d, tables),
-      live_in_exclusive(sql_for(d).semaphore.live_in_exclusive, d, tables) {}
+      live_in_exclusive(sql_for(d).semaphore.live_in_exclusive, d, tables),
+      channel(tables.name("semaphore_permits")) {}
 
 std::vector<Value> PermitSql::acquire_params(const detail::Statement& statement,
                                              const std::string& key, std::int64_t permits,
@@ -108,7 +109,8 @@ std::vector<Value> PermitSql::release_params(const std::string& key, const Owner
                                                  {"lease_id", Value(lease_id)},
                                                  {"release_id", Value(release_id)},
                                                  {"min_hold_ms", Value(0)},
-                                                 {"lock_delay_ms", Value(0)}}));
+                                                 {"lock_delay_ms", Value(0)},
+                                                 {"channel", Value(channel)}}));
 }
 
 std::vector<Value> PermitSql::live_in_params(const std::string& key, std::int64_t first,

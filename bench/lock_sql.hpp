@@ -89,6 +89,7 @@ struct PermitSql {
   detail::Statement release;
   // The reader-writer lock's reader and writer checks.
   detail::Statement live_in_shared, live_in_exclusive;
+  std::string channel;  // what a release NOTIFYs (PostgreSQL), as Semaphore's
 };
 
 // "prefix" + 32 random hex digits: a fresh key for an uncontended acquisition.

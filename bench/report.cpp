@@ -169,16 +169,34 @@ void print_table(std::ostream& out, const std::vector<Headline>& headlines,
       }
     }
     if (section.contains("semaphore_contended")) {
-      const auto& c = section["semaphore_contended"];
       out << "\n" << db << ": semaphore, contended (blocking acquire, ~1 ms hold)\n";
-      out << "  permits  clients  cycles/s  wait p50/p99 ms    stmts/acq  timed out  max holders\n";
-      char line[200];
-      std::snprintf(line, sizeof line, "  %7d  %7d  %8.0f  %7.3f/%-9.3f  %9.2f  %9.0f  %11d\n",
-                    c["permits"].get<int>(), c["clients"].get<int>(), num(c, "ops_per_s"),
-                    num(c["acquire_wait"], "p50_ms"), num(c["acquire_wait"], "p99_ms"),
-                    num(c, "statements_per_acquisition"), num(c, "timed_out"),
-                    c["max_concurrent_holders_seen"].get<int>());
-      out << line;
+      out << "  permits  clients  wake            cycles/s  wait p50/p99 ms    stmts/acq  timed out"
+             "  max holders\n";
+      for (const auto& c : section["semaphore_contended"]["runs"]) {
+        const std::string wake = std::string(c["notify"].get<bool>() ? "notify" : "poll") +
+                                 (c["lock_per_client"].get<bool>() ? ", apart" : "");
+        char line[200];
+        std::snprintf(line, sizeof line,
+                      "  %7d  %7d  %-14s  %8.0f  %7.3f/%-9.3f  %9.2f  %9.0f  %11d\n",
+                      c["permits"].get<int>(), c["clients"].get<int>(), wake.c_str(),
+                      num(c, "ops_per_s"), num(c["acquire_wait"], "p50_ms"),
+                      num(c["acquire_wait"], "p99_ms"), num(c, "statements_per_acquisition"),
+                      num(c, "timed_out"), c["max_concurrent_holders_seen"].get<int>());
+        out << line;
+      }
+    }
+    if (section.contains("read_write_lock_contended")) {
+      out << "\n" << db << ": reader-writer lock, contended (16 clients, a lock each, 4 writers)\n";
+      out << "  wake    cycles/s  wait p50/p99 ms    reader p99  writer p99  timed out\n";
+      for (const auto& c : section["read_write_lock_contended"]["runs"]) {
+        char line[200];
+        std::snprintf(line, sizeof line, "  %-6s  %8.0f  %7.3f/%-9.3f  %10.3f  %10.3f  %9.0f\n",
+                      c["notify"].get<bool>() ? "notify" : "poll", num(c, "ops_per_s"),
+                      num(c["acquire_wait"], "p50_ms"), num(c["acquire_wait"], "p99_ms"),
+                      num(c["reader_wait"], "p99_ms"), num(c["writer_wait"], "p99_ms"),
+                      num(c, "timed_out"));
+        out << line;
+      }
     }
     if (section.contains("hot_key")) {
       print_hot_key(out,

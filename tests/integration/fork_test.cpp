@@ -245,6 +245,37 @@ TEST_P(ForkTest, AChildExitsWhileItsParentsRenewerRuns) {
   EXPECT_EQ(lease->release(), ReleaseOutcome::kReleased);
 }
 
+// A child of a process whose Semaphore listens for releases (its listener's thread runs in the
+// parent only) waits through the inherited Semaphore by polling, takes a free permit, and exits,
+// destroying it, without hanging; the parent's waiter is still woken by a release.
+TEST_P(ForkTest, AChildWaitsThroughItsParentsListeningSemaphoreByPolling) {
+  SemaphoreOptions options;
+  options.backoff = {milliseconds(20), milliseconds(20), milliseconds(20)};
+  auto sem = make<Semaphore>(*pool_, options);
+  auto held = sem->try_acquire("held", as("parent"));
+  ASSERT_TRUE(held);
+  EXPECT_FALSE(sem->acquire("held", milliseconds(100), as("parent-2")));  // starts the listener
+  const ChildResult r = in_child([&](const auto& say) {
+    int wrong = 0;
+    if (sem->acquire("held", milliseconds(200), as("child"))) {
+      say("the child got the parent's permit"), ++wrong;
+    }
+    auto free = sem->acquire("free", milliseconds(2000), as("child"));
+    if (!free) say("the child did not get a free permit"), ++wrong;
+    if (free && free->release() != ReleaseOutcome::kReleased) say("release failed"), ++wrong;
+    sem.reset();
+    pool_.reset();
+    return wrong;
+  });
+  ASSERT_EQ(r.status, 0) << (r.status == -1 ? "the child hung" : r.said);
+  std::optional<Lease> got;
+  std::thread waiter([&] { got = sem->acquire("held", seconds(10), as("parent-3")); });
+  std::this_thread::sleep_for(milliseconds(300));
+  EXPECT_EQ(held->release(), ReleaseOutcome::kReleased);
+  waiter.join();
+  EXPECT_TRUE(got) << "the parent's waiter did not get the permit after the child's exit";
+}
+
 // A child may go on using the pool and lock objects it inherited: they open connections of its
 // own (the parent's sockets are never written to), its leases are its own, and its renewer runs.
 TEST_P(ForkTest, AChildUsesItsInheritedPoolOnConnectionsOfItsOwn) {

@@ -261,7 +261,8 @@ TEST_P(SemaphoreTest, ReleaseSentTwiceFreesOnePermit) {
                                          {"thread", Value(a.thread)},
                                          {"release_id", Value("r-once")},
                                          {"min_hold_ms", Value(0)},
-                                         {"lock_delay_ms", Value(0)}};
+                                         {"lock_delay_ms", Value(0)},
+                                         {"channel", Value(tables_.name("semaphore_permits"))}};
   EXPECT_EQ(c->execute(release.sql(), release.bind(args)).affected_rows(), 1u);
   EXPECT_EQ(c->execute(release.sql(), release.bind(args)).affected_rows(), 1u);
   auto next = sem->try_acquire("k", as("b"));

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// The waiting side of the unique-key lock without a database: whom a release hands the key to or
-// wakes, a claimed waiter that sleeps past its own timeout until the hand-over is decided, and a
-// release's grant reaching the head it names, asleep or not.
-// The listener runs without its listening thread (as on MySQL), so no connection is opened.
+// The waiting side of the unique-key lock (and of the semaphores) without a database: whom a
+// release hands the key to or wakes, a wake-up passed on, a claimed waiter that sleeps past its own
+// timeout until the hand-over is decided, and a release's grant reaching the head it names, asleep
+// or not. The listener runs without its listening thread (as on MySQL), so no connection is opened.
 #include "unique_key/release_listener.hpp"
 
 #include <gtest/gtest.h>
@@ -229,6 +229,33 @@ TEST(ReleaseListener, EachReleaseWakesOneWaiterAndOneNoOneSleptForIsNotMissed) {
   a.join();
   b.join();
   EXPECT_LT(std::max(a.took(), b.took()), milliseconds(4000)) << "the second release was lost";
+}
+
+// A waiter that took what a release freed passes the wake-up on (a semaphore's permits): to the
+// one asleep longest, one at a time; with no one asleep, nothing is left pending.
+TEST(ReleaseListener, PassingOnWakesTheWaiterAsleepLongestAndLeavesNothingPending) {
+  NoSource source;
+  ReleaseListener listener(source, "channel", false);
+  ReleaseListener::Interest keeps_state(listener, "k");
+  listener.pass_on("k");  // no one asleep
+  {
+    ReleaseListener::Interest interest(listener, "k");
+    const auto from = Steady::now();
+    interest.wait(milliseconds(300));
+    EXPECT_GE(Steady::now() - from, milliseconds(300)) << "a pass-on no one slept for was kept";
+  }
+  Waiter first(listener, "first", milliseconds(5000));
+  until_asleep(listener, 1);
+  Waiter second(listener, "second", milliseconds(5000));
+  until_asleep(listener, 2);
+  listener.pass_on("k");
+  first.join();
+  EXPECT_LT(first.took(), milliseconds(4000)) << "the longest asleep was not woken";
+  std::this_thread::sleep_for(milliseconds(200));
+  EXPECT_FALSE(second.done()) << "one pass-on woke two waiters";
+  listener.pass_on("k");
+  second.join();
+  EXPECT_LT(second.took(), milliseconds(4000));
 }
 
 // A notification's head "waiter token sent_us" carries a grant; anything else is a wake-up only.

@@ -40,6 +40,11 @@ struct SemaphoreOptions {
   /// Attempts for one try when the server reports a deadlock or serialization failure, or when
   /// concurrent acquirers took the free slots this one picked.
   int contention_retries = 3;
+  /// PostgreSQL: a release that frees a permit NOTIFYs, and waiters sleep on LISTEN (one session
+  /// per lock object, opened at its first wait) between tries, so a freed permit is tried for
+  /// at once instead of at the next backoff step (docs/locks/semaphore.md). Polling only when
+  /// false, on MySQL/MariaDB, or when the source cannot open a dedicated connection.
+  bool notify = true;
 };
 
 namespace detail {

@@ -17,6 +17,8 @@
 
 namespace dblock::detail {
 
+struct PermitListener;  // a lock object's release listener (semaphore.cpp)
+
 // The slots an acquire may take: from `first` to `last` (and below the key's limit), none while
 // slot `blocked_by` (unless negative) holds a live permit. `limit` is the key's stored limit.
 struct PermitSlots {
@@ -27,8 +29,30 @@ struct PermitSlots {
   bool read_write = false;  // a ReadWriteLock's (for the messages)
 };
 
-std::shared_ptr<detail::SemaphoreCore> make_permits(ConnectionSource& source, PermitSlots slots,
-                                                    SemaphoreOptions options);
+// `listen_with`: a core whose release listener this one shares (a ReadWriteLock's writer
+// shares its readers'), instead of one of its own.
+std::shared_ptr<detail::SemaphoreCore> make_permits(
+    ConnectionSource& source, PermitSlots slots, SemaphoreOptions options,
+    const detail::SemaphoreCore* listen_with = nullptr);
+
+// The pause between two tries for a permit of `key` (or, a ReadWriteLock's writer, for its
+// readers to leave): until a release of one of the key's permits is heard (PostgreSQL with
+// SemaphoreOptions::notify: release_listener.hpp), or the pause ends.
+class PermitWait {
+ public:
+  PermitWait(detail::SemaphoreCore& impl, const std::string& key);
+  ~PermitWait();
+  PermitWait(const PermitWait&) = delete;
+  PermitWait& operator=(const PermitWait&) = delete;
+  void pause(std::chrono::milliseconds d);
+  // A try got what it waited for: another waiter of the key asleep here tries too (a release's
+  // notification wakes one waiter per process, and more than one permit may be free).
+  void took();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 // A permit of `key`: one try for a zero timeout, else a wait (std::chrono::milliseconds::max():
 // without a limit).

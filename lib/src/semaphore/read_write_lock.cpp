@@ -44,10 +44,12 @@ class Reader final : public Lock {
     return detail::observed_acquire("reader", key, options, timeout, [&] {
       const bool forever = detail::is_forever_wait(timeout);
       Backoff backoff(backoff_);
-      auto& clock = detail::Clock::system();
-      return detail::retry_until(
-          clock, timeout, forever, backoff, [&] { return try_once(key, options); },
-          [&](milliseconds d) { clock.sleep_for(d); });
+      detail::PermitWait wait(*permits_, std::string(key));
+      auto got = detail::retry_until(
+          detail::Clock::system(), timeout, forever, backoff,
+          [&] { return try_once(key, options); }, [&](milliseconds d) { wait.pause(d); });
+      if (got) wait.took();  // a writer's release frees the key for every reader
+      return got;
     });
   }
   using Lock::acquire;
@@ -105,8 +107,10 @@ class Writer final : public Lock {
     for (;;) {
       auto lease = detail::take_permit(permits_, key, left(), options);
       if (!lease) return lease;
-      // Slot 0 is ours: no reader gets in from now on. Wait for those already in.
+      // Slot 0 is ours: no reader gets in from now on. Wait for those already in: each
+      // reader's release wakes this writer where releases notify.
       Backoff backoff(backoff_);
+      detail::PermitWait wait(*permits_, lease->key());
       const bool drained = detail::retry_until(
           clock, left(), forever, backoff,
           // Every slot past 0: readers let in under a higher limit count too. Their rows are
@@ -116,7 +120,7 @@ class Writer final : public Lock {
             return detail::live_permits(*permits_, lease->key(), 1, Semaphore::kMaxPermits,
                                         detail::RowLocks::kExclusive) == 0;
           },
-          [&](milliseconds d) { clock.sleep_for(d); });
+          [&](milliseconds d) { wait.pause(d); });
       if (drained && !lease->lost()) return lease;
       give_back(*lease);
       // Out of time, or slot 0 was lost while the readers drained: another writer may have it.
@@ -138,13 +142,14 @@ struct detail::ReadWriteLockCore {
                                                    std::to_string(Semaphore::kMaxPermits - 1) +
                                                    "; got " + std::to_string(n));
     }
-    const SemaphoreOptions permits{options.tables, options.backoff, options.contention_retries};
-    // The key's limit is max_readers + 1: slot 0 is the writer's.
-    reader.emplace(detail::make_permits(source, {n + 1, 1, n, kWriterSlot, true}, permits),
-                   options.backoff);
-    writer.emplace(
-        detail::make_permits(source, {n + 1, kWriterSlot, kWriterSlot, -1, true}, permits),
-        options.backoff);
+    const SemaphoreOptions permits{options.tables, options.backoff, options.contention_retries,
+                                   options.notify};
+    // The key's limit is max_readers + 1: slot 0 is the writer's. Both listen on one session.
+    auto readers = detail::make_permits(source, {n + 1, 1, n, kWriterSlot, true}, permits);
+    auto writers = detail::make_permits(source, {n + 1, kWriterSlot, kWriterSlot, -1, true},
+                                        permits, readers.get());
+    reader.emplace(std::move(readers), options.backoff);
+    writer.emplace(std::move(writers), options.backoff);
   }
 
   std::optional<Reader> reader;

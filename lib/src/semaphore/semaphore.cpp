@@ -2,6 +2,7 @@
 #include "dblock/semaphore.hpp"
 
 #include <algorithm>
+#include <mutex>
 #include <random>
 #include <utility>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "sql/statement.hpp"
 #include "strategy_rules.hpp"
 #include "ttl_lease.hpp"
+#include "unique_key/release_listener.hpp"
 
 namespace dblock {
 
@@ -44,12 +46,35 @@ struct Attempt {
 
 }  // namespace
 
+// The release listener of a lock object's permits (PostgreSQL with notify), started at the first
+// wait; shared by a ReadWriteLock's reader and writer. A forked child's copy is left alone (see
+// release_listener.hpp): its waiters poll.
+struct detail::PermitListener {
+  PermitListener(ConnectionSource& source, std::string channel)
+      : listener(std::make_unique<detail::ReleaseListener>(source, std::move(channel), true)) {}
+  ~PermitListener() {
+    if (listener->made_elsewhere()) (void)listener.release();
+  }
+  PermitListener(const PermitListener&) = delete;
+  PermitListener& operator=(const PermitListener&) = delete;
+  detail::ReleaseListener* get() {
+    if (listener->made_elsewhere()) return nullptr;
+    std::call_once(started, [&] { listener->start(); });
+    return listener.get();
+  }
+
+  std::unique_ptr<detail::ReleaseListener> listener;
+  std::once_flag started;
+};
+
 struct detail::SemaphoreCore {
-  SemaphoreCore(ConnectionSource& src, detail::PermitSlots range, SemaphoreOptions opts)
+  SemaphoreCore(ConnectionSource& src, detail::PermitSlots range, SemaphoreOptions opts,
+                const SemaphoreCore* listen_with)
       : source(src),
         permits(range.limit),
         slots(range),
         options(std::move(opts)),
+        channel(options.tables.name("semaphore_permits")),
         statements(src.dialect(), [&](const detail::ServerSql& server) {
           const detail::SemaphoreSql& sql = server.semaphore;
           const Dialect d = src.dialect();
@@ -66,7 +91,13 @@ struct detail::SemaphoreCore {
                             detail::Statement(sql.live_in_shared, d, t),
                             detail::Statement(sql.live_in_exclusive, d, t),
                             detail::Statement(sql.loss, d, t)};
-        }) {}
+        }) {
+    if (listen_with != nullptr) {
+      listener = listen_with->listener;
+    } else if (options.notify && source.dialect() == Dialect::kPostgreSQL) {
+      listener = std::make_shared<detail::PermitListener>(source, channel);
+    }
+  }
 
   // Runs `fn(conn, statements)` with run_pooled's retries (ttl_lease.hpp): nullopt when it kept
   // contending. Every statement here is safe to send again (see SemaphoreSql).
@@ -164,6 +195,8 @@ struct detail::SemaphoreCore {
   int permits;  // the key's limit
   detail::PermitSlots slots;
   SemaphoreOptions options;
+  std::string channel;                               // what releases NOTIFY (PostgreSQL)
+  std::shared_ptr<detail::PermitListener> listener;  // none: waiters poll
   detail::ByServer<Statements> statements;
   detail::GaleraCheck galera;  // fence() refuses a Galera node
 };
@@ -204,6 +237,7 @@ class Permit final : public detail::LeaseCore {
     // The same id on a retry: the statement recognises the row its first attempt freed.
     a.push_back({"release_id", Value("r-" + detail::random_lease_id())});
     a.push_back({"min_hold_ms", Value(min_hold_ms_)});
+    a.push_back({"channel", Value(impl_->channel)});
     auto matched = impl_->run([&](Connection& conn, const Statements& st) {
       return conn.execute(st.release.sql(), st.release.bind(a)).affected_rows();
     });
@@ -333,8 +367,36 @@ void check_permits(int n, int most, std::string_view what) {
 namespace detail {
 
 std::shared_ptr<detail::SemaphoreCore> make_permits(ConnectionSource& source, PermitSlots slots,
-                                                    SemaphoreOptions options) {
-  return std::make_shared<detail::SemaphoreCore>(source, slots, std::move(options));
+                                                    SemaphoreOptions options,
+                                                    const detail::SemaphoreCore* listen_with) {
+  return std::make_shared<detail::SemaphoreCore>(source, slots, std::move(options), listen_with);
+}
+
+struct PermitWait::Impl {
+  std::optional<detail::ReleaseListener::Interest> interest;
+  detail::ReleaseListener* listener = nullptr;
+  std::string key;
+};
+
+PermitWait::PermitWait(detail::SemaphoreCore& impl, const std::string& key)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->key = key;
+  if (impl.listener) impl_->listener = impl.listener->get();
+  if (impl_->listener) impl_->interest.emplace(*impl_->listener, key);
+}
+
+PermitWait::~PermitWait() = default;
+
+void PermitWait::pause(milliseconds d) {
+  if (impl_->interest) {
+    impl_->interest->wait(d);  // a release's notification ends it early
+  } else {
+    detail::Clock::system().sleep_for(d);
+  }
+}
+
+void PermitWait::took() {
+  if (impl_->listener) impl_->listener->pass_on(impl_->key);
 }
 
 std::optional<Lease> take_permit(const std::shared_ptr<detail::SemaphoreCore>& impl,
@@ -344,10 +406,12 @@ std::optional<Lease> take_permit(const std::shared_ptr<detail::SemaphoreCore>& i
   const bool forever = detail::is_forever_wait(timeout);
   if (timeout == milliseconds(0)) return attempt(impl, info, options);
   Backoff backoff(impl->options.backoff);
-  auto& clock = detail::Clock::system();
-  return detail::retry_until(
-      clock, timeout, forever, backoff, [&] { return attempt(impl, info, options); },
-      [&](milliseconds d) { clock.sleep_for(d); });
+  PermitWait wait(*impl, info.key);
+  auto got = detail::retry_until(
+      detail::Clock::system(), timeout, forever, backoff,
+      [&] { return attempt(impl, info, options); }, [&](milliseconds d) { wait.pause(d); });
+  if (got) wait.took();
+  return got;
 }
 
 std::int64_t live_permits(detail::SemaphoreCore& impl, const std::string& key, int first, int last,

@@ -504,8 +504,11 @@ constexpr SemaphoreSql kSemaphore = {
     // first attempt freed (and changes nothing) instead of reporting the permit not held; or,
     // when another lease took the slot since, finds it in previous_lease_id (and changes nothing
     // either).
+    // A permit freed now (not kept by min_hold) NOTIFYs the permit table's channel with the
+    // key (payload as the unique-key lock's, without a queue head): a waiter of each process
+    // that listens wakes (release_listener.hpp). One row per row matched.
     .release =
-        "UPDATE {{table:semaphore_permits}} SET expires_at = CASE"
+        "WITH u AS (UPDATE {{table:semaphore_permits}} SET expires_at = CASE"
         "   WHEN lease_id = {{param:release_id}} OR previous_lease_id = {{param:release_id}}"
         "   THEN expires_at ELSE GREATEST(statement_timestamp(),"
         "     acquired_at + {{param:min_hold_ms}}::bigint * interval '1 millisecond') END,"
@@ -516,7 +519,10 @@ constexpr SemaphoreSql kSemaphore = {
         "   OR (lease_id = {{param:lease_id}} AND expires_at > statement_timestamp()"
         "     + {{param:lock_delay_ms}}::bigint * interval '1 millisecond')))"
         " OR (lock_key = {{param:key}} AND slot = {{param:slot}}::integer"
-        "   AND previous_lease_id = {{param:release_id}})",
+        "   AND previous_lease_id = {{param:release_id}})"
+        " RETURNING lock_key, expires_at)"
+        " SELECT CASE WHEN expires_at <= statement_timestamp()"
+        "   THEN pg_notify({{param:channel}}, chr(10) || lock_key)::text END AS notified FROM u",
     .renew =
         "UPDATE {{table:semaphore_permits}} SET expires_at = GREATEST(expires_at,"
         "   statement_timestamp()"

@@ -117,18 +117,23 @@ std::optional<ReleaseListener::Grant> ReleaseListener::parse_head(std::string& h
   return Grant::granted(token, sent_us);
 }
 
-void ReleaseListener::wake(KeyState& state, const std::string& head, std::optional<Grant> grant) {
-  // Only one waiter can win the key: waking more would only add failed tries. A waiter being
-  // handed the key is no longer a candidate.
-  // A waiter being handed the key, or given it already, is no longer a candidate.
+ReleaseListener::Interest* ReleaseListener::longest_asleep(const KeyState& state,
+                                                           const std::string& head) {
+  // A waiter woken already, being handed the key, or given it, is no longer a candidate.
   const auto candidate = [&](const Interest* w) {
     return !w->woken_ && w->hand_over_ != Interest::HandOver::kClaimed &&
            w->hand_over_ != Interest::HandOver::kGranted && (head.empty() || w->waiter_id_ == head);
   };
-  Interest* chosen = nullptr;  // the one waiting longest
+  Interest* chosen = nullptr;
   for (Interest* w : state.asleep) {
     if (candidate(w) && (chosen == nullptr || w->arrival_ < chosen->arrival_)) chosen = w;
   }
+  return chosen;
+}
+
+void ReleaseListener::wake(KeyState& state, const std::string& head, std::optional<Grant> grant) {
+  // Only one waiter can win the key: waking more would only add failed tries.
+  Interest* chosen = longest_asleep(state, head);
   if (grant && head.empty()) grant.reset();  // a grant names its waiter
   if (chosen != nullptr) {
     chosen->woken_ = true;
@@ -238,6 +243,16 @@ void ReleaseListener::released(const std::string& key, bool freed, const std::st
   }
   state.handed_in_a_row = 0;
   wake(state, head, grant);
+}
+
+void ReleaseListener::pass_on(const std::string& key) {
+  std::lock_guard lock(mu_);
+  auto it = keys_.find(key);
+  if (it == keys_.end()) return;
+  if (Interest* next = longest_asleep(it->second, "")) {
+    next->woken_ = true;
+    next->cv_.notify_one();
+  }
 }
 
 std::size_t ReleaseListener::asleep(const std::string& key) const {

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Wakes waiters when a key is released, and hands keys to waiters of this process.
+// Wakes waiters when a key is released, and hands keys to waiters of this process. The
+// unique-key lock's, and the semaphores' (whose releases notify the permit table's channel and
+// hand nothing over).
 //
 // Hand-over: a waiter that accepts one offers itself while it sleeps, and a release made through
 // the same lock object claims the one that has waited longest (claim_offer; for a fair lock the
@@ -113,6 +115,11 @@ class ReleaseListener {
   void released(const std::string& key, bool freed, const std::string& head,
                 std::optional<Grant> grant = std::nullopt);
 
+  // A waiter of `key` took what a release freed, and more may be free (a semaphore's permits;
+  // a reader-writer lock's reader slots once its writer left): wakes the waiter of `key` asleep
+  // longest here, if any, to try too. Each release's notification wakes one waiter per process.
+  void pass_on(const std::string& key);
+
   // How many waiters of `key` sleep in wait() now (for tests).
   std::size_t asleep(const std::string& key) const;
 
@@ -184,6 +191,9 @@ class ReleaseListener {
     int handed_in_a_row = 0;       // hand-overs since the key was last freed
     bool shared = false;           // the release in flight frees the key for everyone
   };
+  // The waiter asleep longest on `state`'s key that may be woken: `head` only, unless empty.
+  // Called with mu_ held.
+  static Interest* longest_asleep(const KeyState& state, const std::string& head);
   // A release freed `state`'s key, or granted it to `head` (`grant`): wakes the queue's `head`
   // if it waits here, else (no queue) the waiter asleep longest. Called with mu_ held.
   static void wake(KeyState& state, const std::string& head, std::optional<Grant> grant);
