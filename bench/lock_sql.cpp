@@ -80,7 +80,7 @@ PermitSql::PermitSql(Dialect d, const TableNames& tables)
       release(sql_for(d).semaphore.release, d, tables),
       live_in_shared(sql_for(d).semaphore.live_in_shared, d, tables),
       live_in_exclusive(sql_for(d).semaphore.live_in_exclusive, d, tables),
-      channel(tables.name("semaphore_permits")) {}
+      channel() {}
 
 std::vector<Value> PermitSql::acquire_params(const detail::Statement& statement,
                                              const std::string& key, std::int64_t permits,

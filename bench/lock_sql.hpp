@@ -89,7 +89,8 @@ struct PermitSql {
   detail::Statement release;
   // The reader-writer lock's reader and writer checks.
   detail::Statement live_in_shared, live_in_exclusive;
-  std::string channel;  // what a release NOTIFYs (PostgreSQL), as Semaphore's
+  // What a release NOTIFYs (PostgreSQL): none, as a Semaphore's by default (notify off).
+  std::string channel;
 };
 
 // "prefix" + 32 random hex digits: a fresh key for an uncontended acquisition.

@@ -251,6 +251,7 @@ TEST_P(ForkTest, AChildExitsWhileItsParentsRenewerRuns) {
 TEST_P(ForkTest, AChildWaitsThroughItsParentsListeningSemaphoreByPolling) {
   SemaphoreOptions options;
   options.backoff = {milliseconds(20), milliseconds(20), milliseconds(20)};
+  options.notify = true;
   auto sem = make<Semaphore>(*pool_, options);
   auto held = sem->try_acquire("held", as("parent"));
   ASSERT_TRUE(held);

@@ -32,7 +32,8 @@ class PermitWakeTest : public MigratedPoolTest {
   }
   std::unique_ptr<ReadWriteLock> rw_lock() {
     return std::make_unique<ReadWriteLock>(
-        *pool_, ReadWriteLockOptions{.tables = tables_, .backoff = {kPause, kPause, kPause}});
+        *pool_, ReadWriteLockOptions{
+                    .tables = tables_, .backoff = {kPause, kPause, kPause}, .notify = true});
   }
   // `lock.acquire(key)` as `owner` on a thread of its own: the lease, and when it was granted.
   struct Waiter {

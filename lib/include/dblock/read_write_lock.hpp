@@ -35,9 +35,10 @@ struct ReadWriteLockOptions {
   int contention_retries = 3;
   /// How many readers may hold a key at once: 1 to Semaphore::kMaxPermits - 1.
   int max_readers = 100;
-  /// PostgreSQL: releases NOTIFY and waiters (readers, writers, a writer waiting for readers to
-  /// leave) sleep on LISTEN between tries, as SemaphoreOptions::notify.
-  bool notify = true;
+  /// PostgreSQL: waiters (readers, writers, a writer waiting for readers to leave) sleep on
+  /// LISTEN between tries and are woken by releases, as SemaphoreOptions::notify (off by
+  /// default).
+  bool notify = false;
 };
 
 namespace detail {

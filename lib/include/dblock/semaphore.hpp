@@ -40,11 +40,14 @@ struct SemaphoreOptions {
   /// Attempts for one try when the server reports a deadlock or serialization failure, or when
   /// concurrent acquirers took the free slots this one picked.
   int contention_retries = 3;
-  /// PostgreSQL: a release that frees a permit NOTIFYs, and waiters sleep on LISTEN (one session
-  /// per lock object, opened at its first wait) between tries, so a freed permit is tried for
-  /// at once instead of at the next backoff step (docs/locks/semaphore.md). Polling only when
-  /// false, on MySQL/MariaDB, or when the source cannot open a dedicated connection.
-  bool notify = true;
+  /// PostgreSQL: waiters sleep on LISTEN (one session per lock object, opened at its first wait)
+  /// between tries, and each release that frees a permit wakes them, so a freed permit is tried
+  /// for at once instead of at the next backoff step. Off by default: every waiting lock object
+  /// is woken by each release, and under heavy contention between many processes that herd cost
+  /// more than it saved in the benchmark (docs/locks/semaphore.md). With it, this object's
+  /// releases NOTIFY too: give every Semaphore of a table the same setting. No effect on
+  /// MySQL/MariaDB; waiters poll when the source cannot open a dedicated connection.
+  bool notify = false;
 };
 
 namespace detail {

@@ -237,7 +237,8 @@ class Permit final : public detail::LeaseCore {
     // The same id on a retry: the statement recognises the row its first attempt freed.
     a.push_back({"release_id", Value("r-" + detail::random_lease_id())});
     a.push_back({"min_hold_ms", Value(min_hold_ms_)});
-    a.push_back({"channel", Value(impl_->channel)});
+    // Waiters listen where the lock objects on the table say notify (all alike).
+    a.push_back({"channel", Value(impl_->options.notify ? impl_->channel : std::string())});
     auto matched = impl_->run([&](Connection& conn, const Statements& st) {
       return conn.execute(st.release.sql(), st.release.bind(a)).affected_rows();
     });

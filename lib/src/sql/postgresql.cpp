@@ -504,9 +504,10 @@ constexpr SemaphoreSql kSemaphore = {
     // first attempt freed (and changes nothing) instead of reporting the permit not held; or,
     // when another lease took the slot since, finds it in previous_lease_id (and changes nothing
     // either).
-    // A permit freed now (not kept by min_hold) NOTIFYs the permit table's channel with the
-    // key (payload as the unique-key lock's, without a queue head): a waiter of each process
-    // that listens wakes (release_listener.hpp). One row per row matched.
+    // A permit freed now (not kept by min_hold) NOTIFYs `channel` (the permit table's; empty:
+    // none, for a lock object whose waiters do not listen) with the key (payload as the
+    // unique-key lock's, without a queue head): a waiter of each lock object that listens wakes
+    // (release_listener.hpp). One row per row matched.
     .release =
         "WITH u AS (UPDATE {{table:semaphore_permits}} SET expires_at = CASE"
         "   WHEN lease_id = {{param:release_id}} OR previous_lease_id = {{param:release_id}}"
@@ -521,7 +522,7 @@ constexpr SemaphoreSql kSemaphore = {
         " OR (lock_key = {{param:key}} AND slot = {{param:slot}}::integer"
         "   AND previous_lease_id = {{param:release_id}})"
         " RETURNING lock_key, expires_at)"
-        " SELECT CASE WHEN expires_at <= statement_timestamp()"
+        " SELECT CASE WHEN expires_at <= statement_timestamp() AND {{param:channel}}::text <> ''"
         "   THEN pg_notify({{param:channel}}, chr(10) || lock_key)::text END AS notified FROM u",
     .renew =
         "UPDATE {{table:semaphore_permits}} SET expires_at = GREATEST(expires_at,"

@@ -173,7 +173,7 @@ struct SemaphoreSql {
   // Owner-, lease- and token-checked; release frees the slot (one row matched when it was
   // held; a retry with the same release id matches the row its first attempt freed), renew
   // extends it (one row matched when still held). Where releases notify (PostgreSQL), release
-  // returns a row per row matched and NOTIFYs `channel` when it freed the slot.
+  // returns a row per row matched and NOTIFYs `channel` (unless empty) when it freed the slot.
   std::string_view release;
   std::string_view renew;
   // Fencing, as UniqueKeySql::fence, for a permit: key, slot, token, lease_id, host, process,
