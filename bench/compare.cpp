@@ -80,4 +80,16 @@ void untargeted_ratio_headline(BenchContext& ctx, const std::string& label, doub
   ctx.headline({.label = label, .value = ratio, .unit = "x", .ratio = true});
 }
 
+void wake_ratio_headline(BenchContext& ctx, const std::string& label,
+                         const nlohmann::json& notified, const nlohmann::json& polled) {
+  const double woken = notified["acquire_wait"]["p99_ms"].get<double>();
+  const double ratio = woken > 0 ? polled["acquire_wait"]["p99_ms"].get<double>() / woken : 0;
+  ctx.headline({.label = label,
+                .value = ratio,
+                .unit = "x",
+                .target = ">= 5",
+                .met = ratio >= 5 ? 1 : 0,
+                .ratio = true});
+}
+
 }  // namespace dblock::bench

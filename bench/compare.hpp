@@ -45,5 +45,9 @@ nlohmann::json load_figures(LoadResult& r);
 void ratio_headline(BenchContext& ctx, const std::string& label, double ratio);
 // A ratio as a headline with no target: listed with the ratios, for information.
 void untargeted_ratio_headline(BenchContext& ctx, const std::string& label, double ratio);
+// A contended run's acquire wait p99 with polling only over the same with release
+// notifications (each {"acquire_wait": {"p99_ms": ...}}), as a headline with the target >= 5.
+void wake_ratio_headline(BenchContext& ctx, const std::string& label,
+                         const nlohmann::json& notified, const nlohmann::json& polled);
 
 }  // namespace dblock::bench

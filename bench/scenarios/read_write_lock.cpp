@@ -218,15 +218,8 @@ void run(BenchContext& ctx) {
     runs.push_back(contended(ctx, tables.names(), notify));
   }
   if (notifies) {
-    const double notified = runs[0]["acquire_wait"]["p99_ms"].get<double>();
-    const double polled = runs[1]["acquire_wait"]["p99_ms"].get<double>();
-    const double ratio = notified > 0 ? polled / notified : 0;
-    ctx.headline({.label = "rw lock contended wait p99, polling / notified, lock per client",
-                  .value = ratio,
-                  .unit = "x",
-                  .target = ">= 5",
-                  .met = ratio >= 5 ? 1 : 0,
-                  .ratio = true});
+    wake_ratio_headline(ctx, "rw lock contended wait p99, polling / notified, lock per client",
+                        runs[0], runs[1]);
   }
   ctx.out()["read_write_lock_contended"] = {
       {"what",

@@ -194,15 +194,8 @@ nlohmann::json contended_runs(BenchContext& ctx, const TableNames& tables) {
     }
   }
   if (notifies) {
-    const double notified = runs[2]["acquire_wait"]["p99_ms"].get<double>();
-    const double polled = runs[3]["acquire_wait"]["p99_ms"].get<double>();
-    const double ratio = notified > 0 ? polled / notified : 0;
-    ctx.headline({.label = "semaphore contended wait p99, polling / notified, lock per client",
-                  .value = ratio,
-                  .unit = "x",
-                  .target = ">= 5",
-                  .met = ratio >= 5 ? 1 : 0,
-                  .ratio = true});
+    wake_ratio_headline(ctx, "semaphore contended wait p99, polling / notified, lock per client",
+                        runs[2], runs[3]);
   }
   return runs;
 }

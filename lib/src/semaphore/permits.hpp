@@ -46,7 +46,7 @@ class PermitWait {
   PermitWait& operator=(const PermitWait&) = delete;
   void pause(std::chrono::milliseconds d);
   // A try got what it waited for: another waiter of the key asleep here tries too (a release's
-  // notification wakes one waiter per process, and more than one permit may be free).
+  // notification wakes one waiter per lock object, and more than one permit may be free).
   void took();
 
  private:
