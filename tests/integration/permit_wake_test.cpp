@@ -8,6 +8,9 @@
 // a writer waiting for readers is let in by the last to leave, and with notify off the waiter
 // polls (the notification made the difference).
 #include <atomic>
+#include <cstdio>
+#include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
