@@ -28,12 +28,11 @@ database clock), and how: released (by its holder, or handed to a waiter), force
 out). A tenure that ran out is recorded when the key is next taken or cleaned, at its expiry.
 
 Holds are recorded only while history is on: `dblock history enable` creates the triggers (once
-per database, as the role that applies migrations; needs migration 0009; PostgreSQL only for
-now), `dblock history disable` drops them. `dblock clean --history-retention` prunes old rows.
+per database, as the role that applies migrations; needs migration 0009), `dblock history
+disable` drops them. `dblock clean --history-retention` prunes old rows.
 
 Exit status: 0 listed (also when nothing is recorded); 64 bad option, 69 database unreachable,
-77 access denied, 78 history table missing (run `dblock migrate up`), or enable on MySQL or
-MariaDB.)";
+77 access denied, 78 history table missing (run `dblock migrate up`).)";
 
 struct HistoryOptions {
   DatabaseOptions db;

@@ -23,7 +23,9 @@
 -- DELETE on the migrations table: on a Galera cluster a run's lock is a row there (a single
 -- server does without it).
 GRANT SELECT, INSERT, DELETE, CREATE, ALTER ON dblock_schema_migrations TO dblock_migrator;
-GRANT SELECT, INSERT, CREATE, ALTER ON dblock_locks TO dblock_migrator;
+-- TRIGGER on the lock table: `dblock history enable` creates the history's triggers, which then
+-- run with this role's rights (INSERT on dblock_history) whoever ends a hold.
+GRANT SELECT, INSERT, CREATE, ALTER, TRIGGER ON dblock_locks TO dblock_migrator;
 GRANT SELECT, INSERT, CREATE, ALTER ON dblock_row_locks TO dblock_migrator;
 GRANT SELECT, INSERT, CREATE, ALTER ON dblock_versions TO dblock_migrator;
 GRANT SELECT, INSERT, CREATE, ALTER ON dblock_lock_waiters TO dblock_migrator;

@@ -51,6 +51,10 @@ class ConnectionFaultTest : public FaultTest {
   // of an acquire waiting for a lock is (mid-acquire).
   void transactional_session_killed_mid_hold();
   void transactional_session_killed_mid_acquire();
+  // Scenario 4 for a reentrant TTL lock: the replies of an acquire, of an inner release and of the
+  // last release are lost, and each retry is recognised; `outer_token` is the outer lease's. Then
+  // another owner takes the key and releases it.
+  void reentrant_replies_lost(std::int64_t& outer_token);
   // Scenario 4, transactional: the reply of the acquire's lock statement is lost; the reply of
   // the release's compare-and-set (optimistic) or COMMIT is lost.
   void transactional_acquire_reply_lost();

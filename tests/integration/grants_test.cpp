@@ -207,12 +207,9 @@ TEST_P(GrantsTest, EachRoleDoesItsWorkWithTheGrantsOfTheFileAndNoMore) {
     auto conn = pool->acquire();
     EXPECT_EQ(Migrator(*conn).up().size(), builtin_migrations(backend().dialect).size());
     EXPECT_NO_THROW(Migrator(*conn).verify());
-    // PostgreSQL: the history's triggers, which then write with this role's rights whoever ends
-    // a hold (MySQL and MariaDB do not record it: history_test.cpp).
-    if (postgresql()) {
-      enable_history(*conn);
-      EXPECT_TRUE(history_enabled(*conn));
-    }
+    // The history's triggers, which then write with this role's rights whoever ends a hold.
+    enable_history(*conn);
+    EXPECT_TRUE(history_enabled(*conn));
   }
   int code = -1;
   std::string problems = doctor_not_ok("migrator", &code);
@@ -284,10 +281,8 @@ TEST_P(GrantsTest, EachRoleDoesItsWorkWithTheGrantsOfTheFileAndNoMore) {
     EXPECT_TRUE(release_lock_row(*conn, TableNames(), listed[0]));
     list_permits(*conn);
     const auto ended = read_history(*conn, TableNames(), "k");
-    ASSERT_EQ(ended.size(), postgresql() ? 1u : 0u);
-    if (postgresql()) {
-      EXPECT_EQ(ended[0].ended_how, HoldEnd::kForceReleased);
-    }
+    ASSERT_EQ(ended.size(), 1u);
+    EXPECT_EQ(ended[0].ended_how, HoldEnd::kForceReleased);
   }
   const ProcessResult locks_cli = cli("app", {"locks", "--json"});
   EXPECT_EQ(locks_cli.exit_code, 0) << locks_cli.err;
@@ -310,10 +305,8 @@ TEST_P(GrantsTest, EachRoleDoesItsWorkWithTheGrantsOfTheFileAndNoMore) {
   EXPECT_EQ(problems, "");
   // The cleaner's deletion of a hold that ran out was recorded, with the trigger's rights.
   const auto cleaned = read_history(*pool_of("app")->acquire(), TableNames(), "ran-out");
-  ASSERT_EQ(cleaned.size(), postgresql() ? 1u : 0u);
-  if (postgresql()) {
-    EXPECT_EQ(cleaned[0].ended_how, HoldEnd::kCleaned);
-  }
+  ASSERT_EQ(cleaned.size(), 1u);
+  EXPECT_EQ(cleaned[0].ended_how, HoldEnd::kCleaned);
 }
 
 INSTANTIATE_TEST_SUITE_P(Pairs, GrantsTest, ::testing::ValuesIn(all_backends()), BackendName());

@@ -75,6 +75,8 @@ constexpr UniqueKeySql kUniqueKey = {
     // right and later expressions see earlier assignments, so every assignment below only reads
     // columns assigned after it; expires_at, which decides "free", is assigned last.
     .results_in_rows = false,
+    .reread_id = "SELECT LAST_INSERT_ID() AS id",
+    .release_count_plus_one = true,
     // A Statement (sql/statement.hpp): key, lease_id (this attempt's; a retry reuses it), host,
     // process, thread, ttl_ms, metadata (JSON or NULL). LAST_INSERT_ID() = the fencing token when
     // acquired (fresh, re-entered or a retry of an attempt that already succeeded), 0 when another
@@ -135,12 +137,14 @@ constexpr UniqueKeySql kUniqueKey = {
     .acquire_joins_queue = false,   // a refused waiter then sends enqueue
     // A Statement (sql/statement.hpp): key, host, process, thread, token, release_id.
     // The release id is random per release call; a retry after a lost reply reuses it. One row
-    // matched when the lease was held; LAST_INSERT_ID() = the remaining hold_count (0: the key
-    // is free now). Idempotent under retry: the release id is written into lease_id, and a row
+    // matched when the lease was held; LAST_INSERT_ID() = the remaining hold_count plus one (1:
+    // the key is free now; never 0 for a matched row, so a reply whose value a trigger cleared is
+    // told from an answer: see UniqueKeySql::reread_id). Idempotent under retry: the release id is
+    // written into lease_id, and a row
     // that already carries it was released by this very call, so the retry changes nothing and
     // reports the count left by the first attempt (a decrement applied twice would drop an outer
     // hold). A row another owner took since carries the release id in previous_lease_id: the
-    // retry changes nothing there either and reports 0 (the first attempt freed the key).
+    // retry changes nothing there either and reports 1 (the first attempt freed the key).
     // Assignments run left to right and read columns assigned after them only.
     .release =
         "UPDATE {{table:locks}}"
@@ -148,8 +152,10 @@ constexpr UniqueKeySql kUniqueKey = {
         "   OR previous_lease_id = {{param:release_id}}, expires_at,"
         "   IF(hold_count = 1, GREATEST(UTC_TIMESTAMP(6),"
         "     acquired_at + INTERVAL {{param:min_hold_ms}} * 1000 MICROSECOND), expires_at)),"
-        " hold_count = IF(previous_lease_id = {{param:release_id}}, hold_count + LAST_INSERT_ID(0),"
-        "   LAST_INSERT_ID(IF(lease_id = {{param:release_id}}, hold_count, hold_count - 1))),"
+        " hold_count = IF(previous_lease_id = {{param:release_id}},"
+        "   hold_count + LAST_INSERT_ID(1) - 1,"
+        "   LAST_INSERT_ID(IF(lease_id = {{param:release_id}}, hold_count, hold_count - 1) + 1) - "
+        "1),"
         " lease_id = IF(previous_lease_id = {{param:release_id}}, lease_id, {{param:release_id}})"
         " WHERE lock_key = {{param:key}} AND ((owner_host = {{param:host}}"
         " AND owner_process = {{param:process}} AND owner_thread = {{param:thread}}"
@@ -621,9 +627,14 @@ constexpr OperatorSql kOperators = {
     // also a row a release left taken for its min_hold), but only while it still carries the
     // lease the operator was shown. The fencing token stays, so the next holder's is higher;
     // the old holder's renewals and release then match nothing (the lease is lost). One
-    // affected row when it freed the row.
+    // affected row when it freed the row. Ending a hold, it writes 'f-' before the lease id
+    // (within the column's 64 characters), which tells the history (kHistory) an operator's
+    // release from the holder's own; assignments run left to right, so lease_id reads hold_count
+    // before it is set to 0.
     .release =
-        "UPDATE {{table:locks}} SET hold_count = 0, expires_at = UTC_TIMESTAMP(6)"
+        "UPDATE {{table:locks}} SET"
+        " lease_id = IF(hold_count > 0, CONCAT('f-', LEFT(lease_id, 62)), lease_id),"
+        " hold_count = 0, expires_at = UTC_TIMESTAMP(6)"
         " WHERE lock_key = {{param:key}} AND lease_id = {{param:lease_id}}"
         " AND fencing_token = {{param:token}}"
         " AND (hold_count > 0 OR expires_at > UTC_TIMESTAMP(6))",
@@ -669,16 +680,45 @@ constexpr OperatorSql kOperators = {
 
 #undef DBLOCK_LISTED_ROWS
 
-// The history of holds (HistorySql) is not recorded here yet. A trigger on the lock table would
-// break the lock statements: they hand their token or count back through LAST_INSERT_ID(expr),
-// which the client reads from the OK packet, and any statement a trigger runs clears the flag
-// that makes the server put that value there (the server's cleanup after each statement, a
-// trigger's included, resets it; the session's LAST_INSERT_ID() itself is restored). MariaDB
-// 10.11 then answers 0: a re-entry or a takeover reads as "not acquired" although the row was
-// written, a release of an inner hold as the last one. So enable refuses here, and disable only
-// drops triggers of the history's names that a user may have created by hand; the table exists
-// (migration 0009) so that both dialects keep one numbering, and the cleaner and reads work on it.
+// The history of holds (HistorySql): an AFTER UPDATE and an AFTER DELETE row trigger on the lock
+// table, which read what ended a tenure from the row's change as PostgreSQL's do (postgresql.cpp,
+// kHistory): a tenure ends when a row with holds loses them (released, force_released for the
+// operator's 'f-' mark, expired when it had expired before the statement) or gets a new token (a
+// hand-over, or a takeover of an expired row: taken_over by another owner, expired by its own),
+// or is deleted with holds left (cleaned). UTC_TIMESTAMP(6) in a trigger is its statement's
+// clock. A trigger runs with its definer's rights (the role that enabled history), so the roles
+// that lock need no privilege on the history table. Every statement a trigger runs clears the
+// flag that makes the server put a LAST_INSERT_ID(expr) into the reply (the session keeps the
+// value): the lock statements read such replies again (UniqueKeySql::reread_id). MySQL's DDL is
+// not transactional: enable creates what is missing, one statement at a time, and an existing
+// trigger is left as it is.
 constexpr std::string_view kHistoryTriggers[] = {"locks_ended", "locks_cleaned"};
+
+#define DBLOCK_HISTORY_COLUMNS                                                         \
+  "INSERT INTO {{table:history}} (lock_key, fencing_token, owner_host, owner_process," \
+  " owner_thread, acquired_at, ended_at, ended_how)"                                   \
+  " VALUES (OLD.lock_key, OLD.fencing_token, OLD.owner_host, OLD.owner_process,"       \
+  " OLD.owner_thread, OLD.acquired_at,"
+
+constexpr HistoryStep kHistoryEnable[] = {
+    {"locks_ended",
+     "CREATE TRIGGER {{table:locks_ended}} AFTER UPDATE ON {{table:locks}} FOR EACH ROW"
+     " IF OLD.hold_count > 0"
+     "   AND (NEW.hold_count = 0 OR NEW.fencing_token <> OLD.fencing_token) "
+     "THEN " DBLOCK_HISTORY_COLUMNS " LEAST(OLD.expires_at, UTC_TIMESTAMP(6)),"
+     " CASE WHEN OLD.expires_at > UTC_TIMESTAMP(6) THEN"
+     "     IF(NEW.lease_id = CONCAT('f-', LEFT(OLD.lease_id, 62)), 'force_released', 'released')"
+     "   WHEN NEW.fencing_token <> OLD.fencing_token AND NOT (NEW.owner_host = OLD.owner_host"
+     "     AND NEW.owner_process = OLD.owner_process AND NEW.owner_thread = OLD.owner_thread)"
+     "     THEN 'taken_over'"
+     "   ELSE 'expired' END);"
+     " END IF"},
+    {"locks_cleaned",
+     "CREATE TRIGGER {{table:locks_cleaned}} AFTER DELETE ON {{table:locks}} FOR EACH ROW"
+     " IF OLD.hold_count > 0 THEN " DBLOCK_HISTORY_COLUMNS " OLD.expires_at, 'cleaned'); END IF"},
+};
+
+#undef DBLOCK_HISTORY_COLUMNS
 
 constexpr HistoryStep kHistoryDisable[] = {
     {"", "DROP TRIGGER IF EXISTS {{table:locks_ended}}"},
@@ -686,17 +726,14 @@ constexpr HistoryStep kHistoryDisable[] = {
 };
 
 constexpr HistorySql kHistory = {
-    .unavailable =
-        "the history of holds is not available on MySQL and MariaDB yet: a trigger on the lock "
-        "table would clear the fencing tokens and counts the lock statements return through "
-        "LAST_INSERT_ID() (docs/operations/history.md)",
+    .unavailable = "",
     .triggers = kHistoryTriggers,
     .present =
         "SELECT TRIGGER_NAME AS name FROM information_schema.TRIGGERS"
         " WHERE TRIGGER_SCHEMA = COALESCE({{param:schema}}, DATABASE())"
         " AND TRIGGER_NAME IN ({{param:first}}, {{param:second}})",
     .in_one_transaction = false,
-    .enable = {},
+    .enable = kHistoryEnable,
     .disable = kHistoryDisable,
     // The (lock_key, ended_at) index, walked backwards.
     .read =

@@ -98,6 +98,8 @@ constexpr UniqueKeySql kUniqueKey = {
     // and for a row recreated after the cleaner deleted it, as long as the server clock does
     // not step back by more than the cleaner's grace period.
     .results_in_rows = true,
+    .reread_id = "",
+    .release_count_plus_one = false,
     // A Statement (sql/statement.hpp): key, lease_id (this attempt's; a retry reuses it), host,
     // process, thread, ttl_ms, metadata (JSON or NULL); fair: seq and waiter_id (see
     // UniqueKeySql).

@@ -77,6 +77,15 @@ struct SessionSql {
 // short but an operator's release.
 struct UniqueKeySql {
   bool results_in_rows;
+  // Where results come back through LAST_INSERT_ID(expr) (MySQL, MariaDB): the session's
+  // LAST_INSERT_ID(), column "id". A trigger on the lock table (the history of holds) makes the
+  // server leave the value out of the reply (it clears the flag behind it after each statement the
+  // trigger runs) while the session keeps it, so a reply that must carry a value and says 0 is
+  // asked again with this (UniqueKeyLockCore::returned). Empty where results come in rows.
+  std::string_view reread_id;
+  // The release's LAST_INSERT_ID() is the remaining hold count plus one (never 0 for a matched
+  // row, so a lost value is told from "free now").
+  bool release_count_plus_one;
   std::string_view acquire;
   bool acquire_leaves_queue;  // see fair waiting below
   bool acquire_joins_queue;   // see fair waiting below

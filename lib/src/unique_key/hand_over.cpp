@@ -82,7 +82,7 @@ bool detail::UniqueKeyLockCore::hand_over(const detail::ReleaseRequest& q,
   for (bool retried = false;; retried = true) {
     try {
       const detail::Statement& statement = statements[conn->server()].hand_over;
-      r = conn->execute(statement.sql(), statement.bind(args));
+      r = returned(*conn, conn->execute(statement.sql(), statement.bind(args)), kUpdateSetsId);
       break;
     } catch (const Error& e) {
       // Contention: not now; the plain release decides. A lost connection: once more, and a
@@ -135,7 +135,7 @@ std::optional<detail::HandedOff> detail::UniqueKeyLockCore::hand_off(
       q, {to, lease_id, found->int64_at(0, "ttl_ms"), found->int64_at(0, "lock_delay_ms"),
           metadata ? Value(*metadata) : Value(), waiter_id, true});
   // A retry after a lost connection finds the row carrying the made-up lease id: the same token.
-  const std::optional<Result> r = run(&Statements::hand_over, args, true);
+  const std::optional<Result> r = run(&Statements::hand_over, args, true, nullptr, kUpdateSetsId);
   if (!r || (!rows && r->affected_rows() != 1)) return std::nullopt;
   const std::optional<std::int64_t> token = detail::returned_id(*r, rows, "fencing_token");
   if (!token) return std::nullopt;

@@ -43,6 +43,7 @@ struct detail::UniqueKeyLockCore : std::enable_shared_from_this<detail::UniqueKe
     detail::Statement fair_check, enqueue, leave;  // fair waiting
     detail::Statement offer, candidate, wake;      // hand-offs to another process's candidate
     detail::Statement fence;
+    detail::Statement reread_id;  // MySQL: the session's LAST_INSERT_ID()
   };
 
   // Throws Error(kInvalidArgument) for a fair lock's waiter_ttl out of its range.
@@ -55,8 +56,23 @@ struct detail::UniqueKeyLockCore : std::enable_shared_from_this<detail::UniqueKe
   // contending. `which` is the statement, bound from `args`, for the server of the connection it
   // runs on; an empty statement (a step that server does not have) is not sent and gives an empty
   // result.
+  // `sets_id_from`: for a statement that hands a value back through LAST_INSERT_ID(expr), the
+  // affected rows from which its reply must carry one (see returned); 0 for any other.
   std::optional<Result> run(detail::Statement Statements::*which, std::span<const detail::Arg> args,
-                            bool idempotent, detail::LeaseCore* renewing = nullptr);
+                            bool idempotent, detail::LeaseCore* renewing = nullptr,
+                            std::uint64_t sets_id_from = 0);
+  // The affected rows from which a statement's reply must carry its LAST_INSERT_ID(expr): an
+  // UPDATE sets it on the row it matched; an INSERT ... ON DUPLICATE KEY UPDATE affects 1 row
+  // when it inserted (no UPDATE trigger ran, so the reply has the value) or left the row as it
+  // was (a refusal, whose value is 0), and 2 when it changed the row.
+  static constexpr std::uint64_t kUpdateSetsId = 1;
+  static constexpr std::uint64_t kUpsertSetsId = 2;
+  // `r`, run on `conn` by a statement that hands a value back through LAST_INSERT_ID(expr)
+  // (MySQL, MariaDB), with that value read again from the session when the reply lost it: a
+  // trigger on the lock table (the history of holds) makes the server leave it out, so a reply
+  // with `sets_id_from` affected rows or more and a value of 0 is asked again (reread_id). One
+  // more round trip, only when a trigger ran; `r` itself elsewhere.
+  Result returned(Connection& conn, Result r, std::uint64_t sets_id_from) const;
 
   // Wakes and hands over to this lock object's waiters (nullptr without notify). On PostgreSQL
   // its thread listens for releases made elsewhere from the first blocking acquire on.
@@ -119,9 +135,10 @@ struct detail::UniqueKeyLockCore : std::enable_shared_from_this<detail::UniqueKe
 
   detail::ByServer<Statements> statements;
   std::string holds_scope;
-  bool rows;          // results come back in rows (else in LAST_INSERT_ID())
-  bool leaves_queue;  // an acquire that gets the key deletes the waiter's place
-  bool joins_queue;   // a refused acquire can take the waiter's place (join_ttl_ms)
+  bool rows;                    // results come back in rows (else in LAST_INSERT_ID())
+  bool release_count_plus_one;  // see UniqueKeySql
+  bool leaves_queue;            // an acquire that gets the key deletes the waiter's place
+  bool joins_queue;             // a refused acquire can take the waiter's place (join_ttl_ms)
   std::string channel;
   detail::GaleraCheck galera;  // fence() refuses a Galera node
   // With notify, from construction on, so that every lease of this lock object is counted

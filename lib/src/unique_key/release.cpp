@@ -32,10 +32,11 @@ ReleaseOutcome detail::UniqueKeyLockCore::send_release(
     std::optional<detail::ReleaseListener::Grant>& grant) {
   // A retry after a lost connection sends the same release id, which the statement
   // recognises as its own earlier attempt (see the release statement), so it is safe to repeat.
-  auto r = run(&Statements::release, release_args(q), true);
+  auto r = run(&Statements::release, release_args(q), true, nullptr, kUpdateSetsId);
   if (!r) throw detail::kept_contending("release of '" + q.key + "'", "the lease ends by its TTL");
   if (r->affected_rows() == 0) return ReleaseOutcome::kNotHeld;
-  const std::int64_t remaining = detail::returned_id(*r, rows, "hold_count").value_or(0);
+  const std::int64_t remaining =
+      detail::returned_id(*r, rows, "hold_count").value_or(0) - (release_count_plus_one ? 1 : 0);
   if (rows && options.fair) {
     head = r->at(0, "head").value_or("");
     if (r->at(0, "granted")) {

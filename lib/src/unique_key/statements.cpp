@@ -2,6 +2,7 @@
 // The unique-key lock's statements: rendered for each server of the lock's dialect when the lock
 // object is built (the SQL itself is in lib/src/sql/), and run with the lock's retries for
 // contention and a lost connection. Thread-safety: see lock_impl.hpp.
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -45,11 +46,13 @@ detail::UniqueKeyLockCore::UniqueKeyLockCore(ConnectionSource& src, UniqueKeyLoc
                        detail::Statement(sql.offer, dialect, tables),
                        detail::Statement(sql.candidate, dialect, tables),
                        detail::Statement(sql.wake, dialect, tables),
-                       detail::Statement(sql.fence, dialect, tables)};
+                       detail::Statement(sql.fence, dialect, tables),
+                       detail::Statement(sql.reread_id, dialect, tables)};
                  }),
       holds_scope(std::string(to_string(dialect)) + '\n' +
                   options.tables.qualified(dialect, "locks") + '\n'),
       rows(dialect_sql(dialect).results_in_rows),
+      release_count_plus_one(dialect_sql(dialect).release_count_plus_one),
       leaves_queue(dialect_sql(dialect).acquire_leaves_queue),
       joins_queue(dialect_sql(dialect).acquire_joins_queue),
       channel(options.tables.name("locks")) {
@@ -72,13 +75,29 @@ detail::UniqueKeyLockCore::~UniqueKeyLockCore() {
 
 std::optional<Result> detail::UniqueKeyLockCore::run(detail::Statement Statements::*which,
                                                      std::span<const detail::Arg> args,
-                                                     bool idempotent, detail::LeaseCore* renewing) {
-  return detail::run_pooled(source, options.contention_retries, idempotent, renewing,
-                            [&](Connection& conn) {
-                              const detail::Statement& statement = statements[conn.server()].*which;
-                              if (statement.empty()) return Result();
-                              return conn.execute(statement.sql(), statement.bind(args));
-                            });
+                                                     bool idempotent, detail::LeaseCore* renewing,
+                                                     std::uint64_t sets_id_from) {
+  // A retry of an upsert may find the row as its own lost attempt left it (1 affected row, the
+  // value in the session only): its reply is asked again from 1 affected row on.
+  bool retried = false;
+  return detail::run_pooled(
+      source, options.contention_retries, idempotent, renewing, [&](Connection& conn) {
+        const detail::Statement& statement = statements[conn.server()].*which;
+        if (statement.empty()) return Result();
+        const std::uint64_t from = retried ? std::min(sets_id_from, kUpdateSetsId) : sets_id_from;
+        retried = true;
+        return returned(conn, conn.execute(statement.sql(), statement.bind(args)), from);
+      });
+}
+
+Result detail::UniqueKeyLockCore::returned(Connection& conn, Result r,
+                                           std::uint64_t sets_id_from) const {
+  if (rows || sets_id_from == 0 || r.last_insert_id() != 0 || r.affected_rows() < sets_id_from) {
+    return r;
+  }
+  const detail::Statement& reread = statements[conn.server()].reread_id;
+  const Result id = conn.execute(reread.sql(), {});
+  return Result({}, {}, r.affected_rows(), static_cast<std::uint64_t>(id.int64_at(0, "id")));
 }
 
 }  // namespace dblock

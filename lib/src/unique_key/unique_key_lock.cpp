@@ -69,7 +69,8 @@ std::optional<Lease> attempt(const std::shared_ptr<detail::UniqueKeyLockCore>& i
   }
   const auto sent = detail::BootClock::now();  // the lease runs from here at the latest
   // A retry reuses the lease id.
-  auto r = impl->run(&detail::UniqueKeyLockCore::Statements::acquire, args, true);
+  auto r = impl->run(&detail::UniqueKeyLockCore::Statements::acquire, args, true, nullptr,
+                     detail::UniqueKeyLockCore::kUpsertSetsId);
   if (!r) return std::nullopt;
   if (joined != nullptr && !r->empty() && r->at(0, "seq")) {
     *joined = r->int64_at(0, "seq");  // refused, and queued
@@ -251,8 +252,11 @@ std::optional<Claim> UniqueKeyLock::claim(std::string_view key, const ClaimOptio
       detail::owner_args(owner, {{"key", Value(claim.key)},
                                  {"claim_id", Value(claim.claim_id)},
                                  {"metadata", detail::metadata_param(options.metadata)}});
-  auto r = impl_->run(&detail::UniqueKeyLockCore::Statements::claim, args,
-                      true);  // a retry reuses the claim id
+  // A retry reuses the claim id. A caller's own id may find its earlier claim, left as it was
+  // (1 affected row), whose token then is asked again where a trigger cleared it from the reply.
+  auto r = impl_->run(&detail::UniqueKeyLockCore::Statements::claim, args, true, nullptr,
+                      options.claim_id.empty() ? detail::UniqueKeyLockCore::kUpsertSetsId
+                                               : detail::UniqueKeyLockCore::kUpdateSetsId);
   if (!r) return std::nullopt;
   auto token = detail::returned_id(*r, impl_->rows, "fencing_token");
   if (!token) return std::nullopt;
