@@ -64,6 +64,7 @@ void read_then_write_prices(dblock::ConnectionSource& pool);
 bool transfer(dblock::UniqueKeyLock& locks);
 bool print_labels_once(dblock::UniqueKeyLock& locks);
 bool reconcile(dblock::UniqueKeyLock& locks);
+void export_accounts(dblock::UniqueKeyLock& locks, const std::vector<std::string>& accounts);
 bool consume_queue(dblock::UniqueKeyLock& locks);
 void run_scheduler(dblock::ConnectionSource& pool, const std::stop_token& shutdown);
 bool print_in_turn(dblock::ConnectionSource& pool);
@@ -105,6 +106,7 @@ std::int64_t to_token = 0;
 int ledger_posts = 0;
 std::int64_t labels_token = 0;
 int batches = 0;
+std::vector<std::string> exported;
 int messages = 0;
 std::atomic<std::int64_t> scheduler_term{0};
 }  // namespace seen
@@ -127,6 +129,7 @@ void move_money(std::int64_t from_token, std::int64_t to_token) {
 void post_ledger_entries() { ++seen::ledger_posts; }
 void print_labels(std::int64_t fencing_token) { seen::labels_token = fencing_token; }
 bool reconcile_next_batch() { return ++seen::batches < 3; }
+void export_account(const std::string& account) { seen::exported.push_back(account); }
 bool handle_next_message() { return ++seen::messages < 3; }
 bool schedule_due_jobs(std::int64_t term) {
   seen::scheduler_term = term;
@@ -356,6 +359,21 @@ TEST_P(BothDatabases, LongJobsWatchingTheirStopTokenRunToTheirEndAndFreeTheirKey
   for (const char* key : {"reconciler", "queue:orders"}) {
     EXPECT_TRUE(locks.try_acquire(key, {.owner = dblock::Owner::named("other")})) << key;
   }
+}
+
+// The async page's exports: every account exported, the one another process held once it let go.
+TEST_P(BothDatabases, AsyncExportsWaitForTheAccountAnotherProcessHolds) {
+  dblock::UniqueKeyLock locks(*db().pool);
+  auto other = locks.try_acquire("export:b", {.owner = dblock::Owner::named("other")});
+  ASSERT_TRUE(other);
+  std::thread letting_go([&] {
+    std::this_thread::sleep_for(300ms);
+    other->release();
+  });
+  seen::exported.clear();
+  export_accounts(locks, {"a", "b", "c"});
+  letting_go.join();
+  EXPECT_EQ(seen::exported, (std::vector<std::string>{"a", "b", "c"}));
 }
 
 TEST_P(BothDatabases, TheSchedulerLeadsUntilItsWorkIsDoneAndStopsAtShutdown) {

@@ -32,5 +32,19 @@ TEST(Backoff, FirstWaitsStayNearTheInitialDelay) {
   }
 }
 
+// The static draw an AsyncLock uses for its many waits: the n-th wait's bounds, as next()'s.
+TEST(Backoff, AWaitByAttemptHasTheBoundsOfThatAttempt) {
+  const BackoffPolicy policy{milliseconds(10), milliseconds(500), milliseconds(5)};
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 200; ++i) {
+    EXPECT_LE(Backoff::wait(policy, 0, milliseconds::max(), rng), milliseconds(10));
+    EXPECT_LE(Backoff::wait(policy, 2, milliseconds::max(), rng), milliseconds(40));
+    const milliseconds late = Backoff::wait(policy, 40, milliseconds::max(), rng);
+    EXPECT_GE(late, milliseconds(5));
+    EXPECT_LE(late, milliseconds(500));
+  }
+  EXPECT_EQ(Backoff::wait(policy, 3, milliseconds(2), rng), milliseconds(2));
+}
+
 }  // namespace
 }  // namespace dblock

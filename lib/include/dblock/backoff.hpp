@@ -31,6 +31,10 @@ class DBLOCK_EXPORT Backoff {
   /// The next wait, at most `remaining`.
   std::chrono::milliseconds next(std::chrono::milliseconds remaining);
   void reset() noexcept { attempt_ = 0; }
+  /// The wait after `attempt` earlier ones (0: the first), at most `remaining`, drawn from `rng`:
+  /// what next() returns, for a caller that keeps many waits' attempt counts and one generator.
+  static std::chrono::milliseconds wait(const BackoffPolicy& policy, int attempt,
+                                        std::chrono::milliseconds remaining, std::mt19937_64& rng);
 
  private:
   BackoffPolicy policy_;
