@@ -7,6 +7,12 @@
 // (a lease, the timeout, a stop request, an error) or puts it back at its next backoff time. The
 // attempt count is kept per entry and the random draws come from one generator under the mutex,
 // so an entry costs its key, its options and its callback, not a Backoff's generator state.
+//
+// After its first try that found the key taken, an entry watches the key's releases where the
+// lock hears them (Lock::watch_releases): a release that would wake a sleeping waiter nudges the
+// entry's next try to now instead. The nudge runs under the lock's listener mutex and takes the
+// timetable's, so nothing here calls into the lock (watch, rearm, or an entry's end) with the
+// timetable's mutex held.
 #include "dblock/async_lock.hpp"
 
 #include <algorithm>
@@ -35,6 +41,14 @@ struct Pending {
   int attempts = 0;            // tries made
   std::stop_token stop;
   AsyncLock::Callback done;
+  // Under the timetable's mutex: where it is in the timetable while `scheduled`; a nudge that
+  // came while it was out (being tried) makes its next try due at once.
+  std::multimap<Clock::time_point, std::unique_ptr<Pending>>::iterator where;
+  bool scheduled = false;
+  bool nudged = false;
+  bool watched = false;  // watch_releases was asked (it may have said no)
+  // Last, so destroyed first: no nudge runs once the rest of the entry is going away.
+  std::unique_ptr<Lock::ReleaseWatch> watch;
 };
 
 // Calls `done` with the end; what it throws is logged and dropped (it runs on a worker thread).
@@ -66,10 +80,21 @@ class AsyncLock::Impl {
     }
     wake_.notify_all();
     for (std::thread& t : workers_) t.join();
-    // What is still pending ends with nothing.
-    for (auto& [due, p] : timetable_) {
+    // What is still pending ends with nothing. Taken out under the mutex, since a release may
+    // still nudge an entry until its watch is gone (with the entry, after its callback).
+    std::vector<std::unique_ptr<Pending>> left;
+    {
+      std::lock_guard<std::mutex> guard(mutex_);
+      for (auto& [due, p] : timetable_) {
+        p->scheduled = false;
+        left.push_back(std::move(p));
+      }
+      timetable_.clear();
+    }
+    for (std::unique_ptr<Pending>& p : left) {
       --pending_;
       finish(*p, std::nullopt, nullptr);
+      p.reset();
     }
   }
 
@@ -95,7 +120,33 @@ class AsyncLock::Impl {
     }
     ++p->attempts;
     if (lease || Clock::now() >= p->deadline) return end(p, std::move(lease), nullptr);
+    try {
+      if (p->watch) {
+        p->watch->rearm();
+      } else if (!p->watched) {
+        p->watched = true;
+        Pending* raw = p.get();
+        p->watch = lock_.watch_releases(p->key, [this, raw] { nudge(*raw); });
+      }
+    } catch (...) {
+      // Cannot watch (the listener could not start): this entry polls.
+    }
     return true;
+  }
+
+  // A release may have freed `p`'s key: its next try is due now.
+  void nudge(Pending& p) {
+    {
+      std::lock_guard<std::mutex> guard(mutex_);
+      if (!p.scheduled) {
+        p.nudged = true;
+        return;
+      }
+      auto node = timetable_.extract(p.where);
+      node.key() = Clock::now();
+      p.where = timetable_.insert(std::move(node));
+    }
+    wake_.notify_one();
   }
 
   // Counted as ended before its callback runs, which may be what the caller waits for.
@@ -111,12 +162,15 @@ class AsyncLock::Impl {
     {
       std::lock_guard<std::mutex> guard(mutex_);
       Clock::time_point due = now;
-      if (p->attempts > 0) {
+      if (p->attempts > 0 && !p->nudged) {
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
             std::max(Clock::duration::zero(), p->deadline - now));
         due = now + Backoff::wait(options_.backoff, p->attempts - 1, left, rng_);
       }
-      timetable_.emplace(due, std::move(p));
+      p->nudged = false;
+      p->scheduled = true;
+      Pending& entry = *p;
+      entry.where = timetable_.emplace(due, std::move(p));
     }
     wake_.notify_one();
   }
@@ -135,6 +189,7 @@ class AsyncLock::Impl {
       }
       std::unique_ptr<Pending> p = std::move(timetable_.begin()->second);
       timetable_.erase(timetable_.begin());
+      p->scheduled = false;
       guard.unlock();
       if (attempt(p)) schedule(std::move(p), Clock::now());
       guard.lock();

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The waiting side of the unique-key lock (and of the semaphores) without a database: whom a
 // release hands the key to or wakes, a wake-up passed on, a claimed waiter that sleeps past its own
-// timeout until the hand-over is decided, and a release's grant reaching the head it names, asleep
-// or not. The listener runs without its listening thread (as on MySQL), so no connection is opened.
+// timeout until the hand-over is decided, a release's grant reaching the head it names, asleep
+// or not, and a parked waiter's nudges. The listener runs without its listening thread (as on MySQL), so no connection is opened.
 #include "unique_key/release_listener.hpp"
 
 #include <gtest/gtest.h>
@@ -256,6 +256,39 @@ TEST(ReleaseListener, PassingOnWakesTheWaiterAsleepLongestAndLeavesNothingPendin
   listener.pass_on("k");
   second.join();
   EXPECT_LT(second.took(), milliseconds(4000));
+}
+
+// A parked waiter (AsyncLock's) is nudged instead of woken: once per rearm, one waiter per
+// release among the sleeping and the parked (the longest waiting first), a release no one took is
+// kept for its rearm, and it is never offered a hand-over.
+TEST(ReleaseListener, AParkedWaiterIsNudgedOncePerRearmAndNeverHandedTheKey) {
+  NoSource source;
+  ReleaseListener listener(source, "channel", false);
+  std::atomic<int> nudges{0};
+  auto parked = std::make_unique<ReleaseListener::Interest>(listener, "k");
+  parked->park([&] { ++nudges; });
+  EXPECT_EQ(listener.claim_offer("k", Owner::named("holder"), false), nullptr)
+      << "a parked waiter was offered a hand-over";
+  listener.released("k", true, "");
+  EXPECT_EQ(nudges.load(), 1);
+  listener.released("k", true, "");  // not rearmed: kept for the next to wait
+  EXPECT_EQ(nudges.load(), 1);
+  parked->rearm();  // takes the release no one was asleep for, at once
+  EXPECT_EQ(nudges.load(), 2);
+  parked->rearm();
+  // Parked before it, the parked waiter goes first; the sleeper gets the next release.
+  Waiter sleeper(listener, "s", milliseconds(5000));
+  until_asleep(listener, 2);
+  listener.released("k", true, "");
+  EXPECT_EQ(nudges.load(), 3);
+  std::this_thread::sleep_for(milliseconds(100));
+  EXPECT_FALSE(sleeper.done()) << "one release woke two waiters";
+  listener.released("k", true, "");
+  sleeper.join();
+  EXPECT_LT(sleeper.took(), milliseconds(4000));
+  EXPECT_EQ(nudges.load(), 3);
+  parked.reset();  // leaves the key's waiters
+  EXPECT_EQ(listener.asleep("k"), 0u);
 }
 
 // A notification's head "waiter token sent_us" carries a grant; anything else is a wake-up only.

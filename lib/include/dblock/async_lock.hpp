@@ -6,8 +6,10 @@
 /// few threads of its own. A pending acquire is an entry in a timetable, not a sleeping thread:
 /// one process can wait for thousands of keys at once with `threads` threads, each try a short
 /// statement on a pooled connection. Between tries a pending acquire waits by the policy's
-/// backoff (full jitter, docs/locks/async.md). The lease is the same Lease a blocking acquire
-/// gives, owned by the thread that asked (or LockOptions::owner), not by the thread that tried.
+/// backoff (full jitter), and where the lock hears releases (Lock::watch_releases: a
+/// UniqueKeyLock with `notify`) a release that would wake a blocking waiter makes its next try
+/// due at once (docs/locks/async.md). The lease is the same Lease a blocking acquire gives, owned
+/// by the thread that asked (or LockOptions::owner), not by the thread that tried.
 ///
 ///   dblock::AsyncLock async(locks);                      // locks: any dblock::Lock
 ///   std::future<std::optional<dblock::Lease>> f = async.acquire("report", 30s);

@@ -229,6 +229,25 @@ class DBLOCK_EXPORT Lock {
   std::optional<Lease> acquire(std::string_view key, const LockOptions& options = {}) {
     return acquire(key, std::chrono::milliseconds::max(), options);
   }
+
+  /// A waiter's registration for releases of one key (watch_releases).
+  class ReleaseWatch {
+   public:
+    virtual ~ReleaseWatch() = default;
+    /// After a try that found the key taken: the next release may call `wake` again.
+    virtual void rearm() = 0;
+  };
+  /// For waiters that do not sleep in acquire() (AsyncLock): until the returned watch is
+  /// destroyed, a release of `key` that would wake a waiter asleep in acquire() may call `wake`
+  /// instead, once per rearm(). `wake` runs on the lock's listening thread or on a releasing
+  /// thread, with a mutex of the lock's held: it must only schedule the waiter's next try.
+  /// nullptr where this lock hears no releases (the default): such a waiter polls.
+  virtual std::unique_ptr<ReleaseWatch> watch_releases(std::string_view key,
+                                                       std::function<void()> wake) {
+    (void)key;
+    (void)wake;
+    return nullptr;
+  }
 };
 
 namespace detail {

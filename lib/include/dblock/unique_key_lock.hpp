@@ -96,6 +96,10 @@ class DBLOCK_EXPORT UniqueKeyLock final : public Lock {
   std::optional<Lease> acquire(std::string_view key, std::chrono::milliseconds timeout,
                                const LockOptions& options = {}) override;
   using Lock::acquire;
+  /// With `notify` (UniqueKeyLockOptions): releases through this lock object, and on PostgreSQL
+  /// releases anywhere, wake the watch as they wake a waiter asleep in acquire().
+  std::unique_ptr<ReleaseWatch> watch_releases(std::string_view key,
+                                               std::function<void()> wake) override;
 
   /// Takes `key` for good. Returns the claim, or nothing when the key is already claimed (or held
   /// as a lock) by someone else.

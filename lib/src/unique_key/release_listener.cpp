@@ -131,17 +131,25 @@ ReleaseListener::Interest* ReleaseListener::longest_asleep(const KeyState& state
   return chosen;
 }
 
+void ReleaseListener::rouse(Interest& waiter) {
+  waiter.woken_ = true;
+  if (waiter.nudge_) {
+    waiter.nudge_();
+  } else {
+    waiter.cv_.notify_one();
+  }
+}
+
 void ReleaseListener::wake(KeyState& state, const std::string& head, std::optional<Grant> grant) {
   // Only one waiter can win the key: waking more would only add failed tries.
   Interest* chosen = longest_asleep(state, head);
   if (grant && head.empty()) grant.reset();  // a grant names its waiter
   if (chosen != nullptr) {
-    chosen->woken_ = true;
     if (grant) {
       chosen->hand_over_ = Interest::HandOver::kGranted;
       chosen->grant_ = *grant;
     }
-    chosen->cv_.notify_one();
+    rouse(*chosen);
   } else if (head.empty() || state.queued.contains(head)) {
     // No one to wake asleep here now: the next to sleep (the head, if it names one) takes it.
     state.wake = true;
@@ -157,8 +165,7 @@ void ReleaseListener::wake_all(KeyState& state) {
         w->hand_over_ == Interest::HandOver::kGranted) {
       continue;  // being handed the key, or given it already
     }
-    w->woken_ = true;
-    w->cv_.notify_one();
+    rouse(*w);
   }
   // And a waiter between its try and its sleep tries again at once.
   state.wake = true;
@@ -249,10 +256,7 @@ void ReleaseListener::pass_on(const std::string& key) {
   std::lock_guard lock(mu_);
   auto it = keys_.find(key);
   if (it == keys_.end()) return;
-  if (Interest* next = longest_asleep(it->second, "")) {
-    next->woken_ = true;
-    next->cv_.notify_one();
-  }
+  if (Interest* next = longest_asleep(it->second, "")) rouse(*next);
 }
 
 std::size_t ReleaseListener::asleep(const std::string& key) const {
@@ -273,6 +277,7 @@ ReleaseListener::Interest::~Interest() {
   auto it = listener_.keys_.find(key_);
   if (it == listener_.keys_.end()) return;
   KeyState& state = it->second;
+  if (nudge_) state.asleep.erase(std::find(state.asleep.begin(), state.asleep.end(), this));
   if (!waiter_id_.empty()) {
     state.queued.erase(state.queued.find(waiter_id_));
     if (state.wake && state.wake_for == waiter_id_) {
@@ -296,6 +301,28 @@ void ReleaseListener::Interest::accept_hand_over(const LeaseInfo& lease,
                                                  const std::string& metadata) {
   lease_ = &lease;
   metadata_ = &metadata;
+}
+
+void ReleaseListener::Interest::park(std::function<void()> nudge) {
+  {
+    std::lock_guard lock(listener_.mu_);
+    nudge_ = std::move(nudge);
+    woken_ = true;  // armed by rearm(), which also takes a release no one was asleep for
+    listener_.keys_[key_].asleep.push_back(this);
+  }
+  rearm();
+}
+
+void ReleaseListener::Interest::rearm() {
+  std::lock_guard lock(listener_.mu_);
+  KeyState& state = listener_.keys_[key_];
+  if (state.wake && state.wake_for.empty()) {
+    state.wake = false;  // a release no one was asleep for: this waiter takes it
+    state.grant.reset();
+    nudge_();
+    return;
+  }
+  woken_ = false;
 }
 
 void ReleaseListener::Interest::wait(std::chrono::milliseconds timeout) {

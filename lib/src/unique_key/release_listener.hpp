@@ -35,6 +35,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -138,6 +139,15 @@ class ReleaseListener {
     // Its place in the key's fair queue (queued_as); "" when not queued. Read it while the
     // waiter is claimed.
     const std::string& waiter_id() const noexcept { return waiter_id_; }
+    // A waiter that does not sleep here (AsyncLock's): from now until its destruction it stays
+    // among the key's waiters, and a release that would wake it calls `nudge` instead, once until
+    // rearm(). `nudge` runs with the listener's mutex held (on the listening thread or a
+    // releasing one): it must only schedule the waiter's next try. Such a waiter is never handed
+    // the key nor named a queue's head.
+    void park(std::function<void()> nudge);
+    // After a try of a parked waiter that found the key taken: the next release nudges it again
+    // (at once, when one came meanwhile that no other waiter took).
+    void rearm();
     // Sleeps until a release of the key wakes this waiter or hands it the key, or `timeout`
     // passes. A release that came while no one was asleep (say, during this waiter's last try)
     // wakes the next sleeper at once, so it is not missed.
@@ -165,6 +175,7 @@ class ReleaseListener {
     // release wakes the one it chose and no other.
     std::condition_variable cv_;
     bool woken_ = false;
+    std::function<void()> nudge_;       // parked: called instead of cv_
     const LeaseInfo* lease_ = nullptr;  // accepts hand-overs when set
     const std::string* metadata_ = nullptr;
     HandOver hand_over_ = HandOver::kNone;
@@ -191,6 +202,8 @@ class ReleaseListener {
     int handed_in_a_row = 0;       // hand-overs since the key was last freed
     bool shared = false;           // the release in flight frees the key for everyone
   };
+  // Wakes `waiter`: its condition variable, or its nudge when parked. Called with mu_ held.
+  static void rouse(Interest& waiter);
   // The waiter asleep longest on `state`'s key that may be woken: `head` only, unless empty.
   // Called with mu_ held.
   static Interest* longest_asleep(const KeyState& state, const std::string& head);

@@ -236,6 +236,33 @@ std::optional<Lease> UniqueKeyLock::acquire(std::string_view key, std::chrono::m
                                   [&] { return wait_for(impl_, key, timeout, options); });
 }
 
+namespace {
+
+// A parked waiter of the lock's release listener (ReleaseListener::Interest::park); it keeps the
+// lock's core, and so the listener, alive.
+class ParkedWatch final : public Lock::ReleaseWatch {
+ public:
+  ParkedWatch(std::shared_ptr<detail::UniqueKeyLockCore> core, detail::ReleaseListener& listener,
+              std::string_view key, std::function<void()> wake)
+      : core_(std::move(core)), interest_(listener, std::string(key)) {
+    interest_.park(std::move(wake));
+  }
+  void rearm() override { interest_.rearm(); }
+
+ private:
+  std::shared_ptr<detail::UniqueKeyLockCore> core_;  // outlives interest_
+  detail::ReleaseListener::Interest interest_;
+};
+
+}  // namespace
+
+std::unique_ptr<Lock::ReleaseWatch> UniqueKeyLock::watch_releases(std::string_view key,
+                                                                  std::function<void()> wake) {
+  detail::ReleaseListener* listener = impl_->listener();  // starts listening, once
+  if (listener == nullptr) return nullptr;
+  return std::make_unique<ParkedWatch>(impl_, *listener, key, std::move(wake));
+}
+
 std::optional<Claim> UniqueKeyLock::claim(std::string_view key, const ClaimOptions& options) {
   validate_lock_key(key);
   Claim claim{std::string(key), 0,
