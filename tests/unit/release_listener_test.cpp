@@ -2,7 +2,8 @@
 // The waiting side of the unique-key lock (and of the semaphores) without a database: whom a
 // release hands the key to or wakes, a wake-up passed on, a claimed waiter that sleeps past its own
 // timeout until the hand-over is decided, a release's grant reaching the head it names, asleep
-// or not, and a parked waiter's nudges. The listener runs without its listening thread (as on MySQL), so no connection is opened.
+// or not, and a parked waiter's nudges. The listener runs without its listening thread (as on
+// MySQL), so no connection is opened.
 #include "unique_key/release_listener.hpp"
 
 #include <gtest/gtest.h>
