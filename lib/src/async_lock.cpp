@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <random>
@@ -49,6 +50,7 @@ struct Pending {
   bool watched = false;  // watch_releases was asked (it may have said no)
   // Last, so destroyed first: no nudge runs once the rest of the entry is going away.
   std::unique_ptr<Lock::ReleaseWatch> watch;
+  std::optional<std::stop_callback<std::function<void()>>> on_stop;  // nudges on a stop request
 };
 
 // Calls `done` with the end; what it throws is logged and dropped (it runs on a worker thread).
@@ -100,6 +102,10 @@ class AsyncLock::Impl {
 
   void start(std::unique_ptr<Pending> p) {
     ++pending_;
+    if (p->stop.stop_possible()) {
+      Pending* raw = p.get();
+      p->on_stop.emplace(p->stop, std::function<void()>([this, raw] { nudge(*raw); }));
+    }
     if (options_.first_try_in_caller) {
       if (!attempt(p)) return;
     }

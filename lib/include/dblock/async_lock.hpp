@@ -27,7 +27,7 @@
 /// Ends of a pending acquire: the lease; nothing when `timeout` passes, when `stop` (the call's
 /// std::stop_token) is requested, or when the AsyncLock is destroyed; or the error a try threw
 /// (a future rethrows it from get(), `co_await` from the await, a callback gets it as
-/// `error`). A stop request is seen at the next try, within the backoff's max_delay.
+/// `error`). A stop request ends a pending acquire at once (on one of the AsyncLock's threads).
 ///
 /// Thread-safety: all members may be called from any thread. The Lock must outlive the
 /// AsyncLock; destroying the AsyncLock ends every pending acquire (with nothing) and joins its
