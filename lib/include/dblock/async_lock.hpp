@@ -32,7 +32,8 @@
 /// Thread-safety: all members may be called from any thread. The Lock must outlive the
 /// AsyncLock; destroying the AsyncLock ends every pending acquire (with nothing) and joins its
 /// threads, after the tries in flight finish; it must not be destroyed from one of its own
-/// callbacks.
+/// callbacks. After fork() the child has none of the AsyncLock's threads: make a new AsyncLock
+/// there, and leave the parent's one alone.
 #pragma once
 
 #include <chrono>
