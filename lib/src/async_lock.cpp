@@ -15,6 +15,8 @@
 // timetable's mutex held.
 #include "dblock/async_lock.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -213,7 +215,7 @@ class AsyncLock::Impl {
   std::vector<std::thread> workers_;  // last: started once the rest is built
 };
 
-AsyncLock::AsyncLock(Lock& lock, AsyncLockOptions options) {
+AsyncLock::AsyncLock(Lock& lock, AsyncLockOptions options) : made_in_(::getpid()) {
   if (options.threads < 1 || options.threads > 64) {
     throw Error(ErrorCode::kInvalidArgument,
                 "an AsyncLock needs 1 to 64 threads; got " + std::to_string(options.threads));
@@ -221,10 +223,19 @@ AsyncLock::AsyncLock(Lock& lock, AsyncLockOptions options) {
   impl_ = std::make_unique<Impl>(lock, options);
 }
 
-AsyncLock::~AsyncLock() = default;
+AsyncLock::~AsyncLock() {
+  // A forked child's copy: its threads run in the parent only, and joining them here would wait
+  // forever, so the child leaves the copy as it is.
+  if (::getpid() != made_in_) (void)impl_.release();
+}
 
 void AsyncLock::acquire(std::string_view key, std::chrono::milliseconds timeout,
                         const LockOptions& options, Callback done, std::stop_token stop) {
+  if (::getpid() != made_in_) {
+    throw Error(ErrorCode::kFailedPrecondition,
+                "this AsyncLock was made before fork() in the parent process, whose threads run "
+                "its acquires: make a new AsyncLock in this process");
+  }
   const bool forever = detail::is_forever_wait(timeout);  // throws for a negative one
   auto p = std::make_unique<Pending>();
   p->key = std::string(key);

@@ -17,6 +17,7 @@
 #include <type_traits>
 
 #include "backends.hpp"
+#include "dblock/async_lock.hpp"
 #include "dblock/open.hpp"
 #include "dblock/read_write_lock.hpp"
 #include "dblock/row_lock.hpp"
@@ -275,6 +276,37 @@ TEST_P(ForkTest, AChildWaitsThroughItsParentsListeningSemaphoreByPolling) {
   EXPECT_EQ(held->release(), ReleaseOutcome::kReleased);
   waiter.join();
   EXPECT_TRUE(got) << "the parent's waiter did not get the permit after the child's exit";
+}
+
+// A child of a process with an AsyncLock waiting for a key: the inherited AsyncLock refuses a new
+// acquire (its threads run in the parent only), a new one made in the child works, and the child
+// exits, destroying both, without hanging; the parent's pending acquire still gets the key.
+TEST_P(ForkTest, AChildMakesAnAsyncLockOfItsOwn) {
+  auto uk = make<UniqueKeyLock>(*pool_, UniqueKeyLockOptions{});
+  auto held = uk->try_acquire("held", as("holder"));
+  ASSERT_TRUE(held);
+  auto async = std::make_unique<AsyncLock>(*uk);
+  auto pending = async->acquire("held", seconds(20), as("parent"));
+  const ChildResult r = in_child([&](const auto& say) {
+    int wrong = 0;
+    try {
+      (void)async->acquire("free", seconds(1), as("child"));
+      say("the inherited AsyncLock started an acquire"), ++wrong;
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::kFailedPrecondition) say(e.what()), ++wrong;
+    }
+    AsyncLock own(*uk);
+    auto lease = own.acquire("free", seconds(5), as("child")).get();
+    if (!lease) say("the child's own AsyncLock got nothing"), ++wrong;
+    if (lease && lease->release() != ReleaseOutcome::kReleased) say("release failed"), ++wrong;
+    async.reset();
+    return wrong;
+  });
+  ASSERT_EQ(r.status, 0) << (r.status == -1 ? "the child hung" : r.said);
+  EXPECT_EQ(held->release(), ReleaseOutcome::kReleased);
+  std::optional<Lease> got = pending.get();
+  ASSERT_TRUE(got) << "the parent's pending acquire did not get the key";
+  EXPECT_EQ(got->release(), ReleaseOutcome::kReleased);
 }
 
 // A child may go on using the pool and lock objects it inherited: they open connections of its

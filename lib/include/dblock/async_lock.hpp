@@ -32,8 +32,9 @@
 /// Thread-safety: all members may be called from any thread. The Lock must outlive the
 /// AsyncLock; destroying the AsyncLock ends every pending acquire (with nothing) and joins its
 /// threads, after the tries in flight finish; it must not be destroyed from one of its own
-/// callbacks. After fork() the child has none of the AsyncLock's threads: make a new AsyncLock
-/// there, and leave the parent's one alone.
+/// callbacks. After fork() the child has none of the AsyncLock's threads: there the inherited
+/// AsyncLock refuses to start an acquire (Error(kFailedPrecondition)) and its destruction leaves
+/// the parent's state alone; make a new AsyncLock in the child.
 #pragma once
 
 #include <chrono>
@@ -121,6 +122,7 @@ class DBLOCK_EXPORT AsyncLock {
  private:
   class Impl;
   std::unique_ptr<Impl> impl_;
+  int made_in_;  // the process that made it (fork())
 };
 
 }  // namespace dblock
