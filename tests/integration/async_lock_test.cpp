@@ -183,8 +183,26 @@ TEST_P(AsyncLockTest, TheTimeoutAStopAndTheDestructionEndWithNothing) {
 
 TEST_P(AsyncLockTest, ATrysErrorReachesTheCallerAndBadInputIsRefused) {
   AsyncLock async(*lock_, {.threads = 1, .backoff = {}, .first_try_in_caller = false});
-  auto bad = async.acquire("", seconds(1));  // an empty key: the try throws
+  // An empty key: the try throws, and the callback gets the error (rethrown there, on the
+  // AsyncLock's thread).
+  std::promise<ErrorCode> code;
+  async.acquire("", seconds(1), {}, [&](std::optional<Lease> lease, std::exception_ptr error) {
+    EXPECT_FALSE(lease);
+    try {
+      if (error) std::rethrow_exception(error);
+      code.set_value(ErrorCode::kOther);
+    } catch (const Error& e) {
+      code.set_value(e.code());
+    }
+  });
+  EXPECT_EQ(code.get_future().get(), ErrorCode::kInvalidArgument);
+#if !defined(__SANITIZE_THREAD__)
+  // The same through a future, rethrown in this thread. Not under ThreadSanitizer: the exception
+  // object's reference count lives in the uninstrumented C++ runtime, so its deletion on the
+  // AsyncLock's thread after this thread read it is reported as a race.
+  auto bad = async.acquire("", seconds(1));
   expect_error([&] { (void)bad.get(); }, ErrorCode::kInvalidArgument, "key", "an empty key");
+#endif
   expect_error([&] { (void)async.acquire("k", milliseconds(-1)); }, ErrorCode::kInvalidArgument,
                "negative", "a negative timeout");
   expect_error([&] { AsyncLock none(*lock_, {.threads = 0}); }, ErrorCode::kInvalidArgument,
@@ -212,7 +230,7 @@ TEST_P(AsyncLockTest, ManyPendingOnTwoThreadsAddNoThread) {
                                          .max_delay = milliseconds(1000),
                                          .min_sleep = milliseconds(100)},
                              .first_try_in_caller = false});
-    for (int i = 0; i < kKeys; ++i) {
+    const auto ask = [&](int i) {
       async.acquire("k" + std::to_string(i), seconds(2), as("waiter", seconds(60), false),
                     [&](std::optional<Lease> lease, std::exception_ptr error) {
                       EXPECT_FALSE(error);
@@ -222,11 +240,18 @@ TEST_P(AsyncLockTest, ManyPendingOnTwoThreadsAddNoThread) {
                       }
                       ++ended;
                     });
-    }
+    };
+    for (int i = 0; i < 10; ++i) ask(i);
+    std::this_thread::sleep_for(milliseconds(300));  // each tried, and watching its key
+    const int with_ten = threads_now();
+    for (int i = 10; i < kKeys; ++i) ask(i);
     EXPECT_EQ(async.pending(), static_cast<std::size_t>(kKeys));
-    // The AsyncLock's two, and on PostgreSQL the lock's one listening thread (a blocking
-    // waiter starts it too), whose notifications nudge the pending acquires.
-    EXPECT_LE(threads_now(), before + 3);
+    std::this_thread::sleep_for(milliseconds(300));
+    EXPECT_EQ(threads_now(), with_ten) << "more pending acquires, more threads";
+    // The AsyncLock's two, on PostgreSQL the lock's one listening thread (a blocking waiter
+    // starts it too), whose notifications nudge the pending acquires, and under ThreadSanitizer
+    // its runtime's own.
+    EXPECT_LE(with_ten - before, 4);
     EXPECT_EQ(held[7].release(), ReleaseOutcome::kReleased);
     for (int i = 0; i < 100 && ended.load() < kKeys; ++i) {
       std::this_thread::sleep_for(milliseconds(100));
