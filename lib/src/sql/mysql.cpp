@@ -139,11 +139,11 @@ constexpr UniqueKeySql kUniqueKey = {
     // The release id is random per release call; a retry after a lost reply reuses it. One row
     // matched when the lease was held; LAST_INSERT_ID() = the remaining hold_count plus one (1:
     // the key is free now; never 0 for a matched row, so a reply whose value a trigger cleared is
-    // told from an answer: see UniqueKeySql::reread_id). Idempotent under retry: the release id is
-    // written into lease_id, and a row
-    // that already carries it was released by this very call, so the retry changes nothing and
-    // reports the count left by the first attempt (a decrement applied twice would drop an outer
-    // hold). A row another owner took since carries the release id in previous_lease_id: the
+    // told from an answer: see UniqueKeySql::reread_id). Idempotent under retry: the release id
+    // is written into lease_id, and a row that already carries it was released by this very
+    // call, so the retry changes nothing and reports the count left by the first attempt (a
+    // decrement applied twice would drop an outer hold). A row another owner took since carries the
+    // release id in previous_lease_id: the
     // retry changes nothing there either and reports 1 (the first attempt freed the key).
     // Assignments run left to right and read columns assigned after them only.
     .release =
@@ -154,8 +154,8 @@ constexpr UniqueKeySql kUniqueKey = {
         "     acquired_at + INTERVAL {{param:min_hold_ms}} * 1000 MICROSECOND), expires_at)),"
         " hold_count = IF(previous_lease_id = {{param:release_id}},"
         "   hold_count + LAST_INSERT_ID(1) - 1,"
-        "   LAST_INSERT_ID(IF(lease_id = {{param:release_id}}, hold_count, hold_count - 1) + 1) - "
-        "1),"
+        "   LAST_INSERT_ID(IF(lease_id = {{param:release_id}}, hold_count, hold_count - 1) + 1)"
+        "     - 1),"
         " lease_id = IF(previous_lease_id = {{param:release_id}}, lease_id, {{param:release_id}})"
         " WHERE lock_key = {{param:key}} AND ((owner_host = {{param:host}}"
         " AND owner_process = {{param:process}} AND owner_thread = {{param:thread}}"
@@ -694,7 +694,7 @@ constexpr OperatorSql kOperators = {
 // trigger is left as it is.
 constexpr std::string_view kHistoryTriggers[] = {"locks_ended", "locks_cleaned"};
 
-#define DBLOCK_HISTORY_COLUMNS                                                         \
+#define DBLOCK_HISTORY_INSERT                                                          \
   "INSERT INTO {{table:history}} (lock_key, fencing_token, owner_host, owner_process," \
   " owner_thread, acquired_at, ended_at, ended_how)"                                   \
   " VALUES (OLD.lock_key, OLD.fencing_token, OLD.owner_host, OLD.owner_process,"       \
@@ -705,7 +705,7 @@ constexpr HistoryStep kHistoryEnable[] = {
      "CREATE TRIGGER {{table:locks_ended}} AFTER UPDATE ON {{table:locks}} FOR EACH ROW"
      " IF OLD.hold_count > 0"
      "   AND (NEW.hold_count = 0 OR NEW.fencing_token <> OLD.fencing_token) "
-     "THEN " DBLOCK_HISTORY_COLUMNS " LEAST(OLD.expires_at, UTC_TIMESTAMP(6)),"
+     "THEN " DBLOCK_HISTORY_INSERT " LEAST(OLD.expires_at, UTC_TIMESTAMP(6)),"
      " CASE WHEN OLD.expires_at > UTC_TIMESTAMP(6) THEN"
      "     IF(NEW.lease_id = CONCAT('f-', LEFT(OLD.lease_id, 62)), 'force_released', 'released')"
      "   WHEN NEW.fencing_token <> OLD.fencing_token AND NOT (NEW.owner_host = OLD.owner_host"
@@ -715,10 +715,10 @@ constexpr HistoryStep kHistoryEnable[] = {
      " END IF"},
     {"locks_cleaned",
      "CREATE TRIGGER {{table:locks_cleaned}} AFTER DELETE ON {{table:locks}} FOR EACH ROW"
-     " IF OLD.hold_count > 0 THEN " DBLOCK_HISTORY_COLUMNS " OLD.expires_at, 'cleaned'); END IF"},
+     " IF OLD.hold_count > 0 THEN " DBLOCK_HISTORY_INSERT " OLD.expires_at, 'cleaned'); END IF"},
 };
 
-#undef DBLOCK_HISTORY_COLUMNS
+#undef DBLOCK_HISTORY_INSERT
 
 constexpr HistoryStep kHistoryDisable[] = {
     {"", "DROP TRIGGER IF EXISTS {{table:locks_ended}}"},
