@@ -59,9 +59,10 @@ namespace dblock {
 struct AsyncLockOptions {
   /// Threads that run the tries; 1 to 64.
   int threads = 2;
-  /// How long a pending acquire waits between tries. Its max_delay bounds how late a key freed
-  /// by another owner is noticed, and sets the load: each pending acquire sends about
-  /// 1 / (max_delay / 2) statements per second once its wait has grown.
+  /// How long a pending acquire waits between tries. Where the lock hears no releases, its
+  /// max_delay bounds how late a freed key is noticed; everywhere it sets the load: each pending
+  /// acquire sends about 2 / (min_sleep + max_delay) statements per second once its wait has
+  /// grown.
   BackoffPolicy backoff{};
   /// The first try in the calling thread (true) or on the AsyncLock's threads (false: the call
   /// returns at once, for callers that must never block, such as an event loop's thread).

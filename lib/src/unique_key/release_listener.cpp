@@ -319,6 +319,7 @@ void ReleaseListener::Interest::rearm() {
   if (state.wake && state.wake_for.empty()) {
     state.wake = false;  // a release no one was asleep for: this waiter takes it
     state.grant.reset();
+    woken_ = true;  // nudged now: not again before its next rearm()
     nudge_();
     return;
   }
